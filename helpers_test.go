@@ -1,0 +1,170 @@
+package litequeue
+
+import (
+	"context"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/require"
+)
+
+// waitLimit bounds every wait for the queue's goroutines in tests. Nothing
+// waits out a retry schedule in real time: schedules run on the mock clock.
+const waitLimit = 10 * time.Second
+
+// events collects a queue's events for assertions.
+type events struct {
+	mu  sync.Mutex
+	all []Event
+	ch  chan struct{}
+}
+
+func newEvents() *events { return &events{ch: make(chan struct{}, 1)} }
+
+func (e *events) add(ev Event) {
+	e.mu.Lock()
+	e.all = append(e.all, ev)
+	e.mu.Unlock()
+	select {
+	case e.ch <- struct{}{}:
+	default:
+	}
+}
+
+func (e *events) snapshot() []Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]Event(nil), e.all...)
+}
+
+func (e *events) count(typ EventType, id int64) int {
+	n := 0
+	for _, ev := range e.snapshot() {
+		if ev.Type == typ && (id == 0 || ev.JobID == id) {
+			n++
+		}
+	}
+	return n
+}
+
+// wait blocks until at least n events of typ for job id (0: any job) have
+// been seen, and returns the last of them.
+func (e *events) wait(t testing.TB, typ EventType, id int64, n int) Event {
+	t.Helper()
+	deadline := time.NewTimer(waitLimit)
+	defer deadline.Stop()
+	for {
+		var last Event
+		c := 0
+		for _, ev := range e.snapshot() {
+			if ev.Type == typ && (id == 0 || ev.JobID == id) {
+				c++
+				last = ev
+			}
+		}
+		if c >= n {
+			return last
+		}
+		select {
+		case <-e.ch:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %d %q events of job %d; saw %+v", n, typ, id, e.snapshot())
+		}
+	}
+}
+
+type harness struct {
+	q     *Queue
+	clock *clock.Mock
+	ev    *events
+	path  string
+	opts  Options
+}
+
+// setup opens a queue on a new file in t.TempDir() with a mock clock, a
+// seeded random source and an event collector. mod adjusts the options.
+func setup(t *testing.T, mod func(o *Options)) *harness {
+	t.Helper()
+	h := &harness{clock: clock.NewMock(), ev: newEvents(), path: filepath.Join(t.TempDir(), "q.db")}
+	h.clock.Set(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h.opts = Options{Clock: h.clock, Rand: rand.New(rand.NewPCG(1, 2)), OnEvent: h.ev.add, PollInterval: -1}
+	if mod != nil {
+		mod(&h.opts)
+	}
+	q, err := Open(h.path, &h.opts)
+	require.NoError(t, err)
+	h.q = q
+	t.Cleanup(func() {
+		require.NoError(t, q.Close())
+		checkInvariants(t, h.path)
+	})
+	return h
+}
+
+// reopen closes the queue and opens the same file again with the same
+// options (a restart).
+func (h *harness) reopen(t *testing.T) {
+	t.Helper()
+	require.NoError(t, h.q.Close())
+	q, err := Open(h.path, &h.opts)
+	require.NoError(t, err)
+	h.q = q
+}
+
+func (h *harness) start(t *testing.T) {
+	t.Helper()
+	require.NoError(t, h.q.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		_ = h.q.Stop(ctx)
+	})
+}
+
+// checkInvariants opens the file read-only and checks what must hold in any
+// queue file: integrity, no live row with an idempotency key twice, no lease
+// on a row that is not running.
+func checkInvariants(t *testing.T, path string) {
+	t.Helper()
+	q, err := Open(path, &Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer q.Close()
+	var res string
+	require.NoError(t, q.db.QueryRow("PRAGMA integrity_check").Scan(&res))
+	require.Equal(t, "ok", res)
+	var bad int
+	require.NoError(t, q.db.QueryRow(`SELECT count(*) FROM lq_jobs WHERE (state = 1) != (lease IS NOT NULL)`).Scan(&bad))
+	require.Zero(t, bad, "rows with a lease that are not running, or running without one")
+}
+
+// Test job types.
+
+type SendEmail struct {
+	To string `json:"to"`
+}
+
+func (SendEmail) Kind() string { return "send_email" }
+
+type Resize struct {
+	N int `json:"n"`
+}
+
+func (Resize) Kind() string      { return "resize" }
+func (Resize) QueueName() string { return "media" }
+
+type OwnPolicy struct {
+	Attempts int `json:"attempts"`
+}
+
+func (OwnPolicy) Kind() string { return "own_policy" }
+func (j OwnPolicy) RetryPolicy() *RetryPolicy {
+	if j.Attempts == 0 {
+		return nil
+	}
+	p := FixedRetry(j.Attempts, time.Second)
+	return &p
+}

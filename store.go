@@ -1,0 +1,513 @@
+package litequeue
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// SchemaVersion is the version of the queue file format this build writes.
+// Open migrates older files up to it and refuses newer ones with
+// ErrSchemaTooNew.
+const SchemaVersion = 1
+
+// formatName is stored in lq_meta to tell a litequeue file from another
+// application's SQLite file.
+const formatName = "litequeue"
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+type migration struct {
+	version int
+	sql     string
+}
+
+// migrations returns the embedded migrations in version order. File names
+// start with the zero-padded version number: 0001_init.sql.
+func migrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("litequeue: bad migration file name %q", e.Name())
+		}
+		b, err := migrationFS.ReadFile(path.Join("migrations", e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, sql: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	return ms, nil
+}
+
+// execer is what the store's statements run on: a dedicated connection inside
+// a transaction, or the application's *sql.Tx.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// sqliteHeader is the first 16 bytes of every SQLite 3 database file.
+var sqliteHeader = []byte("SQLite format 3\x00")
+
+// checkFile refuses, without opening it as a database (and so without changing
+// it), a path that is a directory, a file that is not SQLite, or an empty
+// file. A missing file is fine unless readOnly.
+func checkFile(name string, readOnly bool) error {
+	st, err := os.Stat(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		if readOnly {
+			return fmt.Errorf("litequeue: open %s read-only: file does not exist: %w", name, fs.ErrNotExist)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("litequeue: open %s: %w", name, err)
+	}
+	if st.IsDir() {
+		return fmt.Errorf("litequeue: open %s: is a directory, not a queue file; pass the path of a file inside it", name)
+	}
+	if st.Size() == 0 {
+		return fmt.Errorf("litequeue: open %s: file is empty (0 bytes), not a queue file; remove it or pass a path that does not exist yet: %w", name, ErrNotSQLite)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return fmt.Errorf("litequeue: open %s: %w", name, err)
+	}
+	defer f.Close()
+	head := make([]byte, len(sqliteHeader))
+	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, sqliteHeader) {
+		return fmt.Errorf("litequeue: open %s: %w (its first bytes are not the SQLite header)", name, ErrNotSQLite)
+	}
+	return nil
+}
+
+// dsn builds the modernc.org/sqlite data source name for a queue file. Only
+// connection-level pragmas go here: nothing that writes to the file, so a file
+// can be checked before anything changes it.
+func dsn(name string, o *Options, readOnly bool) string {
+	v := url.Values{}
+	v.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()))
+	v.Add("_pragma", "foreign_keys(1)")
+	v.Add("_pragma", "synchronous("+o.Durability.synchronous()+")")
+	for _, p := range o.Pragmas {
+		v.Add("_pragma", p)
+	}
+	if readOnly {
+		v.Set("mode", "ro")
+	} else {
+		v.Set("_txlock", "immediate")
+	}
+	return "file:" + (&url.URL{Path: name}).EscapedPath() + "?" + v.Encode()
+}
+
+// identify tells whether db holds a litequeue schema, and its version.
+// version is 0 for a database with no litequeue tables; foreign reports
+// whether the database holds other tables.
+func identify(ctx context.Context, db execer) (version int, foreign bool, err error) {
+	rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table'`)
+	if err != nil {
+		return 0, false, classifyOpenError(err)
+	}
+	hasMeta := false
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return 0, false, err
+		}
+		switch {
+		case name == "lq_meta":
+			hasMeta = true
+		case strings.HasPrefix(name, "lq_"), strings.HasPrefix(name, "sqlite_"):
+		default:
+			foreign = true
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return 0, false, classifyOpenError(err)
+	}
+	if !hasMeta {
+		return 0, foreign, nil
+	}
+	var format, ver string
+	err = db.QueryRowContext(ctx, `SELECT
+		(SELECT value FROM lq_meta WHERE key = 'format'),
+		(SELECT value FROM lq_meta WHERE key = 'schema_version')`).Scan(&format, &ver)
+	if err != nil || format != formatName {
+		return 0, foreign, fmt.Errorf("%w: its lq_meta table does not name the litequeue format", ErrNotLitequeue)
+	}
+	version, err = strconv.Atoi(ver)
+	if err != nil || version < 1 {
+		return 0, foreign, fmt.Errorf("%w: unreadable schema version %q", ErrNotLitequeue, ver)
+	}
+	return version, foreign, nil
+}
+
+// classifyOpenError turns the driver's "not a database" into ErrNotSQLite.
+func classifyOpenError(err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_NOTADB || se.Code()&0xff == sqlite3.SQLITE_CORRUPT) {
+		return fmt.Errorf("%w (%v)", ErrNotSQLite, err)
+	}
+	return err
+}
+
+// migrate brings the schema from version `from` up to SchemaVersion in one
+// IMMEDIATE transaction on conn.
+func migrate(ctx context.Context, conn *sql.Conn, from int) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	return runTx(ctx, conn, func(tx execer) error {
+		// Re-check inside the write lock: another process may have migrated.
+		cur, _, err := identify(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if cur > SchemaVersion {
+			return fmt.Errorf("%w: file has version %d, this build knows up to %d", ErrSchemaTooNew, cur, SchemaVersion)
+		}
+		for _, m := range ms {
+			if m.version <= cur {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return fmt.Errorf("litequeue: migration %d: %w", m.version, err)
+			}
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO lq_meta (key, value) VALUES ('format', ?), ('schema_version', ?)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, formatName, strconv.Itoa(SchemaVersion))
+		return err
+	})
+}
+
+// runTx runs fn inside BEGIN IMMEDIATE … COMMIT on conn, rolling back when fn
+// or the commit fails. BEGIN is retried while the database stays busy beyond
+// the busy timeout, until ctx ends.
+func runTx(ctx context.Context, conn *sql.Conn, fn func(tx execer) error) error {
+	if err := beginImmediate(ctx, conn); err != nil {
+		return err
+	}
+	if err := fn(conn); err != nil {
+		rollback(conn)
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		rollback(conn)
+		return err
+	}
+	return nil
+}
+
+func beginImmediate(ctx context.Context, conn *sql.Conn) error {
+	for {
+		_, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE")
+		if err == nil || !isBusy(err) {
+			return err
+		}
+		// Still locked after a whole busy timeout: keep waiting while the
+		// caller's context allows. The driver's busy handler already slept.
+		if ctx.Err() != nil {
+			return fmt.Errorf("litequeue: database stayed locked by another connection: %w", err)
+		}
+	}
+}
+
+func rollback(conn *sql.Conn) {
+	// A failed COMMIT may already have rolled back; the error is expected then.
+	_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
+}
+
+// isBusy reports SQLITE_BUSY and SQLITE_LOCKED (and their extended codes).
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		c := se.Code() & 0xff
+		return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
+	}
+	return false
+}
+
+// writeOp is one unit of work for the writer. It runs inside the writer's
+// transaction, under its own savepoint when it shares the transaction with
+// others, so its failure rolls back only its own changes.
+type writeOp struct {
+	ctx  context.Context
+	fn   func(ctx context.Context, tx execer) error
+	done chan error
+	noTx bool // run on the connection outside any transaction (reads)
+}
+
+// completion is a finished job whose success is written in the next batch.
+type completion struct {
+	id     int64
+	lease  int64
+	queue  string
+	kind   string
+	at     int64 // when the handler returned
+	notify func(err error) // nil: committed; ErrLeaseLost: stale; else the commit failed
+}
+
+// writer is the single writer of a queue: one goroutine owning one
+// connection that commits whatever is waiting — enqueues, claims, failures,
+// lease extensions and batched completions — in one transaction (group
+// commit), so concurrent writers share an fsync instead of each paying one.
+type writer struct {
+	conn *sql.Conn
+	ops  chan *writeOp
+
+	mu          sync.Mutex
+	completions []completion
+	completeFn  func(ctx context.Context, tx execer, cs []completion) ([]error, error)
+	kick        chan struct{}
+
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt
+
+	quit chan struct{}
+	done chan struct{}
+}
+
+// maxGroup bounds how many operations share one transaction.
+const maxGroup = 512
+
+func newWriter(conn *sql.Conn, completeFn func(ctx context.Context, tx execer, cs []completion) ([]error, error)) *writer {
+	w := &writer{
+		conn:       conn,
+		stmts:      map[string]*sql.Stmt{},
+		ops:        make(chan *writeOp, maxGroup),
+		completeFn: completeFn,
+		kick:       make(chan struct{}, 1),
+		quit:       make(chan struct{}),
+		done:       make(chan struct{}),
+	}
+	go w.loop()
+	return w
+}
+
+// stmt returns query prepared once on the writer's connection. Only ops
+// running in the writer call it.
+func (w *writer) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	w.stmtMu.Lock()
+	defer w.stmtMu.Unlock()
+	if s, ok := w.stmts[query]; ok {
+		return s, nil
+	}
+	s, err := w.conn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	w.stmts[query] = s
+	return s, nil
+}
+
+// do runs fn in the writer and waits for its transaction to commit. The
+// returned error is fn's, or the commit's.
+func (w *writer) do(ctx context.Context, fn func(ctx context.Context, tx execer) error) error {
+	return w.submit(&writeOp{ctx: ctx, fn: fn, done: make(chan error, 1)})
+}
+
+// read runs fn on the writer's connection outside any transaction, between
+// two commits. The poller reads PRAGMA data_version this way: on the
+// writer's connection it changes only for other connections' commits.
+func (w *writer) read(ctx context.Context, fn func(ctx context.Context, tx execer) error) error {
+	return w.submit(&writeOp{ctx: ctx, fn: fn, done: make(chan error, 1), noTx: true})
+}
+
+func (w *writer) submit(op *writeOp) error {
+	ctx := op.ctx
+	select {
+	case w.ops <- op:
+	case <-w.quit:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-op.done:
+		return err
+	case <-w.done:
+		// The writer stopped; it answers every op it took before stopping.
+		select {
+		case err := <-op.done:
+			return err
+		default:
+			return ErrClosed
+		}
+	}
+}
+
+// complete queues a success for the next batch without waiting.
+func (w *writer) complete(c completion) {
+	w.mu.Lock()
+	w.completions = append(w.completions, c)
+	w.mu.Unlock()
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// pendingCompletions reports how many successes wait to be written.
+func (w *writer) pendingCompletions() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.completions)
+}
+
+// close writes everything already queued, then stops the writer.
+func (w *writer) close() {
+	select {
+	case <-w.quit:
+	default:
+		close(w.quit)
+	}
+	<-w.done
+	w.stmtMu.Lock()
+	for _, s := range w.stmts {
+		s.Close()
+	}
+	w.stmts = nil
+	w.stmtMu.Unlock()
+}
+
+func (w *writer) loop() {
+	defer close(w.done)
+	batch := make([]*writeOp, 0, maxGroup)
+	for {
+		batch = batch[:0]
+		select {
+		case op := <-w.ops:
+			batch = append(batch, op)
+		case <-w.kick:
+		case <-w.quit:
+			// Drain what is left, then stop.
+			for {
+				batch = batch[:0]
+				w.gather(&batch)
+				if len(batch) == 0 && w.pendingCompletions() == 0 {
+					return
+				}
+				w.commit(batch)
+			}
+		}
+		w.gather(&batch)
+		w.commit(batch)
+	}
+}
+
+// gather adds every op already waiting, up to maxGroup.
+func (w *writer) gather(batch *[]*writeOp) {
+	for len(*batch) < maxGroup {
+		select {
+		case op := <-w.ops:
+			*batch = append(*batch, op)
+		default:
+			return
+		}
+	}
+}
+
+func (w *writer) commit(all []*writeOp) {
+	batch := all[:0:0]
+	for _, op := range all {
+		if op.noTx {
+			op.done <- op.fn(op.ctx, w.conn)
+		} else {
+			batch = append(batch, op)
+		}
+	}
+	w.mu.Lock()
+	cs := w.completions
+	w.completions = nil
+	w.mu.Unlock()
+	if len(batch) == 0 && len(cs) == 0 {
+		return
+	}
+	ctx := context.Background()
+	errs := make([]error, len(batch))
+	var results []error
+	shared := len(batch)+len(cs) > 1
+	err := runTx(ctx, w.conn, func(tx execer) error {
+		for i, op := range batch {
+			if err := op.ctx.Err(); err != nil {
+				errs[i] = err
+				continue
+			}
+			errs[i] = runOp(op, tx, shared)
+			if errs[i] != nil && !shared {
+				return errs[i] // roll back the lone op's partial changes
+			}
+		}
+		if len(cs) > 0 {
+			var err error
+			results, err = w.completeFn(ctx, tx, cs)
+			return err
+		}
+		return nil
+	})
+	if err != nil && !shared && len(batch) == 1 && errs[0] != nil {
+		// A lone op's own failure rolled the transaction back; report it.
+		err = nil
+	}
+	for i, op := range batch {
+		if err != nil {
+			op.done <- err
+		} else {
+			op.done <- errs[i]
+		}
+	}
+	for i, c := range cs {
+		if c.notify == nil {
+			continue
+		}
+		if err != nil {
+			c.notify(err)
+		} else {
+			c.notify(results[i])
+		}
+	}
+}
+
+// runOp runs one op; shared says other ops share the transaction, so the op
+// gets a savepoint that isolates its failure.
+func runOp(op *writeOp, tx execer, shared bool) error {
+	if !shared {
+		return op.fn(op.ctx, tx)
+	}
+	if _, err := tx.ExecContext(op.ctx, "SAVEPOINT lq_op"); err != nil {
+		return err
+	}
+	if err := op.fn(op.ctx, tx); err != nil {
+		_, _ = tx.ExecContext(context.Background(), "ROLLBACK TO lq_op")
+		_, _ = tx.ExecContext(context.Background(), "RELEASE lq_op")
+		return err
+	}
+	_, err := tx.ExecContext(op.ctx, "RELEASE lq_op")
+	return err
+}
