@@ -269,7 +269,7 @@ type completion struct {
 	lease  int64
 	queue  string
 	kind   string
-	at     int64 // when the handler returned
+	at     int64           // when the handler returned
 	notify func(err error) // nil: committed; ErrLeaseLost: stale; else the commit failed
 }
 
