@@ -2,8 +2,11 @@ package litequeue
 
 import (
 	"database/sql"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"context"
@@ -637,4 +640,142 @@ func TestTwoQueuesOnOneFileNeverRunAJobTwice(t *testing.T) {
 	require.NoError(t, a.Close())
 	require.NoError(t, b.Close())
 	checkInvariants(t, path)
+}
+
+func TestPayloadThatDoesNotDecodeIsPermanentFailure(t *testing.T) {
+	h := setup(t, func(o *Options) {
+		o.Queues = []QueueConfig{{Name: "media", Retry: FixedRetry(5, time.Second)}}
+	})
+	Register(h.q, func(ctx context.Context, d *Delivery[Resize]) error {
+		t.Error("handler must not run on an undecodable payload")
+		return nil
+	})
+	// A job of the same kind written by an older release with another shape.
+	type oldResize struct {
+		N string `json:"n"`
+	}
+	id, err := h.q.Enqueue(context.Background(), kindOverride{Resize{}.Kind(), "media", oldResize{N: "big"}}, nil)
+	require.NoError(t, err)
+	h.start(t)
+	ev := h.ev.wait(t, EventDead, id, 1)
+	require.Equal(t, DecisionPermanent, ev.Decision)
+	require.ErrorContains(t, ev.Err, "payload does not decode into litequeue.Resize")
+}
+
+// kindOverride encodes any value as a job of the given kind and queue.
+type kindOverride struct {
+	kind, queue string
+	v           any
+}
+
+func (k kindOverride) Kind() string                 { return k.kind }
+func (k kindOverride) QueueName() string            { return k.queue }
+func (k kindOverride) MarshalJSON() ([]byte, error) { return json.Marshal(k.v) }
+
+func TestEnqueueRejectsInvalidInputAndWritesNothing(t *testing.T) {
+	h := setup(t, func(o *Options) { o.MaxPayloadBytes = 64 })
+	ctx := context.Background()
+	cases := map[string]struct {
+		job  Job
+		opts *EnqueueOptions
+		want string
+	}{
+		"nil job":          {nil, nil, "nil job"},
+		"empty kind":       {kindOverride{"", "q", 1}, nil, "empty kind name"},
+		"long queue":       {kindOverride{"k", strings.Repeat("q", MaxNameLen+1), 1}, nil, "queue name is 129 bytes"},
+		"negative delay":   {SendEmail{}, &EnqueueOptions{Delay: -time.Second}, "negative delay"},
+		"delay and run-at": {SendEmail{}, &EnqueueOptions{Delay: time.Second, RunAt: time.Now()}, "both Delay and RunAt"},
+		"beyond 2262":      {SendEmail{}, &EnqueueOptions{RunAt: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)}, "outside the years"},
+		"payload too big":  {SendEmail{To: strings.Repeat("x", 100)}, nil, "over Options.MaxPayloadBytes (64)"},
+		"not JSON":         {kindOverride{"k", "q", make(chan int)}, nil, "does not encode as JSON"},
+		"long key":         {SendEmail{}, &EnqueueOptions{Key: strings.Repeat("k", MaxKeyLen+1)}, "idempotency key is 513 bytes"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := h.q.Enqueue(ctx, c.job, c.opts)
+			require.ErrorIs(t, err, ErrInvalidJob)
+			require.ErrorContains(t, err, c.want)
+		})
+	}
+	jobs, err := h.q.Jobs(ctx, JobFilter{})
+	require.NoError(t, err)
+	require.Empty(t, jobs)
+}
+
+func TestEnqueueBatchIsAllOrNothingAndReportsDuplicates(t *testing.T) {
+	h := setup(t, nil)
+	ctx := context.Background()
+	_, err := h.q.EnqueueBatch(ctx, []BatchItem{{Job: SendEmail{To: "a"}}, {Job: SendEmail{}, Options: &EnqueueOptions{Delay: -1}}})
+	require.ErrorIs(t, err, ErrInvalidJob)
+	require.ErrorContains(t, err, "batch item 1")
+	jobs, err := h.q.Jobs(ctx, JobFilter{})
+	require.NoError(t, err)
+	require.Empty(t, jobs, "an invalid item enqueues nothing")
+
+	held, err := h.q.Enqueue(ctx, SendEmail{To: "held"}, &EnqueueOptions{Key: "k1"})
+	require.NoError(t, err)
+	ids, err := h.q.EnqueueBatch(ctx, []BatchItem{
+		{Job: SendEmail{To: "new"}, Options: &EnqueueOptions{Key: "k2"}},
+		{Job: SendEmail{To: "dup"}, Options: &EnqueueOptions{Key: "k1"}},
+		{Job: SendEmail{To: "dup-in-batch"}, Options: &EnqueueOptions{Key: "k2"}},
+	})
+	require.ErrorIs(t, err, ErrDuplicate)
+	require.Len(t, ids, 3)
+	require.Equal(t, held, ids[1])
+	require.Equal(t, ids[0], ids[2])
+	jobs, err = h.q.Jobs(ctx, JobFilter{})
+	require.NoError(t, err)
+	require.Len(t, jobs, 2)
+}
+
+func TestCompletedJobsAreRetainedThenCleanedUp(t *testing.T) {
+	h := setup(t, func(o *Options) { o.CompletedRetention = 10 * time.Minute })
+	Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error { return nil })
+	h.start(t)
+	ctx := context.Background()
+	id, err := h.q.Enqueue(ctx, SendEmail{To: "x"}, nil)
+	require.NoError(t, err)
+	h.ev.wait(t, EventSucceeded, id, 1)
+	j, err := h.q.Job(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, StateCompleted, j.State)
+	h.clock.Add(10*time.Minute + DefaultCleanupInterval)
+	require.Eventually(t, func() bool {
+		_, err := h.q.Job(ctx, id)
+		return errors.Is(err, ErrNotFound)
+	}, waitLimit, time.Millisecond)
+}
+
+func TestOpenRefusesForeignFilesUntouched(t *testing.T) {
+	dir := t.TempDir()
+	notSQLite := filepath.Join(dir, "notes.txt")
+	require.NoError(t, os.WriteFile(notSQLite, []byte("hello, this is not a database at all"), 0o644))
+	_, err := Open(notSQLite, nil)
+	require.ErrorIs(t, err, ErrNotSQLite)
+
+	foreign := filepath.Join(dir, "other.db")
+	db, err := sql.Open("sqlite", foreign)
+	require.NoError(t, err)
+	_, err = db.Exec(`CREATE TABLE customers (id INTEGER PRIMARY KEY)`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	before, err := os.ReadFile(foreign)
+	require.NoError(t, err)
+	_, err = Open(foreign, nil)
+	require.ErrorIs(t, err, ErrNotLitequeue)
+	after, err := os.ReadFile(foreign)
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+
+	newer := filepath.Join(dir, "newer.db")
+	q, err := Open(newer, nil)
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+	db, err = sql.Open("sqlite", newer)
+	require.NoError(t, err)
+	_, err = db.Exec(`UPDATE lq_meta SET value = '99' WHERE key = 'schema_version'`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	_, err = Open(newer, nil)
+	require.ErrorIs(t, err, ErrSchemaTooNew)
 }
