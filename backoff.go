@@ -65,7 +65,7 @@ const (
 
 // ExponentialBackoff returns the default exponential Backoff: Base 1s,
 // Factor 2.0, Max 300s (5m), Jitter true. Its ceilings are 1s, 2s, 4s, …,
-// capped at 5m from the ninth failed attempt on.
+// 256s, then capped at 5m from the tenth failed attempt on.
 func ExponentialBackoff() Backoff {
 	return Backoff{
 		Kind:   BackoffExponential,
@@ -106,6 +106,11 @@ func (b Backoff) exponentialCeiling(n int) time.Duration {
 	factor := b.Factor
 	if math.IsNaN(factor) || math.IsInf(factor, 0) || factor <= 0 {
 		factor = 1
+	}
+	if factor == 1 || n == 1 {
+		// Base × Factor^0 or Base × 1^(n−1): exactly Base, without the float64
+		// rounding that would change a Base above 2^53 ns.
+		return min(b.Base, b.Max)
 	}
 	wait := float64(b.Base) * math.Pow(factor, float64(n-1))
 	if math.IsNaN(wait) || math.IsInf(wait, 0) || wait >= float64(b.Max) {
