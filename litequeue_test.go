@@ -779,3 +779,11 @@ func TestOpenRefusesForeignFilesUntouched(t *testing.T) {
 	_, err = Open(newer, nil)
 	require.ErrorIs(t, err, ErrSchemaTooNew)
 }
+
+func TestNewQueueConfigIsTheTrap(t *testing.T) {
+	c := NewQueueConfig("email")
+	require.Equal(t, "email", c.Name)
+	require.Equal(t, NoRetry(), c.Retry)
+	require.Equal(t, DefaultRetryPolicy(), c.Retry)
+	require.False(t, c.Retry.Decide(1).Retry)
+}
