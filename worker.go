@@ -644,9 +644,7 @@ func (p *pool) execute(d *delivery) {
 		p.forget(d)
 		return
 	}
-	if err == nil && hctx.Err() != nil && context.Cause(hctx) != errShutdown && p.cfg.Timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) {
-		err = fmt.Errorf("job timeout %s passed: %w", p.cfg.Timeout, context.DeadlineExceeded)
-	} else if err != nil && errors.Is(hctx.Err(), context.DeadlineExceeded) && p.cfg.Timeout > 0 {
+	if err != nil && p.cfg.Timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) {
 		err = fmt.Errorf("job timeout %s passed: %w", p.cfg.Timeout, err)
 	}
 	if err != nil {
