@@ -111,7 +111,11 @@ func addCapped(a, b time.Duration) time.Duration {
 }
 
 func planTable(w io.Writer, p litequeue.RetryPolicy, plan retryPlan) error {
-	fmt.Fprintf(w, "%s; %s\n\n", plural(plan.MaxAttempts, "attempt", "attempts"), describeBackoff(p.Backoff))
+	if plan.MaxAttempts == 1 {
+		fmt.Fprint(w, "1 attempt: the job never retries; its first failure makes it a dead letter\n\n")
+	} else {
+		fmt.Fprintf(w, "%d attempts; %s\n\n", plan.MaxAttempts, describeBackoff(p.Backoff))
+	}
 	rows := make([][]string, len(plan.Steps))
 	for i, s := range plan.Steps {
 		if !s.Retry {
@@ -124,7 +128,10 @@ func planTable(w io.Writer, p litequeue.RetryPolicy, plan retryPlan) error {
 	if err := table(w, []string{"FAILED ATTEMPT", "THEN", "CEILING", "WAIT RANGE", "CUMULATIVE (MAX)"}, rows); err != nil {
 		return err
 	}
-	if plan.Jitter {
+	switch {
+	case plan.MaxAttempts == 1:
+		return nil
+	case plan.Jitter:
 		_, err := fmt.Fprintln(w, "\nWith jitter each wait is drawn from its range: the cumulative time is at most the sum of the ceilings and may be as little as 0.")
 		return err
 	}
