@@ -44,14 +44,7 @@ job now holds moves nothing. --all moves every dead letter (of --queue and
 	kind := fs.String("kind", "", "with --all: only dead letters of this kind")
 	fs.jsonFlag()
 	fs.fileFlags(true)
-	pos, err := fs.parse(args)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		return usagef("missing FILE")
-	}
-	ids, err := parseIDs(pos[1:])
+	path, ids, err := fs.parseFileIDs(args)
 	if err != nil {
 		return err
 	}
@@ -63,7 +56,7 @@ job now holds moves nothing. --all moves every dead letter (of --queue and
 	case !*all && (*queue != "" || *kind != ""):
 		return usagef("--queue and --kind narrow --all; with IDs, leave them out")
 	}
-	return a.mutation(fs, pos[0], "requeued", "dead letter", func(ctx context.Context, f *file) (int, error) {
+	return a.mutation(fs, path, "requeued", "dead letter", func(ctx context.Context, f *file) (int, error) {
 		if !*all {
 			return f.q.Requeue(ctx, ids...)
 		}
@@ -82,18 +75,14 @@ working on it: wait for it or stop the worker) or a completed or dead job
 removes nothing.`)
 	fs.jsonFlag()
 	fs.fileFlags(true)
-	pos, err := fs.parse(args)
+	path, ids, err := fs.parseFileIDs(args)
 	if err != nil {
 		return err
 	}
-	if len(pos) < 2 {
+	if len(ids) == 0 {
 		return usagef("want FILE and at least one job ID")
 	}
-	ids, err := parseIDs(pos[1:])
-	if err != nil {
-		return err
-	}
-	return a.mutation(fs, pos[0], "cancelled", "job", func(ctx context.Context, f *file) (int, error) {
+	return a.mutation(fs, path, "cancelled", "job", func(ctx context.Context, f *file) (int, error) {
 		n, err := f.q.Cancel(ctx, ids...)
 		if errors.Is(err, litequeue.ErrJobRunning) {
 			return 0, fmt.Errorf("%w; nothing was cancelled", err)
@@ -117,14 +106,7 @@ terminal; otherwise pass --yes.`)
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
 	fs.jsonFlag()
 	fs.fileFlags(true)
-	pos, err := fs.parse(args)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		return usagef("missing FILE")
-	}
-	ids, err := parseIDs(pos[1:])
+	path, ids, err := fs.parseFileIDs(args)
 	if err != nil {
 		return err
 	}
@@ -138,16 +120,16 @@ terminal; otherwise pass --yes.`)
 	}
 	what := describePurge(*dead, *queue, *kind, *olderThan, ids)
 	if !*yes {
-		if err := a.confirm(fmt.Sprintf("Delete %s from %s?", what, pos[0])); err != nil {
+		if err := a.confirm(fmt.Sprintf("Delete %s from %s?", what, path)); err != nil {
 			return err
 		}
 	}
 	if *completed {
-		return a.mutation(fs, pos[0], "purged", "completed job", func(ctx context.Context, f *file) (int, error) {
+		return a.mutation(fs, path, "purged", "completed job", func(ctx context.Context, f *file) (int, error) {
 			return f.q.PurgeCompleted(ctx, *olderThan)
 		})
 	}
-	return a.mutation(fs, pos[0], "purged", "dead letter", func(ctx context.Context, f *file) (int, error) {
+	return a.mutation(fs, path, "purged", "dead letter", func(ctx context.Context, f *file) (int, error) {
 		if err := f.checkQueue(ctx, *queue); err != nil {
 			return 0, err
 		}

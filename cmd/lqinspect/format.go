@@ -103,8 +103,13 @@ func orNone(s string) string {
 	return s
 }
 
-// table writes rows under header as aligned columns.
-func table(w io.Writer, header []string, rows [][]string) error {
+// table writes rows under header as aligned columns, or the line empty
+// when there are no rows.
+func table(w io.Writer, empty string, header []string, rows [][]string) error {
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(w, empty)
+		return err
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for _, r := range rows {
@@ -118,6 +123,14 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// writeList writes items as one JSON array, [] when there are none.
+func writeList[T any](w io.Writer, items []T) error {
+	if items == nil {
+		items = []T{}
+	}
+	return writeJSON(w, items)
 }
 
 func quoteList(names []string) string {

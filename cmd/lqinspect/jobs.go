@@ -51,13 +51,6 @@ func (l *listFlags) filter() (litequeue.JobFilter, error) {
 	return f, nil
 }
 
-// more tells on stderr how to see the next page when a listing is full.
-func (a *app) more(n int, l *listFlags) {
-	if l.limit > 0 && n == l.limit {
-		fmt.Fprintf(a.stderr, "showing %d from offset %d; there may be more: --offset %d\n", n, l.offset, l.offset+n)
-	}
-}
-
 // parseStates parses a comma-separated list of states.
 func parseStates(s string) ([]litequeue.State, error) {
 	if s == "" {
@@ -78,40 +71,47 @@ func parseStates(s string) ([]litequeue.State, error) {
 	return out, nil
 }
 
-// listing opens FILE (the one positional argument) read-only and lists the
-// jobs f selects, after checking that the queue it names exists.
-func (a *app) listing(fs *flagSet, args []string, l *listFlags, states func() ([]litequeue.State, error)) (*file, []litequeue.JobInfo, error) {
+// list opens FILE (the one positional argument) read-only, lists the jobs
+// l and states select, after checking that the queue l names exists, and
+// prints them as JSON or with table.
+func (a *app) list(fs *flagSet, args []string, l *listFlags, states func() ([]litequeue.State, error),
+	table func(w io.Writer, jobs []litequeue.JobInfo, now time.Time) error) error {
 	pos, err := fs.parse(args)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	if len(pos) != 1 {
-		return nil, nil, usagef("want one FILE, got %d arguments", len(pos))
+		return usagef("want one FILE, got %d arguments", len(pos))
 	}
 	filter, err := l.filter()
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	if filter.States, err = states(); err != nil {
-		return nil, nil, err
+		return err
 	}
 	f, err := a.open(pos[0], fs, false)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
+	defer f.Close()
 	if err := f.checkQueue(a.ctx, l.queue); err != nil {
-		f.Close()
-		return nil, nil, err
+		return err
 	}
 	jobs, err := f.q.Jobs(a.ctx, filter)
 	if err != nil {
-		f.Close()
-		return nil, nil, err
+		return err
 	}
-	if jobs == nil {
-		jobs = []litequeue.JobInfo{}
+	if fs.json {
+		return writeList(a.stdout, jobs)
 	}
-	return f, jobs, nil
+	if err := table(a.stdout, jobs, f.now()); err != nil {
+		return err
+	}
+	if l.limit > 0 && len(jobs) == l.limit {
+		fmt.Fprintf(a.stderr, "showing %d from offset %d; there may be more: --offset %d\n", len(jobs), l.offset, l.offset+len(jobs))
+	}
+	return nil
 }
 
 func (a *app) jobs(args []string) error {
@@ -124,29 +124,16 @@ the last error, shortened.`)
 	state := fs.String("state", "", "only jobs in these states, comma-separated: ready, scheduled, running, completed, dead")
 	fs.jsonFlag()
 	fs.fileFlags(false)
-	f, jobs, err := a.listing(fs, args, &l, func() ([]litequeue.State, error) { return parseStates(*state) })
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if fs.json {
-		return writeJSON(a.stdout, jobs)
-	}
-	defer a.more(len(jobs), &l)
-	return jobsTable(a.stdout, jobs, f.now())
+	return a.list(fs, args, &l, func() ([]litequeue.State, error) { return parseStates(*state) }, jobsTable)
 }
 
 func jobsTable(w io.Writer, jobs []litequeue.JobInfo, now time.Time) error {
-	if len(jobs) == 0 {
-		_, err := fmt.Fprintln(w, "no jobs")
-		return err
-	}
 	rows := make([][]string, len(jobs))
 	for i, j := range jobs {
 		rows[i] = []string{strconv.FormatInt(j.ID, 10), j.Queue, j.Kind, string(j.State), strconv.Itoa(j.Attempt),
 			strconv.Itoa(j.Priority), due(j, now), orNone(j.Key), shorten(j.LastError, lastErrorWidth)}
 	}
-	return table(w, []string{"ID", "QUEUE", "KIND", "STATE", "ATTEMPT", "PRIO", "DUE", "KEY", "LAST ERROR"}, rows)
+	return table(w, "no jobs", []string{"ID", "QUEUE", "KIND", "STATE", "ATTEMPT", "PRIO", "DUE", "KEY", "LAST ERROR"}, rows)
 }
 
 // due says when a pending job is due, or when a running job's lease ends.
@@ -170,26 +157,15 @@ reason, when they died and the last error. Requeue them with
 	l.add(fs)
 	fs.jsonFlag()
 	fs.fileFlags(false)
-	f, jobs, err := a.listing(fs, args, &l, func() ([]litequeue.State, error) {
-		return []litequeue.State{litequeue.StateDead}, nil
-	})
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if fs.json {
-		return writeJSON(a.stdout, jobs)
-	}
-	defer a.more(len(jobs), &l)
-	if len(jobs) == 0 {
-		_, err := fmt.Fprintln(a.stdout, "no dead letters")
-		return err
-	}
-	now := f.now()
+	dead := func() ([]litequeue.State, error) { return []litequeue.State{litequeue.StateDead}, nil }
+	return a.list(fs, args, &l, dead, deadTable)
+}
+
+func deadTable(w io.Writer, jobs []litequeue.JobInfo, now time.Time) error {
 	rows := make([][]string, len(jobs))
 	for i, j := range jobs {
 		rows[i] = []string{strconv.FormatInt(j.ID, 10), j.Queue, j.Kind, strconv.Itoa(j.Attempt),
 			relTime(j.FinishedAt, now), orNone(j.DeadReason), shorten(j.LastError, lastErrorWidth)}
 	}
-	return table(a.stdout, []string{"ID", "QUEUE", "KIND", "ATTEMPTS", "DIED", "REASON", "LAST ERROR"}, rows)
+	return table(w, "no dead letters", []string{"ID", "QUEUE", "KIND", "ATTEMPTS", "DIED", "REASON", "LAST ERROR"}, rows)
 }

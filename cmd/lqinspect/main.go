@@ -235,6 +235,19 @@ func (fs *flagSet) parse(args []string) ([]string, error) {
 	}
 }
 
+// parseFileIDs parses args of the form FILE [ID...].
+func (fs *flagSet) parseFileIDs(args []string) (path string, ids []int64, err error) {
+	pos, err := fs.parse(args)
+	if err != nil {
+		return "", nil, err
+	}
+	if len(pos) == 0 {
+		return "", nil, usagef("missing FILE")
+	}
+	ids, err = parseIDs(pos[1:])
+	return pos[0], ids, err
+}
+
 // parseIDs parses job ids.
 func parseIDs(args []string) ([]int64, error) {
 	ids := make([]int64, 0, len(args))

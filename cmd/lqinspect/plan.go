@@ -125,7 +125,7 @@ func planTable(w io.Writer, p litequeue.RetryPolicy, plan retryPlan) error {
 		rows[i] = []string{strconv.Itoa(s.Attempt), "retry #" + strconv.Itoa(s.Attempt+1), s.Ceiling.String(),
 			fmt.Sprintf("[%s, %s]", s.MinDelay, s.MaxDelay), s.Cumulative.String()}
 	}
-	if err := table(w, []string{"FAILED ATTEMPT", "THEN", "CEILING", "WAIT RANGE", "CUMULATIVE (MAX)"}, rows); err != nil {
+	if err := table(w, "", []string{"FAILED ATTEMPT", "THEN", "CEILING", "WAIT RANGE", "CUMULATIVE (MAX)"}, rows); err != nil {
 		return err
 	}
 	switch {

@@ -21,18 +21,14 @@ attempt with its time, error, decision and chosen delay, and for a running
 job its lease and when the lease expires.`)
 	fs.jsonFlag()
 	fs.fileFlags(false)
-	pos, err := fs.parse(args)
+	path, ids, err := fs.parseFileIDs(args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 2 {
-		return usagef("want FILE and one job ID, got %d arguments", len(pos))
+	if len(ids) != 1 {
+		return usagef("want FILE and one job ID, got %d IDs", len(ids))
 	}
-	ids, err := parseIDs(pos[1:])
-	if err != nil {
-		return err
-	}
-	f, err := a.open(pos[0], fs, false)
+	f, err := a.open(path, fs, false)
 	if err != nil {
 		return err
 	}
@@ -86,11 +82,10 @@ func showJob(w io.Writer, j litequeue.JobInfo, now time.Time) error {
 		return err
 	}
 	fmt.Fprintf(w, "\npayload:\n%s\n", indentJSON(j.Payload))
-	if len(j.Attempts) == 0 {
-		_, err := fmt.Fprintln(w, "\nno failed attempts")
-		return err
+	fmt.Fprintln(w)
+	if len(j.Attempts) > 0 {
+		fmt.Fprintln(w, "failed attempts:")
 	}
-	fmt.Fprintln(w, "\nfailed attempts:")
 	rows := make([][]string, len(j.Attempts))
 	for i, at := range j.Attempts {
 		delay := none
@@ -100,7 +95,7 @@ func showJob(w io.Writer, j litequeue.JobInfo, now time.Time) error {
 		rows[i] = []string{strconv.Itoa(at.Attempt), absTime(at.StartedAt), at.FinishedAt.Sub(at.StartedAt).String(),
 			at.Decision, delay, shorten(at.Error, 60)}
 	}
-	return table(w, []string{"ATTEMPT", "STARTED", "RAN", "DECISION", "DELAY", "ERROR"}, rows)
+	return table(w, "no failed attempts", []string{"ATTEMPT", "STARTED", "RAN", "DECISION", "DELAY", "ERROR"}, rows)
 }
 
 // indentJSON pretty-prints a payload, indented by two spaces; a payload that

@@ -41,10 +41,7 @@ oldest ready job has waited, and when the next scheduled job is due.`)
 			return err
 		}
 		if fs.json {
-			if stats == nil {
-				stats = []litequeue.QueueStats{}
-			}
-			return writeJSON(a.stdout, stats)
+			return writeList(a.stdout, stats)
 		}
 		return statsTable(a.stdout, stats, f.now())
 	}
@@ -72,10 +69,6 @@ oldest ready job has waited, and when the next scheduled job is due.`)
 }
 
 func statsTable(w io.Writer, stats []litequeue.QueueStats, now time.Time) error {
-	if len(stats) == 0 {
-		_, err := fmt.Fprintln(w, "no jobs")
-		return err
-	}
 	rows := make([][]string, len(stats))
 	for i, s := range stats {
 		oldest := none
@@ -85,5 +78,5 @@ func statsTable(w io.Writer, stats []litequeue.QueueStats, now time.Time) error 
 		rows[i] = []string{s.Queue, strconv.Itoa(s.Ready), strconv.Itoa(s.Scheduled), strconv.Itoa(s.Running),
 			strconv.Itoa(s.Dead), strconv.Itoa(s.Completed), oldest, relTime(s.NextDue, now)}
 	}
-	return table(w, []string{"QUEUE", "READY", "SCHEDULED", "RUNNING", "DEAD", "COMPLETED", "OLDEST READY", "NEXT DUE"}, rows)
+	return table(w, "no jobs", []string{"QUEUE", "READY", "SCHEDULED", "RUNNING", "DEAD", "COMPLETED", "OLDEST READY", "NEXT DUE"}, rows)
 }
