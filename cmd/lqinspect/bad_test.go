@@ -62,6 +62,14 @@ func TestFilesThatAreNotQueueFilesAreNamedAndLeftUnchanged(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
 
+	// A SQLite file without tables, as an application may leave one.
+	empty := filepath.Join(dir, "empty.db")
+	db, err = sql.Open("sqlite", empty)
+	require.NoError(t, err)
+	_, err = db.Exec(`CREATE TABLE t (x); DROP TABLE t`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
 	newer := filepath.Join(dir, "newer.db")
 	q, err := litequeue.Open(newer, nil)
 	require.NoError(t, err)
@@ -80,6 +88,7 @@ func TestFilesThatAreNotQueueFilesAreNamedAndLeftUnchanged(t *testing.T) {
 	}{
 		{notSQLite, "not a SQLite database", false},
 		{foreign, "a SQLite database but not a litequeue queue file", false},
+		{empty, "a SQLite database but not a litequeue queue file", false},
 		{newer, "written by a newer litequeue schema than this lqinspect knows", true},
 	} {
 		before := dirState(t, dir)

@@ -43,6 +43,20 @@ func (a *app) open(path string, fs *flagSet, mutating bool) (*file, error) {
 		mock.Set(now)
 		opts.Clock = mock
 	}
+	if mutating {
+		// A writable Open would give a SQLite file without tables the queue
+		// schema: check the file read-only first, so lqinspect never makes
+		// a queue file of a file that was not one.
+		ro := *opts
+		ro.ReadOnly = true
+		q, err := litequeue.Open(path, &ro)
+		if err != nil {
+			return nil, openError(path, err)
+		}
+		if err := q.Close(); err != nil {
+			return nil, err
+		}
+	}
 	q, err := litequeue.Open(path, opts)
 	if err != nil {
 		return nil, openError(path, err)
