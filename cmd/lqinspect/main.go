@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/mattn/go-isatty"
 	"io"
 	"os"
 	"os/signal"
@@ -70,14 +71,11 @@ func realTicker(d time.Duration) (<-chan time.Time, func()) {
 	return t.C, t.Stop
 }
 
-// isTerminal reports whether r is a character device (a terminal).
+// isTerminal reports whether r is a terminal (not merely a character
+// device: /dev/null from cron is not one, so purge asks for --yes there).
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
 type command struct {
