@@ -12,6 +12,10 @@ var (
 	// ErrNotSQLite: the file exists but is not a SQLite database. The file is
 	// left untouched.
 	ErrNotSQLite = errors.New("litequeue: file is not a SQLite database")
+	// ErrCorrupt: the file is a SQLite database (or starts like one) but is
+	// damaged, for example truncated. The file is left untouched; restore it
+	// from a backup.
+	ErrCorrupt = errors.New("litequeue: queue file is damaged (truncated or corrupt)")
 	// ErrNotLitequeue: the file is a SQLite database of another application.
 	// The file is left untouched.
 	ErrNotLitequeue = errors.New("litequeue: SQLite file is not a litequeue queue file")

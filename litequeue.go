@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -267,10 +268,13 @@ type Queue struct {
 
 // Open opens the queue file at name, creating it (and its schema) if it does
 // not exist. A nil opts means defaults. Open refuses, leaving the file
-// untouched: a directory (error says so), a file that is not SQLite
-// (ErrNotSQLite), another application's SQLite file (ErrNotLitequeue), and a
-// file of a newer schema version (ErrSchemaTooNew). An older schema is
-// migrated. The file is put in WAL mode.
+// untouched: a directory, a path whose directory is missing (fs.ErrNotExist)
+// or read-only (each error says so), a file this process cannot write
+// (ErrReadOnly: open it with Options.ReadOnly to inspect it), an empty file
+// or one that is not SQLite (ErrNotSQLite), a damaged one such as a
+// truncated queue file (ErrCorrupt), another application's SQLite file
+// (ErrNotLitequeue), and a file of a newer schema version (ErrSchemaTooNew).
+// An older schema is migrated. The file is put in WAL mode.
 func Open(name string, opts *Options) (*Queue, error) {
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {
@@ -287,6 +291,17 @@ func Open(name string, opts *Options) (*Queue, error) {
 	rdb.SetMaxOpenConns(4)
 	if o.ReadOnly {
 		version, foreign, err := identify(ctx, rdb)
+		if err != nil && onReadOnlyMedia(name, err) {
+			// A WAL file on read-only media with no -wal beside it: no
+			// process can be writing it, so read it as immutable (SQLite
+			// cannot make the -shm it would otherwise need).
+			rdb.Close()
+			if rdb, err = sql.Open("sqlite", dsn(name, &o, true)+"&immutable=1"); err != nil {
+				return nil, err
+			}
+			rdb.SetMaxOpenConns(4)
+			version, foreign, err = identify(ctx, rdb)
+		}
 		if err == nil {
 			err = checkVersion(version, foreign)
 		}
@@ -302,8 +317,11 @@ func Open(name string, opts *Options) (*Queue, error) {
 		return nil, err
 	}
 	wdb.SetMaxOpenConns(1)
+	_, statErr := os.Stat(name)
 	conn, err := wdb.Conn(ctx)
-	if err == nil {
+	if err != nil {
+		err = explainOpenError(name, statErr == nil, classifyOpenError(err))
+	} else {
 		err = prepareFile(ctx, conn, true)
 	}
 	if err != nil {
