@@ -291,4 +291,3 @@ func TestOpenReadOnlyFileSaysSoAndCanBeInspected(t *testing.T) {
 	require.NoError(t, q.Close())
 	require.Equal(t, before, snapshotFile(t, path))
 }
-
