@@ -193,6 +193,11 @@ type errorLogHandler struct{ fail func(error) }
 
 func (h errorLogHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelError }
 func (h errorLogHandler) Handle(_ context.Context, r slog.Record) error {
+	isEvent := false // a job's own outcome (a dead letter), not a failure of the queue
+	r.Attrs(func(a slog.Attr) bool { isEvent = isEvent || a.Key == LogOutcome; return !isEvent })
+	if isEvent {
+		return nil
+	}
 	var b strings.Builder
 	b.WriteString(r.Message)
 	r.Attrs(func(a slog.Attr) bool { fmt.Fprintf(&b, " %s=%v", a.Key, a.Value); return true })
