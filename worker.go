@@ -66,6 +66,7 @@ type delivery struct {
 	payload   []byte
 	key       string
 	createdAt int64
+	runAt     int64
 	lastErr   string
 
 	started  time.Time
@@ -414,7 +415,7 @@ WHERE id IN (
       AND kind IN (SELECT value FROM json_each(?5))
     ORDER BY priority, visible_at, id
     LIMIT ?6)
-RETURNING id, kind, attempt, priority, payload, idem_key, created_at, last_error`
+RETURNING id, kind, attempt, priority, payload, idem_key, created_at, last_error, run_at`
 
 // claim takes up to n due jobs and queues them for the workers. It returns
 // how many it took.
@@ -438,7 +439,7 @@ func (p *pool) claim(n int) (int, error) {
 		for rows.Next() {
 			d := &delivery{q: q, p: p, lease: lease, queue: p.cfg.Name}
 			var key, lastErr sql.NullString
-			if err := rows.Scan(&d.id, &d.kind, &d.attempt, &d.priority, &d.payload, &key, &d.createdAt, &lastErr); err != nil {
+			if err := rows.Scan(&d.id, &d.kind, &d.attempt, &d.priority, &d.payload, &key, &d.createdAt, &lastErr, &d.runAt); err != nil {
 				return err
 			}
 			d.key, d.lastErr = key.String, lastErr.String
@@ -449,9 +450,14 @@ func (p *pool) claim(n int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// RETURNING comes in id order: hand the jobs out by priority, then by
+	// the time they were first due (RunAt), as the claim chose them.
 	sort.Slice(ds, func(i, j int) bool {
 		if ds[i].priority != ds[j].priority {
 			return ds[i].priority < ds[j].priority
+		}
+		if ds[i].runAt != ds[j].runAt {
+			return ds[i].runAt < ds[j].runAt
 		}
 		return ds[i].id < ds[j].id
 	})
