@@ -22,6 +22,10 @@ var (
 	// ErrSchemaTooNew: the file was written by a newer litequeue whose schema
 	// this build does not know. Upgrade litequeue; the file is left untouched.
 	ErrSchemaTooNew = errors.New("litequeue: queue file has a newer schema version than this build supports")
+	// ErrStorageFull: a write failed because the disk (or SQLite's size
+	// limit) is full. Nothing of the failed call was written and nothing
+	// already committed is lost; free space and retry.
+	ErrStorageFull = errors.New("litequeue: disk full")
 	// ErrClosed: the queue was closed.
 	ErrClosed = errors.New("litequeue: queue is closed")
 	// ErrReadOnly: a write was attempted on a queue opened with

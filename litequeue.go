@@ -655,6 +655,7 @@ func insert(ctx context.Context, tx execer, nj *newJob, stmt *sql.Stmt) (int64, 
 // priority 0 and no key.
 //
 // Errors: ErrInvalidJob (nothing written) when the job or opts are invalid;
+// ErrStorageFull (nothing written) when the disk is full;
 // a *DuplicateError (errors.Is ErrDuplicate) together with the existing job's
 // id when opts.Key is held by a live job; ErrClosed, ErrReadOnly.
 func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int64, error) {
@@ -677,7 +678,7 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 			q.emit(Event{Type: EventDuplicate, JobID: dup.ID, Queue: nj.queue, Kind: nj.kind})
 			return dup.ID, err
 		}
-		return 0, fmt.Errorf("litequeue: enqueue %s: %w", nj.kind, err)
+		return 0, fmt.Errorf("litequeue: enqueue %s: %w", nj.kind, classifyWriteError(err))
 	}
 	q.emit(Event{Type: EventEnqueued, JobID: id, Queue: nj.queue, Kind: nj.kind, Delay: time.Duration(nj.visibleAt - nj.createdAt)})
 	q.wake(nj.queue)
@@ -739,7 +740,7 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []BatchItem) ([]int64, e
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("litequeue: enqueue batch: %w", err)
+		return nil, fmt.Errorf("litequeue: enqueue batch: %w", classifyWriteError(err))
 	}
 	queues := map[string]bool{}
 	for i, nj := range jobs {

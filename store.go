@@ -295,6 +295,16 @@ func rollback(conn *sql.Conn) {
 	_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
 }
 
+// classifyWriteError marks SQLite's "database or disk is full" as
+// ErrStorageFull.
+func classifyWriteError(err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL {
+		return fmt.Errorf("%w: %w", ErrStorageFull, err)
+	}
+	return err
+}
+
 // isBusy reports SQLITE_BUSY and SQLITE_LOCKED (and their extended codes).
 func isBusy(err error) bool {
 	var se *sqlite.Error
