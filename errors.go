@@ -12,12 +12,20 @@ var (
 	// ErrNotSQLite: the file exists but is not a SQLite database. The file is
 	// left untouched.
 	ErrNotSQLite = errors.New("litequeue: file is not a SQLite database")
+	// ErrCorrupt: the file is a SQLite database (or starts like one) but is
+	// damaged, for example truncated. The file is left untouched; restore it
+	// from a backup.
+	ErrCorrupt = errors.New("litequeue: queue file is damaged (truncated or corrupt)")
 	// ErrNotLitequeue: the file is a SQLite database of another application.
 	// The file is left untouched.
 	ErrNotLitequeue = errors.New("litequeue: SQLite file is not a litequeue queue file")
 	// ErrSchemaTooNew: the file was written by a newer litequeue whose schema
 	// this build does not know. Upgrade litequeue; the file is left untouched.
 	ErrSchemaTooNew = errors.New("litequeue: queue file has a newer schema version than this build supports")
+	// ErrStorageFull: a write failed because the disk (or SQLite's size
+	// limit) is full. Nothing of the failed call was written and nothing
+	// already committed is lost; free space and retry.
+	ErrStorageFull = errors.New("litequeue: disk full")
 	// ErrClosed: the queue was closed.
 	ErrClosed = errors.New("litequeue: queue is closed")
 	// ErrReadOnly: a write was attempted on a queue opened with

@@ -6,6 +6,7 @@ require (
 	github.com/benbjohnson/clock v1.3.5
 	github.com/mattn/go-isatty v0.0.24
 	github.com/stretchr/testify v1.12.1
+	go.uber.org/goleak v1.3.0
 	modernc.org/sqlite v1.62.0
 )
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -267,10 +268,13 @@ type Queue struct {
 
 // Open opens the queue file at name, creating it (and its schema) if it does
 // not exist. A nil opts means defaults. Open refuses, leaving the file
-// untouched: a directory (error says so), a file that is not SQLite
-// (ErrNotSQLite), another application's SQLite file (ErrNotLitequeue), and a
-// file of a newer schema version (ErrSchemaTooNew). An older schema is
-// migrated. The file is put in WAL mode.
+// untouched: a directory, a path whose directory is missing (fs.ErrNotExist)
+// or read-only (each error says so), a file this process cannot write
+// (ErrReadOnly: open it with Options.ReadOnly to inspect it), an empty file
+// or one that is not SQLite (ErrNotSQLite), a damaged one such as a
+// truncated queue file (ErrCorrupt), another application's SQLite file
+// (ErrNotLitequeue), and a file of a newer schema version (ErrSchemaTooNew).
+// An older schema is migrated. The file is put in WAL mode.
 func Open(name string, opts *Options) (*Queue, error) {
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {
@@ -287,6 +291,17 @@ func Open(name string, opts *Options) (*Queue, error) {
 	rdb.SetMaxOpenConns(4)
 	if o.ReadOnly {
 		version, foreign, err := identify(ctx, rdb)
+		if err != nil && onReadOnlyMedia(name, err) {
+			// A WAL file on read-only media with no -wal beside it: no
+			// process can be writing it, so read it as immutable (SQLite
+			// cannot make the -shm it would otherwise need).
+			rdb.Close()
+			if rdb, err = sql.Open("sqlite", dsn(name, &o, true)+"&immutable=1"); err != nil {
+				return nil, err
+			}
+			rdb.SetMaxOpenConns(4)
+			version, foreign, err = identify(ctx, rdb)
+		}
 		if err == nil {
 			err = checkVersion(version, foreign)
 		}
@@ -302,8 +317,11 @@ func Open(name string, opts *Options) (*Queue, error) {
 		return nil, err
 	}
 	wdb.SetMaxOpenConns(1)
+	_, statErr := os.Stat(name)
 	conn, err := wdb.Conn(ctx)
-	if err == nil {
+	if err != nil {
+		err = explainOpenError(name, statErr == nil, classifyOpenError(err))
+	} else {
 		err = prepareFile(ctx, conn, true)
 	}
 	if err != nil {
@@ -640,6 +658,7 @@ func insert(ctx context.Context, tx execer, nj *newJob, stmt *sql.Stmt) (int64, 
 // priority 0 and no key.
 //
 // Errors: ErrInvalidJob (nothing written) when the job or opts are invalid;
+// ErrStorageFull (nothing written) when the disk is full;
 // a *DuplicateError (errors.Is ErrDuplicate) together with the existing job's
 // id when opts.Key is held by a live job; ErrClosed, ErrReadOnly.
 func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int64, error) {
@@ -662,7 +681,7 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 			q.emit(Event{Type: EventDuplicate, JobID: dup.ID, Queue: nj.queue, Kind: nj.kind})
 			return dup.ID, err
 		}
-		return 0, fmt.Errorf("litequeue: enqueue %s: %w", nj.kind, err)
+		return 0, fmt.Errorf("litequeue: enqueue %s: %w", nj.kind, classifyWriteError(err))
 	}
 	q.emit(Event{Type: EventEnqueued, JobID: id, Queue: nj.queue, Kind: nj.kind, Delay: time.Duration(nj.visibleAt - nj.createdAt)})
 	q.wake(nj.queue)
@@ -724,7 +743,7 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []BatchItem) ([]int64, e
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("litequeue: enqueue batch: %w", err)
+		return nil, fmt.Errorf("litequeue: enqueue batch: %w", classifyWriteError(err))
 	}
 	queues := map[string]bool{}
 	for i, nj := range jobs {

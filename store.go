@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,6 +84,12 @@ func checkFile(name string, readOnly bool) error {
 		if readOnly {
 			return fmt.Errorf("litequeue: open %s read-only: file does not exist: %w", name, fs.ErrNotExist)
 		}
+		dir := filepath.Dir(name)
+		if dst, err := os.Stat(dir); err != nil {
+			return fmt.Errorf("litequeue: open %s: cannot create the file: directory %s: %w", name, dir, err)
+		} else if !dst.IsDir() {
+			return fmt.Errorf("litequeue: open %s: cannot create the file: %s is not a directory", name, dir)
+		}
 		return nil
 	}
 	if err != nil {
@@ -103,7 +110,34 @@ func checkFile(name string, readOnly bool) error {
 	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, sqliteHeader) {
 		return fmt.Errorf("litequeue: open %s: %w (its first bytes are not the SQLite header)", name, ErrNotSQLite)
 	}
+	if !readOnly {
+		// SQLite would silently open a file it cannot write read-only, and
+		// every write would fail later. Opening for writing writes nothing.
+		w, err := os.OpenFile(name, os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("litequeue: open %s: the file is not writable (%v); open it with Options.ReadOnly to inspect it: %w", name, err, ErrReadOnly)
+		}
+		w.Close()
+	}
 	return nil
+}
+
+// explainOpenError makes the driver's "unable to open database file" say
+// why, when the file did not exist before Open and its directory does not
+// take new files.
+func explainOpenError(name string, existed bool, err error) error {
+	var se *sqlite.Error
+	if existed || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_CANTOPEN {
+		return err
+	}
+	dir := filepath.Dir(name)
+	probe, perr := os.CreateTemp(dir, ".litequeue-probe-*")
+	if perr != nil {
+		return fmt.Errorf("cannot create the file: directory %s is read-only or not writable (%v): %w", dir, perr, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return err
 }
 
 // dsn builds the modernc.org/sqlite data source name for a queue file. Only
@@ -168,11 +202,29 @@ func identify(ctx context.Context, db execer) (version int, foreign bool, err er
 	return version, foreign, nil
 }
 
-// classifyOpenError turns the driver's "not a database" into ErrNotSQLite.
+// onReadOnlyMedia reports whether a read-only open of name failed because
+// SQLite could not create the -shm of a WAL file, and no -wal exists: the
+// directory takes no new files, so no writer can have the file open.
+func onReadOnlyMedia(name string, err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_CANTOPEN {
+		return false
+	}
+	_, werr := os.Stat(name + "-wal")
+	return errors.Is(werr, fs.ErrNotExist)
+}
+
+// classifyOpenError turns the driver's "not a database" into ErrNotSQLite
+// and "malformed" into ErrCorrupt.
 func classifyOpenError(err error) error {
 	var se *sqlite.Error
-	if errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_NOTADB || se.Code()&0xff == sqlite3.SQLITE_CORRUPT) {
-		return fmt.Errorf("%w (%v)", ErrNotSQLite, err)
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_NOTADB:
+			return fmt.Errorf("%w (%v)", ErrNotSQLite, err)
+		case sqlite3.SQLITE_CORRUPT:
+			return fmt.Errorf("%w (%v)", ErrCorrupt, err)
+		}
 	}
 	return err
 }
@@ -246,6 +298,16 @@ func beginImmediate(ctx context.Context, conn *sql.Conn) error {
 func rollback(conn *sql.Conn) {
 	// A failed COMMIT may already have rolled back; the error is expected then.
 	_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
+}
+
+// classifyWriteError marks SQLite's "database or disk is full" as
+// ErrStorageFull.
+func classifyWriteError(err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL {
+		return fmt.Errorf("%w: %w", ErrStorageFull, err)
+	}
+	return err
 }
 
 // isBusy reports SQLITE_BUSY and SQLITE_LOCKED (and their extended codes).

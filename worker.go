@@ -734,7 +734,7 @@ const (
 		WHERE id = ? AND lease = ? AND state = 1`
 	buryFailedSQL = `UPDATE lq_jobs SET state = 3, lease = NULL, finished_at = ?, last_error = ?, dead_reason = ?
 		WHERE id = ? AND lease = ? AND state = 1`
-	buryLostSQL = `UPDATE lq_jobs SET state = 3, lease = NULL, finished_at = ?, dead_reason = ?, attempt = attempt - 1
+	buryLostSQL = `UPDATE lq_jobs SET state = 3, lease = NULL, finished_at = ?, dead_reason = ?, attempt = ?
 		WHERE id = ? AND lease = ? AND state = 1`
 	attemptSQL = `INSERT INTO lq_attempts (job_id, attempt, started_at, finished_at, error, decision, delay)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`
@@ -794,10 +794,12 @@ func (p *pool) bury(d *delivery, policy RetryPolicy) {
 	q := p.q
 	defer p.freed(d)
 	now := q.clock.Now().UnixNano()
-	lost := d.attempt - 1
+	// The last real attempt was the policy's last: later claims were only
+	// meant to bury the job, and may themselves have died with a process.
+	lost := min(d.attempt-1, policy.Attempts())
 	reason := fmt.Sprintf("attempts used up: attempt %d of %d was lost with its process (lease expired)", lost, policy.Attempts())
 	err := q.w.do(context.Background(), func(ctx context.Context, tx execer) error {
-		res, err := tx.ExecContext(ctx, buryLostSQL, now, reason, d.id, d.lease)
+		res, err := tx.ExecContext(ctx, buryLostSQL, now, reason, lost, d.id, d.lease)
 		if err != nil {
 			return err
 		}
