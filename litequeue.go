@@ -186,6 +186,9 @@ type Options struct {
 	ReadOnly bool
 	// Pragmas are extra per-connection SQLite pragmas in modernc.org/sqlite
 	// _pragma syntax, e.g. "cache_size(-20000)". Open only. Default none.
+	// A pragma named here replaces the queue's own setting of it:
+	// "synchronous(NORMAL)" overrides Durability, "busy_timeout(…)"
+	// BusyTimeout. Queue.Pragmas reads back the values in effect.
 	Pragmas []string
 }
 

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -110,9 +111,18 @@ func checkFile(name string, readOnly bool) error {
 // can be checked before anything changes it.
 func dsn(name string, o *Options, readOnly bool) string {
 	v := url.Values{}
-	v.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()))
-	v.Add("_pragma", "foreign_keys(1)")
-	v.Add("_pragma", "synchronous("+o.Durability.synchronous()+")")
+	// The driver runs _pragma values sorted by text, not in order, so a
+	// user's pragma of the same name replaces the queue's own instead of
+	// racing it: Options.Pragmas win.
+	for _, p := range []string{
+		fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()),
+		"foreign_keys(1)",
+		"synchronous(" + o.Durability.synchronous() + ")",
+	} {
+		if !slices.ContainsFunc(o.Pragmas, func(u string) bool { return pragmaName(u) == pragmaName(p) }) {
+			v.Add("_pragma", p)
+		}
+	}
 	for _, p := range o.Pragmas {
 		v.Add("_pragma", p)
 	}
@@ -122,6 +132,15 @@ func dsn(name string, o *Options, readOnly bool) string {
 		v.Set("_txlock", "immediate")
 	}
 	return "file:" + (&url.URL{Path: name}).EscapedPath() + "?" + v.Encode()
+}
+
+// pragmaName returns the lower-case name of a _pragma value such as
+// "synchronous(NORMAL)" or "synchronous = 1".
+func pragmaName(p string) string {
+	if i := strings.IndexAny(p, "(="); i >= 0 {
+		p = p[:i]
+	}
+	return strings.ToLower(strings.TrimSpace(p))
 }
 
 // identify tells whether db holds a litequeue schema, and its version.
