@@ -180,6 +180,9 @@ func main() {
 	res.PayloadSize = len(pb)
 
 	err := run(res, &c)
+	if c.memProfile != "" {
+		writeHeapProfile(c.memProfile)
+	}
 	if err != nil {
 		res.Error = err.Error()
 		fmt.Fprintln(os.Stderr, "lqbench:", err)
@@ -189,6 +192,19 @@ func main() {
 	fmt.Println(string(out))
 	if err != nil {
 		os.Exit(1)
+	}
+}
+
+// writeHeapProfile writes the heap profile (in use and allocated since start).
+func writeHeapProfile(name string) {
+	f, err := os.Create(name)
+	if err == nil {
+		runtime.GC()
+		err = pprof.WriteHeapProfile(f)
+		f.Close()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lqbench: heap profile:", err)
 	}
 }
 
