@@ -228,7 +228,7 @@ func migrate(ctx context.Context, conn *sql.Conn, from int) error {
 // runTx runs fn inside BEGIN IMMEDIATE … COMMIT on conn, rolling back when fn
 // or the commit fails. BEGIN is retried while the database stays busy beyond
 // the busy timeout, until ctx ends.
-func runTx(ctx context.Context, conn *sql.Conn, fn func(tx execer) error) error {
+func runTx(ctx context.Context, conn execer, fn func(tx execer) error) error {
 	if err := beginImmediate(ctx, conn); err != nil {
 		return err
 	}
@@ -243,7 +243,7 @@ func runTx(ctx context.Context, conn *sql.Conn, fn func(tx execer) error) error 
 	return nil
 }
 
-func beginImmediate(ctx context.Context, conn *sql.Conn) error {
+func beginImmediate(ctx context.Context, conn execer) error {
 	for {
 		_, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE")
 		if err == nil || !isBusy(err) {
@@ -257,7 +257,7 @@ func beginImmediate(ctx context.Context, conn *sql.Conn) error {
 	}
 }
 
-func rollback(conn *sql.Conn) {
+func rollback(conn execer) {
 	// A failed COMMIT may already have rolled back; the error is expected then.
 	_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
 }
@@ -343,6 +343,55 @@ func (w *writer) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	}
 	w.stmts[query] = s
 	return s, nil
+}
+
+// maxCachedStmts bounds the writer's prepared statements. The queue's own
+// statements are constant text and far fewer; a query beyond the bound runs
+// unprepared.
+const maxCachedStmts = 64
+
+// cached runs statements on the writer's connection through statements
+// prepared once, so SQLite parses each of the queue's queries once per
+// connection instead of once per call. Every op and every BEGIN, SAVEPOINT
+// and COMMIT of the writer runs through it.
+type cached struct{ w *writer }
+
+func (c cached) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	c.w.stmtMu.Lock()
+	s, ok := c.w.stmts[query]
+	full := len(c.w.stmts) >= maxCachedStmts
+	c.w.stmtMu.Unlock()
+	if ok {
+		return s, nil
+	}
+	if full {
+		return nil, nil
+	}
+	return c.w.stmt(ctx, query)
+}
+
+func (c cached) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	s, err := c.prepared(ctx, query)
+	if err != nil || s == nil {
+		return c.w.conn.ExecContext(ctx, query, args...)
+	}
+	return s.ExecContext(ctx, args...)
+}
+
+func (c cached) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	s, err := c.prepared(ctx, query)
+	if err != nil || s == nil {
+		return c.w.conn.QueryContext(ctx, query, args...)
+	}
+	return s.QueryContext(ctx, args...)
+}
+
+func (c cached) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	s, err := c.prepared(ctx, query)
+	if err != nil || s == nil {
+		return c.w.conn.QueryRowContext(ctx, query, args...)
+	}
+	return s.QueryRowContext(ctx, args...)
 }
 
 // do runs fn in the writer and waits for its transaction to commit. The
@@ -472,7 +521,7 @@ func (w *writer) commit(all []*writeOp) {
 	errs := make([]error, len(batch))
 	var results []error
 	shared := len(batch)+len(cs) > 1
-	err := runTx(ctx, w.conn, func(tx execer) error {
+	err := runTx(ctx, cached{w}, func(tx execer) error {
 		for i, op := range batch {
 			if err := op.ctx.Err(); err != nil {
 				errs[i] = err
