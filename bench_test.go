@@ -128,12 +128,15 @@ func BenchmarkEnqueueBatch(b *testing.B) {
 	}
 }
 
-// benchPool is a queue's pool for the default queue with bench's kind,
-// without dispatcher or workers: the benchmark claims by hand.
-func benchPool(q *Queue, capacity int) *pool {
+// filledPool opens a queue holding b.N due jobs (untimed) and returns its
+// pool for the default queue with bench's kind, without dispatcher or
+// workers: the benchmark claims by hand.
+func filledPool(b *testing.B, d Durability) (*Queue, *pool) {
+	q := openBench(b, d, nil)
+	fill(b, q, b.N)
 	cfg := NewQueueConfig(DefaultQueue).withDefaults()
-	return &pool{q: q, r: &runState{q: q, stopping: make(chan struct{})}, cfg: cfg, kindsJSON: `["bench"]`,
-		capacity: capacity, wakeCh: make(chan struct{}, 1), jobs: make(chan *delivery, capacity),
+	return q, &pool{q: q, r: &runState{q: q, stopping: make(chan struct{})}, cfg: cfg, kindsJSON: `["bench"]`,
+		capacity: b.N, wakeCh: make(chan struct{}, 1), jobs: make(chan *delivery, b.N),
 		inflight: map[int64]*delivery{}}
 }
 
@@ -162,9 +165,7 @@ func claimAll(b *testing.B, p *pool, n int) []*delivery {
 func BenchmarkClaimBatch(b *testing.B) {
 	for _, d := range benchDurabilities {
 		b.Run(d.name, func(b *testing.B) {
-			q := openBench(b, d.d, nil)
-			fill(b, q, b.N)
-			p := benchPool(q, b.N)
+			_, p := filledPool(b, d.d)
 			b.ResetTimer()
 			claimAll(b, p, b.N)
 		})
@@ -177,9 +178,7 @@ func BenchmarkClaimBatch(b *testing.B) {
 func BenchmarkCompleteBatch(b *testing.B) {
 	for _, d := range benchDurabilities {
 		b.Run(d.name, func(b *testing.B) {
-			q := openBench(b, d.d, nil)
-			fill(b, q, b.N)
-			p := benchPool(q, b.N)
+			q, p := filledPool(b, d.d)
 			b.StopTimer()
 			ds := claimAll(b, p, b.N)
 			b.StartTimer()

@@ -123,7 +123,7 @@ func main() {
 	flag.Duration("poll", 0, "ignored (a peer knob: litequeue wakes its workers in-process)")
 	flag.Duration("cooldown", 0, "ignored (a peer knob)")
 	flag.IntVar(&backlog, "backlog", 0, "C scale scenario: drain this many jobs (overrides -n; pre-enqueued in chunks of -setup-chunk)")
-	flag.IntVar(&c.setupChunk, "setup-chunk", 10000, "C: jobs per EnqueueBatch call of the untimed pre-enqueue")
+	flag.IntVar(&c.setupChunk, "setup-chunk", 0, "C: jobs per EnqueueBatch call of the untimed pre-enqueue (0 = 10000, fewer for big payloads: about 4 MiB of payload a call)")
 	flag.IntVar(&c.payloadBytes, "payload-bytes", 0, "pad every payload to about this many bytes of JSON (0 = the harness's ~106 bytes)")
 	flag.IntVar(&c.claimBatch, "claim-batch", 0, "Options.ClaimBatch (0 = the library default)")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed part to this file")
@@ -178,6 +178,9 @@ func main() {
 	}
 	pb, _ := json.Marshal(newJob(12345))
 	res.PayloadSize = len(pb)
+	if c.setupChunk <= 0 {
+		c.setupChunk = max(1, min(10000, 4<<20/len(pb)))
+	}
 
 	err := run(res, &c)
 	if c.memProfile != "" {
