@@ -2,10 +2,11 @@ package litequeue
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/litequeue/litequeue/internal/benchjob"
 )
 
 // Micro-benchmarks of the hot paths, on real files in b.TempDir() with the
@@ -17,20 +18,9 @@ import (
 // fsync; the sync=NORMAL variants measure the queue's own CPU cost.
 // cmd/lqbench measures whole scenarios against the peer queues.
 
-type benchJob struct {
-	ID      int    `json:"id"`
-	Account string `json:"account"`
-	Email   string `json:"email"`
-	Action  string `json:"action"`
-	Amount  int    `json:"amount"`
-}
+type benchJob = benchjob.Job
 
-func (benchJob) Kind() string { return "bench" }
-
-func newBenchJob(i int) benchJob {
-	return benchJob{ID: i, Account: fmt.Sprintf("acct_%08d", i), Email: fmt.Sprintf("user%08d@example.com", i),
-		Action: "welcome", Amount: 1000 + i%1000}
-}
+func newBenchJob(i int) benchJob { return benchjob.New(i, "") }
 
 var benchDurabilities = []struct {
 	name string

@@ -32,33 +32,15 @@ import (
 	"time"
 
 	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/benchjob"
 )
-
-// benchJob is the harness's payload: 106 bytes of JSON for id 12345.
-type benchJob struct {
-	ID      int    `json:"id"`
-	Account string `json:"account"`
-	Email   string `json:"email"`
-	Action  string `json:"action"`
-	Amount  int    `json:"amount"`
-	Pad     string `json:"pad,omitempty"` // -payload-bytes only
-}
-
-func (benchJob) Kind() string { return "bench" }
 
 // padding is the Pad value that brings every payload to about -payload-bytes.
 var padding string
 
-func newJob(i int) benchJob {
-	return benchJob{
-		ID:      i,
-		Account: fmt.Sprintf("acct_%08d", i),
-		Email:   fmt.Sprintf("user%08d@example.com", i),
-		Action:  "welcome",
-		Amount:  1000 + i%1000,
-		Pad:     padding,
-	}
-}
+type benchJob = benchjob.Job
+
+func newJob(i int) benchJob { return benchjob.New(i, padding) }
 
 // Result is one JSON line, in the harness's schema.
 type Result struct {
