@@ -1,6 +1,8 @@
 package litequeue
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -65,7 +67,7 @@ const (
 
 // ExponentialBackoff returns the default exponential Backoff: Base 1s,
 // Factor 2.0, Max 300s (5m), Jitter true. Its ceilings are 1s, 2s, 4s, …,
-// capped at 5m from the ninth failed attempt on.
+// 256s, then capped at 5m from the tenth failed attempt on.
 func ExponentialBackoff() Backoff {
 	return Backoff{
 		Kind:   BackoffExponential,
@@ -107,6 +109,11 @@ func (b Backoff) exponentialCeiling(n int) time.Duration {
 	if math.IsNaN(factor) || math.IsInf(factor, 0) || factor <= 0 {
 		factor = 1
 	}
+	if factor == 1 || n == 1 {
+		// Base × Factor^0 or Base × 1^(n−1): exactly Base, without the float64
+		// rounding that would change a Base above 2^53 ns.
+		return min(b.Base, b.Max)
+	}
 	wait := float64(b.Base) * math.Pow(factor, float64(n-1))
 	if math.IsNaN(wait) || math.IsInf(wait, 0) || wait >= float64(b.Max) {
 		return b.Max
@@ -147,4 +154,140 @@ func (b Backoff) DelayForRand(failedAttempt int, r *rand.Rand) time.Duration {
 		return time.Duration(rand.Int64N(int64(ceiling) + 1))
 	}
 	return time.Duration(r.Int64N(int64(ceiling) + 1))
+}
+
+// backoffJSON is the JSON form of a Backoff. A nil field is left out.
+type backoffJSON struct {
+	Kind   BackoffKind `json:"kind,omitempty"`
+	Delay  *string     `json:"delay,omitempty"`
+	Base   *string     `json:"base,omitempty"`
+	Factor *float64    `json:"factor,omitempty"`
+	Max    *string     `json:"max,omitempty"`
+	Jitter *bool       `json:"jitter,omitempty"`
+}
+
+// MarshalJSON writes b as a JSON object with snake_case keys and durations as
+// Go duration strings (time.Duration.String), for example
+// {"kind":"fixed","delay":"500ms"}.
+//
+// The fields of b's kind are always written: delay for fixed; base, factor,
+// max and jitter for exponential. A field that does not belong to the kind is
+// written only when it is non-zero, so that every valid value, hand-built ones
+// included, reads back equal: json.Unmarshal(json.Marshal(b)) == b. The empty
+// kind is left out.
+//
+// A valid Backoff has an empty or known Kind, no negative duration and a
+// finite Factor. MarshalJSON returns a *PolicyError for any other value
+// rather than write something UnmarshalJSON would reject.
+func (b Backoff) MarshalJSON() ([]byte, error) {
+	if err := b.validate(); err != nil {
+		return nil, err
+	}
+	owned := func(k BackoffKind) bool { return b.Kind == k }
+	j := backoffJSON{Kind: b.Kind}
+	j.Delay = durationField(b.Delay, owned(BackoffFixed))
+	j.Base = durationField(b.Base, owned(BackoffExponential))
+	j.Max = durationField(b.Max, owned(BackoffExponential))
+	if owned(BackoffExponential) || b.Factor != 0 {
+		j.Factor = &b.Factor
+	}
+	if owned(BackoffExponential) || b.Jitter {
+		j.Jitter = &b.Jitter
+	}
+	return json.Marshal(j)
+}
+
+// durationField returns d as a duration string, or nil when d is zero and not
+// owned by the Backoff's kind.
+func durationField(d time.Duration, owned bool) *string {
+	if d == 0 && !owned {
+		return nil
+	}
+	s := d.String()
+	return &s
+}
+
+// validate returns a *PolicyError naming the first field of b that JSON
+// cannot carry.
+func (b Backoff) validate() error {
+	switch b.Kind {
+	case "", BackoffNone, BackoffFixed, BackoffExponential:
+	default:
+		return &PolicyError{Field: "kind", Err: fmt.Errorf("unknown kind %q (want %q, %q or %q)",
+			b.Kind, BackoffNone, BackoffFixed, BackoffExponential)}
+	}
+	for _, d := range []struct {
+		field string
+		value time.Duration
+	}{{"delay", b.Delay}, {"base", b.Base}, {"max", b.Max}} {
+		if d.value < 0 {
+			return &PolicyError{Field: d.field, Err: fmt.Errorf("negative duration %v", d.value)}
+		}
+	}
+	if math.IsNaN(b.Factor) || math.IsInf(b.Factor, 0) {
+		return &PolicyError{Field: "factor", Err: fmt.Errorf("non-finite factor %v", b.Factor)}
+	}
+	return nil
+}
+
+// UnmarshalJSON reads b from a JSON object with the keys kind, delay, base,
+// factor, max and jitter; a missing key leaves its field zero, whatever b
+// held before. JSON null leaves b unchanged.
+//
+// It returns a *PolicyError naming the offending key, and leaves b unchanged,
+// for: a key it does not know; a kind other than "none", "fixed",
+// "exponential" or "" (the zero kind); a duration that is not a JSON string
+// (such as a bare number: a Go duration string such as "500ms" is expected),
+// does not parse with time.ParseDuration, or is negative; a factor that is
+// not a JSON number; a jitter that is not a JSON boolean.
+func (b *Backoff) UnmarshalJSON(data []byte) error {
+	fields, err := decodeObject(data, "kind", "delay", "base", "factor", "max", "jitter")
+	if err != nil || fields == nil {
+		return err
+	}
+	var out Backoff
+	if err := decodeField(fields, "kind", &out.Kind); err != nil {
+		return err
+	}
+	if err := out.validate(); err != nil {
+		return err
+	}
+	for _, d := range []struct {
+		field string
+		dst   *time.Duration
+	}{{"delay", &out.Delay}, {"base", &out.Base}, {"max", &out.Max}} {
+		if err := decodeDuration(fields, d.field, d.dst); err != nil {
+			return err
+		}
+	}
+	if err := decodeField(fields, "factor", &out.Factor); err != nil {
+		return err
+	}
+	if err := decodeField(fields, "jitter", &out.Jitter); err != nil {
+		return err
+	}
+	*b = out
+	return nil
+}
+
+// decodeDuration sets *dst from the Go duration string under key, if present.
+func decodeDuration(fields map[string]json.RawMessage, key string, dst *time.Duration) error {
+	raw, ok := fields[key]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return &PolicyError{Field: key, Err: fmt.Errorf(
+			`a Go duration string such as "500ms" is expected, not %s`, raw)}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return &PolicyError{Field: key, Err: err}
+	}
+	if d < 0 {
+		return &PolicyError{Field: key, Err: fmt.Errorf("negative duration %q", s)}
+	}
+	*dst = d
+	return nil
 }

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/benbjohnson/clock v1.3.5
+	github.com/mattn/go-isatty v0.0.24
 	github.com/stretchr/testify v1.12.1
 	modernc.org/sqlite v1.62.0
 )
@@ -11,7 +12,6 @@ require (
 require (
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect

@@ -545,8 +545,11 @@ func jobQueue(j Job) string {
 	return DefaultQueue
 }
 
-// maxRunAt is the latest time an int64 of Unix nanoseconds can hold.
-var maxRunAt = time.Unix(0, 1<<63-1)
+// minRunAt and maxRunAt bound the times an int64 of Unix nanoseconds holds.
+var (
+	minRunAt = time.Unix(0, -1<<63)
+	maxRunAt = time.Unix(0, 1<<63-1)
+)
 
 func (q *Queue) prepare(job Job, o *EnqueueOptions) (newJob, error) {
 	if job == nil {
@@ -579,7 +582,7 @@ func (q *Queue) prepare(job Job, o *EnqueueOptions) (newJob, error) {
 	due := now
 	switch {
 	case !o.RunAt.IsZero():
-		if o.RunAt.After(maxRunAt) || o.RunAt.Before(time.Unix(0, 0)) && o.RunAt.Year() < 1678 {
+		if o.RunAt.After(maxRunAt) || o.RunAt.Before(minRunAt) {
 			return newJob{}, fmt.Errorf("%w: RunAt %s is outside the years 1678–2262 that the queue can store", ErrInvalidJob, o.RunAt)
 		}
 		due = o.RunAt

@@ -1,7 +1,12 @@
 package litequeue
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -20,11 +25,13 @@ import (
 //	ExponentialBackoff()                     —            Base 1s, Factor 2.0, Max 300s, Jitter true
 //	ExponentialRetry(n)                      n            ExponentialBackoff()
 //	FixedRetry(n, d)                         n            FixedBackoff(d)
-//	(a typical retrying setup)               3            ExponentialRetry(3): exponential, 1s × 2.0, max 5m, jitter
+//	the Rust seed's retry(...) attribute     3            exponential, Base 1s, Factor 2.0, Max 5m, Jitter true
+//	  (no Go equivalent: use ExponentialRetry(3), which equals it)
 //
 // The first two rows are the trap: a queue whose QueueConfig names no retry
-// policy does not retry at all — the first failure is final. Set
-// QueueConfig.Retry (or give the job a RetryPolicy method) to retry.
+// policy does not retry at all — the first failure is final and the job goes
+// to the dead letters. Set QueueConfig.Retry (or give the job a RetryPolicy
+// method) to retry.
 //
 // The contract this type follows was written for a Rust library whose
 // retry(...) attribute defaults to 3 attempts with exponential backoff
@@ -38,6 +45,10 @@ import (
 // keys and Go duration strings, for example
 //
 //	{"max_attempts":5,"backoff":{"kind":"exponential","base":"1s","factor":2,"max":"5m0s","jitter":true}}
+//	{"max_attempts":3,"backoff":{"kind":"fixed","delay":"500ms"}}
+//
+// For every valid policy (MaxAttempts >= 0 and a valid Backoff, see
+// Backoff.MarshalJSON) json.Unmarshal(json.Marshal(p)) == p.
 type RetryPolicy struct {
 	// MaxAttempts is the total number of attempts, the first one included.
 	// Zero or negative behaves as 1.
@@ -101,3 +112,121 @@ func (p RetryPolicy) DecideRand(failedAttempt int, r *rand.Rand) RetryDecision {
 	}
 	return RetryDecision{Retry: true, Delay: p.Backoff.DelayForRand(failedAttempt, r)}
 }
+
+// PolicyError reports a RetryPolicy or Backoff field that JSON cannot carry:
+// one UnmarshalJSON rejects, or one MarshalJSON refuses to write. Use
+// errors.As to get it.
+type PolicyError struct {
+	// Field is the JSON path of the offending field, such as "max_attempts"
+	// or "backoff.delay"; empty when the whole document is at fault.
+	Field string
+	// Err says what is wrong with it.
+	Err error
+}
+
+func (e *PolicyError) Error() string {
+	if e.Field == "" {
+		return "retry policy: " + e.Err.Error()
+	}
+	return "retry policy: " + e.Field + ": " + e.Err.Error()
+}
+
+func (e *PolicyError) Unwrap() error { return e.Err }
+
+// retryPolicyJSON is the JSON form of a RetryPolicy.
+type retryPolicyJSON struct {
+	MaxAttempts int     `json:"max_attempts"`
+	Backoff     Backoff `json:"backoff"`
+}
+
+// MarshalJSON writes p as {"max_attempts":N,"backoff":{...}}; see
+// Backoff.MarshalJSON for the backoff object. It returns a *PolicyError for a
+// negative MaxAttempts or an invalid Backoff.
+func (p RetryPolicy) MarshalJSON() ([]byte, error) {
+	if p.MaxAttempts < 0 {
+		return nil, errNegativeAttempts(p.MaxAttempts)
+	}
+	if err := p.Backoff.validate(); err != nil {
+		return nil, inBackoff(err)
+	}
+	return json.Marshal(retryPolicyJSON{MaxAttempts: p.MaxAttempts, Backoff: p.Backoff})
+}
+
+// UnmarshalJSON reads p from a JSON object with the keys max_attempts and
+// backoff; a missing key leaves its field zero, whatever p held before. JSON
+// null leaves p unchanged.
+//
+// It returns a *PolicyError naming the offending field, and leaves p
+// unchanged, for a key it does not know, a max_attempts that is negative or
+// not a JSON integer, or any error of Backoff.UnmarshalJSON (its field then
+// reads "backoff.delay" and so on).
+func (p *RetryPolicy) UnmarshalJSON(data []byte) error {
+	fields, err := decodeObject(data, "max_attempts", "backoff")
+	if err != nil || fields == nil {
+		return err
+	}
+	var out RetryPolicy
+	if err := decodeField(fields, "max_attempts", &out.MaxAttempts); err != nil {
+		return err
+	}
+	if out.MaxAttempts < 0 {
+		return errNegativeAttempts(out.MaxAttempts)
+	}
+	if raw, ok := fields["backoff"]; ok {
+		if err := out.Backoff.UnmarshalJSON(raw); err != nil {
+			return inBackoff(err)
+		}
+	}
+	*p = out
+	return nil
+}
+
+func errNegativeAttempts(n int) error {
+	return &PolicyError{Field: "max_attempts", Err: fmt.Errorf("negative max_attempts %d", n)}
+}
+
+// inBackoff prefixes the field of a Backoff's *PolicyError with "backoff".
+func inBackoff(err error) error {
+	var pe *PolicyError
+	if !errors.As(err, &pe) {
+		return &PolicyError{Field: "backoff", Err: err}
+	}
+	field := "backoff"
+	if pe.Field != "" {
+		field += "." + pe.Field
+	}
+	return &PolicyError{Field: field, Err: pe.Err}
+}
+
+// decodeObject splits a JSON object into its values by key. It returns nil
+// fields and no error for JSON null, and a *PolicyError for anything but an
+// object or for a key outside known.
+func decodeObject(data []byte, known ...string) (map[string]json.RawMessage, error) {
+	if isNull(data) {
+		return nil, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return nil, &PolicyError{Err: fmt.Errorf("a JSON object is expected: %w", err)}
+	}
+	for key := range fields {
+		if !slices.Contains(known, key) {
+			return nil, &PolicyError{Field: key, Err: errors.New("unknown field")}
+		}
+	}
+	return fields, nil
+}
+
+// decodeField decodes the value under key into dst, if present and not null.
+func decodeField(fields map[string]json.RawMessage, key string, dst any) error {
+	raw, ok := fields[key]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		return &PolicyError{Field: key, Err: err}
+	}
+	return nil
+}
+
+func isNull(raw []byte) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -202,7 +203,7 @@ func migrate(ctx context.Context, conn *sql.Conn, from int) error {
 	if err != nil {
 		return err
 	}
-	return runTx(ctx, conn, func(tx execer) error {
+	return runTx(ctx, ctx, conn, func(tx execer) error {
 		// Re-check inside the write lock: another process may have migrated.
 		cur, _, err := identify(ctx, tx)
 		if err != nil {
@@ -227,9 +228,9 @@ func migrate(ctx context.Context, conn *sql.Conn, from int) error {
 
 // runTx runs fn inside BEGIN IMMEDIATE … COMMIT on conn, rolling back when fn
 // or the commit fails. BEGIN is retried while the database stays busy beyond
-// the busy timeout, until ctx ends.
-func runTx(ctx context.Context, conn execer, fn func(tx execer) error) error {
-	if err := beginImmediate(ctx, conn); err != nil {
+// the busy timeout, until wait ends; ctx is for the statements.
+func runTx(wait, ctx context.Context, conn execer, fn func(tx execer) error) error {
+	if err := beginImmediate(wait, conn); err != nil {
 		return err
 	}
 	if err := fn(conn); err != nil {
@@ -246,13 +247,17 @@ func runTx(ctx context.Context, conn execer, fn func(tx execer) error) error {
 func beginImmediate(ctx context.Context, conn execer) error {
 	for {
 		_, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE")
-		if err == nil || !isBusy(err) {
-			return err
+		if err == nil {
+			return nil
 		}
-		// Still locked after a whole busy timeout: keep waiting while the
-		// caller's context allows. The driver's busy handler already slept.
+		// Still locked after a whole busy timeout (the driver's busy handler
+		// already slept), or interrupted by ctx while waiting: keep waiting
+		// while the caller's context allows.
 		if ctx.Err() != nil {
-			return fmt.Errorf("litequeue: database stayed locked by another connection: %w", err)
+			return fmt.Errorf("litequeue: database stayed locked by another connection: %w (%v)", context.Cause(ctx), err)
+		}
+		if !isBusy(err) {
+			return err
 		}
 	}
 }
@@ -521,7 +526,9 @@ func (w *writer) commit(all []*writeOp) {
 	errs := make([]error, len(batch))
 	var results []error
 	shared := len(batch)+len(cs) > 1
-	err := runTx(ctx, cached{w}, func(tx execer) error {
+	wait, stopWait := waitContext(batch, len(cs) > 0)
+	defer stopWait()
+	err := runTx(wait, ctx, cached{w}, func(tx execer) error {
 		for i, op := range batch {
 			if err := op.ctx.Err(); err != nil {
 				errs[i] = err
@@ -559,6 +566,34 @@ func (w *writer) commit(all []*writeOp) {
 		} else {
 			c.notify(results[i])
 		}
+	}
+}
+
+// waitContext returns the context under which a batch waits for the write
+// lock: it ends once every op of the batch has given up (its context ended,
+// with that context's cause), so a caller's deadline bounds its wait for a
+// lock another process holds, and nothing is written after it gave up. With
+// completions to write it never ends: they have no caller to give up.
+func waitContext(ops []*writeOp, completions bool) (context.Context, func()) {
+	if completions || len(ops) == 0 {
+		return context.Background(), func() {}
+	}
+	wait, cancel := context.WithCancelCause(context.Background())
+	var left atomic.Int64
+	left.Store(int64(len(ops)))
+	stops := make([]func() bool, len(ops))
+	for i, op := range ops {
+		stops[i] = context.AfterFunc(op.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel(context.Cause(op.ctx))
+			}
+		})
+	}
+	return wait, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel(nil)
 	}
 }
 

@@ -67,6 +67,7 @@ type delivery struct {
 	payload   []byte
 	key       string
 	createdAt int64
+	runAt     int64
 	lastErr   string
 
 	started  time.Time
@@ -415,7 +416,7 @@ WHERE id IN (
       AND kind IN (SELECT value FROM json_each(?5))
     ORDER BY priority, visible_at, id
     LIMIT ?6)
-RETURNING id, kind, attempt, priority, payload, idem_key, created_at, last_error`
+RETURNING id, kind, attempt, priority, payload, idem_key, created_at, last_error, run_at`
 
 // claim takes up to n due jobs and queues them for the workers. It returns
 // how many it took.
@@ -439,7 +440,7 @@ func (p *pool) claim(n int) (int, error) {
 		for rows.Next() {
 			d := &delivery{q: q, p: p, lease: lease, queue: p.cfg.Name}
 			var key, lastErr sql.NullString
-			if err := rows.Scan(&d.id, &d.kind, &d.attempt, &d.priority, &d.payload, &key, &d.createdAt, &lastErr); err != nil {
+			if err := rows.Scan(&d.id, &d.kind, &d.attempt, &d.priority, &d.payload, &key, &d.createdAt, &lastErr, &d.runAt); err != nil {
 				return err
 			}
 			d.key, d.lastErr = key.String, lastErr.String
@@ -450,11 +451,17 @@ func (p *pool) claim(n int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// RETURNING has no order: hand the batch out in priority, then
+	// first-due order.
 	sort.Slice(ds, func(i, j int) bool {
-		if ds[i].priority != ds[j].priority {
-			return ds[i].priority < ds[j].priority
+		a, b := ds[i], ds[j]
+		if a.priority != b.priority {
+			return a.priority < b.priority
 		}
-		return ds[i].id < ds[j].id
+		if a.runAt != b.runAt {
+			return a.runAt < b.runAt
+		}
+		return a.id < b.id
 	})
 	p.mu.Lock()
 	for _, d := range ds {
@@ -638,9 +645,7 @@ func (p *pool) execute(d *delivery) {
 		p.forget(d)
 		return
 	}
-	if err == nil && hctx.Err() != nil && context.Cause(hctx) != errShutdown && p.cfg.Timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) {
-		err = fmt.Errorf("job timeout %s passed: %w", p.cfg.Timeout, context.DeadlineExceeded)
-	} else if err != nil && errors.Is(hctx.Err(), context.DeadlineExceeded) && p.cfg.Timeout > 0 {
+	if err != nil && p.cfg.Timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) {
 		err = fmt.Errorf("job timeout %s passed: %w", p.cfg.Timeout, err)
 	}
 	if err != nil {

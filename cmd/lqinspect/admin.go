@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/litequeue/litequeue"
+)
+
+// mutation opens FILE for writing, runs do within the busy timeout and
+// prints what it did: "<verb> N <noun>", or {"<verb>": N} with --json.
+func (a *app) mutation(fs *flagSet, path, verb, noun string, do func(ctx context.Context, f *file) (int, error)) error {
+	f, err := a.open(path, fs, true)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	ctx, cancel := f.writeCtx(a.ctx)
+	defer cancel()
+	n, err := do(ctx, f)
+	if err != nil {
+		return f.lockedError(err)
+	}
+	if fs.json {
+		return writeJSON(a.stdout, map[string]int{verb: n})
+	}
+	_, err = fmt.Fprintf(a.stdout, "%s %s\n", verb, plural(n, noun, noun+"s"))
+	return err
+}
+
+func (a *app) requeue(args []string) error {
+	fs := a.newFlags("requeue", "FILE (ID... | --all [--queue Q] [--kind K])", `
+Move dead letters back to ready, due now, with their attempts reset (their
+history is kept), and print how many moved. With IDs it is all or nothing:
+an unknown id, a job that is not dead, or one whose idempotency key a live
+job now holds moves nothing. --all moves every dead letter (of --queue and
+--kind when given) and skips those whose key a live job holds.`)
+	all := fs.Bool("all", false, "requeue every dead letter (narrowed by --queue and --kind)")
+	queue := fs.String("queue", "", "with --all: only dead letters of this queue")
+	kind := fs.String("kind", "", "with --all: only dead letters of this kind")
+	fs.jsonFlag()
+	fs.fileFlags(true)
+	path, ids, err := fs.parseFileIDs(args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *all && len(ids) > 0:
+		return usagef("give job IDs or --all, not both")
+	case !*all && len(ids) == 0:
+		return usagef("give the IDs of dead letters to requeue, or --all")
+	case !*all && (*queue != "" || *kind != ""):
+		return usagef("--queue and --kind narrow --all; with IDs, leave them out")
+	}
+	return a.mutation(fs, path, "requeued", "dead letter", func(ctx context.Context, f *file) (int, error) {
+		if !*all {
+			return f.q.Requeue(ctx, ids...)
+		}
+		if err := f.checkQueue(ctx, *queue); err != nil {
+			return 0, err
+		}
+		return f.q.RequeueAll(ctx, litequeue.DeadFilter{Queue: *queue, Kind: *kind})
+	})
+}
+
+func (a *app) cancel(args []string) error {
+	fs := a.newFlags("cancel", "FILE ID...", `
+Remove pending jobs (ready or scheduled) by id and print how many were
+removed. It is all or nothing: an unknown id, a running job (its handler is
+working on it: wait for it or stop the worker) or a completed or dead job
+removes nothing.`)
+	fs.jsonFlag()
+	fs.fileFlags(true)
+	path, ids, err := fs.parseFileIDs(args)
+	if err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return usagef("want FILE and at least one job ID")
+	}
+	return a.mutation(fs, path, "cancelled", "job", func(ctx context.Context, f *file) (int, error) {
+		n, err := f.q.Cancel(ctx, ids...)
+		if errors.Is(err, litequeue.ErrJobRunning) {
+			return 0, fmt.Errorf("%w; nothing was cancelled", err)
+		}
+		return n, err
+	})
+}
+
+func (a *app) purge(args []string) error {
+	fs := a.newFlags("purge", "FILE (--dead [--queue Q] [--kind K] [--older-than D] [ID...] | --completed [--older-than D])", `
+Delete dead letters, with their history, or retained completed jobs, and
+print how many were deleted. --dead deletes every dead letter that the
+other flags and IDs select; --completed deletes completed jobs kept by
+Options.CompletedRetention. It asks for confirmation when stdin is a
+terminal; otherwise pass --yes.`)
+	dead := fs.Bool("dead", false, "delete dead letters")
+	completed := fs.Bool("completed", false, "delete retained completed jobs")
+	queue := fs.String("queue", "", "with --dead: only dead letters of this queue")
+	kind := fs.String("kind", "", "with --dead: only dead letters of this kind")
+	olderThan := fs.Duration("older-than", 0, "only jobs that died or completed more than this long ago, like 24h (0: any age)")
+	yes := fs.Bool("yes", false, "do not ask for confirmation")
+	fs.jsonFlag()
+	fs.fileFlags(true)
+	path, ids, err := fs.parseFileIDs(args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *dead == *completed:
+		return usagef("give exactly one of --dead and --completed")
+	case *completed && (*queue != "" || *kind != "" || len(ids) > 0):
+		return usagef("--queue, --kind and IDs select dead letters; --completed takes only --older-than")
+	case *olderThan < 0:
+		return usagef("--older-than %s is negative", *olderThan)
+	}
+	what := describePurge(*dead, *queue, *kind, *olderThan, ids)
+	if !*yes {
+		if err := a.confirm(fmt.Sprintf("Delete %s from %s?", what, path)); err != nil {
+			return err
+		}
+	}
+	if *completed {
+		return a.mutation(fs, path, "purged", "completed job", func(ctx context.Context, f *file) (int, error) {
+			return f.q.PurgeCompleted(ctx, *olderThan)
+		})
+	}
+	return a.mutation(fs, path, "purged", "dead letter", func(ctx context.Context, f *file) (int, error) {
+		if err := f.checkQueue(ctx, *queue); err != nil {
+			return 0, err
+		}
+		for _, id := range ids {
+			if _, err := f.q.DeadLetter(ctx, id); err != nil {
+				return 0, fmt.Errorf("%w; nothing was purged", err)
+			}
+		}
+		return f.q.PurgeDead(ctx, litequeue.DeadFilter{Queue: *queue, Kind: *kind, OlderThan: *olderThan, IDs: ids})
+	})
+}
+
+// describePurge says in words what a purge selects.
+func describePurge(dead bool, queue, kind string, olderThan time.Duration, ids []int64) string {
+	var b strings.Builder
+	if dead {
+		b.WriteString("dead letters")
+		if len(ids) > 0 {
+			fmt.Fprintf(&b, " %v", ids)
+		}
+	} else {
+		b.WriteString("completed jobs")
+	}
+	if queue != "" {
+		fmt.Fprintf(&b, " of queue %q", queue)
+	}
+	if kind != "" {
+		fmt.Fprintf(&b, " of kind %q", kind)
+	}
+	if olderThan > 0 {
+		fmt.Fprintf(&b, " older than %s", olderThan)
+	} else if len(ids) == 0 {
+		b.WriteString(" (all of them)")
+	}
+	return b.String()
+}
+
+// errNotConfirmed is a purge that was not confirmed.
+var errNotConfirmed = errors.New("not confirmed; nothing was deleted")
+
+// confirm asks question on a terminal and wants "y" or "yes". Without a
+// terminal it refuses: a script must pass --yes.
+func (a *app) confirm(question string) error {
+	if !a.isTerminal(a.stdin) {
+		return usagef("stdin is not a terminal to confirm on; pass --yes to delete without asking")
+	}
+	fmt.Fprintf(a.stderr, "%s [y/N] ", question)
+	line, err := bufio.NewReader(a.stdin).ReadString('\n')
+	if err != nil && line == "" {
+		return errNotConfirmed
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return nil
+	}
+	return errNotConfirmed
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+)
+
+// none is what a table shows for an absent value.
+const none = "-"
+
+// relTime says when t is relative to now: "in 4m", "12s ago", "now", or
+// none for a zero t.
+func relTime(t, now time.Time) string {
+	if t.IsZero() {
+		return none
+	}
+	switch d := t.Sub(now); {
+	case d > 0:
+		return "in " + shortDuration(d)
+	case d < 0:
+		return shortDuration(-d) + " ago"
+	}
+	return "now"
+}
+
+var units = []struct {
+	d    time.Duration
+	name string
+}{{24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}}
+
+// shortDuration formats d with at most its two largest units: "4m", "4m12s",
+// "3d2h", "350ms".
+func shortDuration(d time.Duration) string {
+	if d < 0 {
+		return "-" + shortDuration(-d)
+	}
+	for i, u := range units {
+		if d < u.d {
+			continue
+		}
+		s := strconv.FormatInt(int64(d/u.d), 10) + u.name
+		if i+1 < len(units) {
+			next := units[i+1]
+			if r := d % u.d / next.d; r > 0 {
+				s += strconv.FormatInt(int64(r), 10) + next.name
+			}
+		}
+		return s
+	}
+	if r := d.Round(time.Millisecond); r > 0 {
+		return r.String()
+	}
+	if d == 0 {
+		return "0s"
+	}
+	return "<1ms"
+}
+
+// absTime formats t in UTC, or none when zero.
+func absTime(t time.Time) string {
+	if t.IsZero() {
+		return none
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// whenTime is absTime with relTime in parentheses.
+func whenTime(t, now time.Time) string {
+	if t.IsZero() {
+		return none
+	}
+	return absTime(t) + " (" + relTime(t, now) + ")"
+}
+
+// shorten returns the first line of s, cut to at most n runes with "…".
+func shorten(s string, n int) string {
+	line, _, more := strings.Cut(s, "\n")
+	line = strings.TrimSpace(line)
+	if utf8.RuneCountInString(line) > n {
+		r := []rune(line)
+		return string(r[:n-1]) + "…"
+	}
+	if more {
+		return line + " …"
+	}
+	if line == "" {
+		return none
+	}
+	return line
+}
+
+// orNone returns s, or none when s is empty.
+func orNone(s string) string {
+	if s == "" {
+		return none
+	}
+	return s
+}
+
+// table writes rows under header as aligned columns, or the line empty
+// when there are no rows.
+func table(w io.Writer, empty string, header []string, rows [][]string) error {
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(w, empty)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+// writeJSON writes v as one indented JSON document.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// writeList writes items as one JSON array, [] when there are none.
+func writeList[T any](w io.Writer, items []T) error {
+	if items == nil {
+		items = []T{}
+	}
+	return writeJSON(w, items)
+}
+
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/litequeue/litequeue"
+)
+
+// defaultLimit is how many jobs a listing shows unless --limit says.
+const defaultLimit = 100
+
+// lastErrorWidth is how many characters of a last error a table shows.
+const lastErrorWidth = 40
+
+// listFlags are the selection and paging flags of jobs and dead.
+type listFlags struct {
+	queue, kind, order string
+	limit, offset      int
+}
+
+func (l *listFlags) add(fs *flagSet) {
+	fs.StringVar(&l.queue, "queue", "", "only jobs of this queue")
+	fs.StringVar(&l.kind, "kind", "", "only jobs of this kind")
+	fs.StringVar(&l.order, "order", string(litequeue.OrderNewest), `"newest" (highest id first) or "next-due" (earliest due first)`)
+	fs.IntVar(&l.limit, "limit", defaultLimit, "show at most this many (0: all)")
+	fs.IntVar(&l.offset, "offset", 0, "skip this many, for paging")
+}
+
+// filter checks the flags and returns the library's filter.
+func (l *listFlags) filter() (litequeue.JobFilter, error) {
+	f := litequeue.JobFilter{Queue: l.queue, Kind: l.kind, Limit: l.limit, Offset: l.offset}
+	switch o := litequeue.Order(l.order); o {
+	case litequeue.OrderNewest, litequeue.OrderNextDue:
+		f.Order = o
+	default:
+		return f, usagef("unknown --order %q; use %q or %q", l.order, litequeue.OrderNewest, litequeue.OrderNextDue)
+	}
+	switch {
+	case l.limit < 0:
+		return f, usagef("--limit %d is negative; use 0 for all", l.limit)
+	case l.limit == 0:
+		f.Limit = -1
+	}
+	if l.offset < 0 {
+		return f, usagef("--offset %d is negative", l.offset)
+	}
+	return f, nil
+}
+
+// parseStates parses a comma-separated list of states.
+func parseStates(s string) ([]litequeue.State, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []litequeue.State
+	for _, name := range strings.Split(s, ",") {
+		st, err := litequeue.ParseState(strings.TrimSpace(name))
+		if err != nil {
+			names := make([]string, len(litequeue.States))
+			for i, st := range litequeue.States {
+				names[i] = string(st)
+			}
+			return nil, usagef("unknown state %q in --state; use one or more of %s, separated by commas", name, strings.Join(names, ", "))
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// list opens FILE (the one positional argument) read-only, lists the jobs
+// l and states select, after checking that the queue l names exists, and
+// prints them as JSON or with table.
+func (a *app) list(fs *flagSet, args []string, l *listFlags, states func() ([]litequeue.State, error),
+	table func(w io.Writer, jobs []litequeue.JobInfo, now time.Time) error) error {
+	pos, err := fs.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("want one FILE, got %d arguments", len(pos))
+	}
+	filter, err := l.filter()
+	if err != nil {
+		return err
+	}
+	if filter.States, err = states(); err != nil {
+		return err
+	}
+	f, err := a.open(pos[0], fs, false)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.checkQueue(a.ctx, l.queue); err != nil {
+		return err
+	}
+	jobs, err := f.q.Jobs(a.ctx, filter)
+	if err != nil {
+		return err
+	}
+	if fs.json {
+		return writeList(a.stdout, jobs)
+	}
+	if err := table(a.stdout, jobs, f.now()); err != nil {
+		return err
+	}
+	if l.limit > 0 && len(jobs) == l.limit {
+		fmt.Fprintf(a.stderr, "showing %d from offset %d; there may be more: --offset %d\n", len(jobs), l.offset, l.offset+len(jobs))
+	}
+	return nil
+}
+
+func (a *app) jobs(args []string) error {
+	fs := a.newFlags("jobs", "FILE", `
+List jobs, newest first: id, queue, kind, state, attempts made, priority,
+when it is due (for a running job: when its lease ends), idempotency key and
+the last error, shortened.`)
+	var l listFlags
+	l.add(fs)
+	state := fs.String("state", "", "only jobs in these states, comma-separated: ready, scheduled, running, completed, dead")
+	fs.jsonFlag()
+	fs.fileFlags(false)
+	return a.list(fs, args, &l, func() ([]litequeue.State, error) { return parseStates(*state) }, jobsTable)
+}
+
+func jobsTable(w io.Writer, jobs []litequeue.JobInfo, now time.Time) error {
+	rows := make([][]string, len(jobs))
+	for i, j := range jobs {
+		rows[i] = []string{strconv.FormatInt(j.ID, 10), j.Queue, j.Kind, string(j.State), strconv.Itoa(j.Attempt),
+			strconv.Itoa(j.Priority), due(j, now), orNone(j.Key), shorten(j.LastError, lastErrorWidth)}
+	}
+	return table(w, "no jobs", []string{"ID", "QUEUE", "KIND", "STATE", "ATTEMPT", "PRIO", "DUE", "KEY", "LAST ERROR"}, rows)
+}
+
+// due says when a pending job is due, or when a running job's lease ends.
+func due(j litequeue.JobInfo, now time.Time) string {
+	switch j.State {
+	case litequeue.StateReady, litequeue.StateScheduled:
+		return relTime(j.VisibleAt, now)
+	case litequeue.StateRunning:
+		return "lease ends " + relTime(j.VisibleAt, now)
+	}
+	return none
+}
+
+func (a *app) dead(args []string) error {
+	fs := a.newFlags("dead", "FILE", `
+List dead letters, newest first: jobs that gave up (attempts used up, a
+permanent error, a strategy's refusal or an undecodable payload), with the
+reason, when they died and the last error. Requeue them with
+"lqinspect requeue", delete them with "lqinspect purge --dead".`)
+	var l listFlags
+	l.add(fs)
+	fs.jsonFlag()
+	fs.fileFlags(false)
+	dead := func() ([]litequeue.State, error) { return []litequeue.State{litequeue.StateDead}, nil }
+	return a.list(fs, args, &l, dead, deadTable)
+}
+
+func deadTable(w io.Writer, jobs []litequeue.JobInfo, now time.Time) error {
+	rows := make([][]string, len(jobs))
+	for i, j := range jobs {
+		rows[i] = []string{strconv.FormatInt(j.ID, 10), j.Queue, j.Kind, strconv.Itoa(j.Attempt),
+			relTime(j.FinishedAt, now), orNone(j.DeadReason), shorten(j.LastError, lastErrorWidth)}
+	}
+	return table(w, "no dead letters", []string{"ID", "QUEUE", "KIND", "ATTEMPTS", "DIED", "REASON", "LAST ERROR"}, rows)
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/litequeue/litequeue"
+)
+
+// file is an open queue file and the "now" its output is relative to.
+type file struct {
+	q    *litequeue.Queue
+	path string
+	now  func() time.Time
+	busy time.Duration // bounds a mutating call
+}
+
+// open opens the queue file at path: read-only unless mutating. It refuses a
+// missing file itself, because litequeue.Open creates one when writable, and
+// names what is wrong with a file that is not a queue file.
+func (a *app) open(path string, fs *flagSet, mutating bool) (*file, error) {
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("%s: no such file (lqinspect does not create queue files)", path)
+	case err != nil:
+		return nil, err
+	case st.IsDir():
+		return nil, fmt.Errorf("%s: is a directory, not a queue file", path)
+	}
+	opts := &litequeue.Options{ReadOnly: !mutating, BusyTimeout: fs.busyTimeout, PollInterval: -1}
+	now, err := a.fixedNow(fs.now)
+	if err != nil {
+		return nil, err
+	}
+	if !now.IsZero() {
+		mock := clock.NewMock()
+		mock.Set(now)
+		opts.Clock = mock
+	}
+	if mutating {
+		// A writable Open would give a SQLite file without tables the queue
+		// schema: check the file read-only first, so lqinspect never makes
+		// a queue file of a file that was not one.
+		ro := *opts
+		ro.ReadOnly = true
+		q, err := litequeue.Open(path, &ro)
+		if err != nil {
+			return nil, openError(path, err)
+		}
+		if err := q.Close(); err != nil {
+			return nil, err
+		}
+	}
+	q, err := litequeue.Open(path, opts)
+	if err != nil {
+		return nil, openError(path, err)
+	}
+	f := &file{q: q, path: path, now: time.Now, busy: fs.busyTimeout}
+	if !now.IsZero() {
+		f.now = func() time.Time { return now }
+	}
+	return f, nil
+}
+
+// fixedNow returns the time of --now or $LQINSPECT_NOW, or zero for the
+// real clock.
+func (a *app) fixedNow(flagValue string) (time.Time, error) {
+	s, from := flagValue, "--now"
+	if s == "" {
+		s, from = a.getenv(envNow), "$"+envNow
+	}
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, usagef("%s %q is not an RFC 3339 time (like 2026-01-02T15:04:05Z)", from, s)
+	}
+	return t, nil
+}
+
+// openError says in words which kind of file path is when Open refuses it.
+func openError(path string, err error) error {
+	switch {
+	case errors.Is(err, litequeue.ErrNotSQLite):
+		return fmt.Errorf("%s: not a SQLite database; the file was left unchanged", path)
+	case errors.Is(err, litequeue.ErrNotLitequeue):
+		return fmt.Errorf("%s: a SQLite database but not a litequeue queue file; the file was left unchanged", path)
+	case errors.Is(err, litequeue.ErrSchemaTooNew):
+		return fmt.Errorf("%s: written by a newer litequeue schema than this lqinspect knows; upgrade lqinspect (the file was left unchanged): %w", path, err)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%s: permission denied: %w", path, err)
+	}
+	return err
+}
+
+func (f *file) Close() error { return f.q.Close() }
+
+// writeCtx bounds a mutating call by the busy timeout: a file another
+// process holds fails after it instead of waiting forever.
+func (f *file) writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, f.busy)
+}
+
+// lockedError explains a mutating call that ran out of time.
+func (f *file) lockedError(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: another process held the write lock for the whole --busy-timeout (%s); nothing was changed", f.path, f.busy)
+	}
+	return err
+}
+
+// checkQueue fails unless the file holds jobs of the queue name ("" passes).
+func (f *file) checkQueue(ctx context.Context, name string) error {
+	if name == "" {
+		return nil
+	}
+	stats, err := f.q.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(stats))
+	for _, s := range stats {
+		if s.Queue == name {
+			return nil
+		}
+		names = append(names, s.Queue)
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("unknown queue %q: the file holds no jobs", name)
+	}
+	return fmt.Errorf("unknown queue %q: the file has jobs of queues %s", name, quoteList(names))
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/litequeue/litequeue"
+)
+
+func (a *app) show(args []string) error {
+	fs := a.newFlags("show", "FILE ID", `
+Print one job whole: its fields, the payload pretty-printed, every failed
+attempt with its time, error, decision and chosen delay, and for a running
+job its lease and when the lease expires.`)
+	fs.jsonFlag()
+	fs.fileFlags(false)
+	path, ids, err := fs.parseFileIDs(args)
+	if err != nil {
+		return err
+	}
+	if len(ids) != 1 {
+		return usagef("want FILE and one job ID, got %d IDs", len(ids))
+	}
+	f, err := a.open(path, fs, false)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	j, err := f.q.Job(a.ctx, ids[0])
+	if errors.Is(err, litequeue.ErrNotFound) {
+		return fmt.Errorf("no job with id %d in %s (it may have succeeded and been deleted, been cancelled or purged)", ids[0], f.path)
+	}
+	if err != nil {
+		return err
+	}
+	if fs.json {
+		return writeJSON(a.stdout, j)
+	}
+	return showJob(a.stdout, j, f.now())
+}
+
+func showJob(w io.Writer, j litequeue.JobInfo, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	field := func(name, value string) { fmt.Fprintf(tw, "%s:\t%s\n", name, value) }
+	field("id", strconv.FormatInt(j.ID, 10))
+	field("queue", j.Queue)
+	field("kind", j.Kind)
+	field("state", string(j.State))
+	field("attempt", strconv.Itoa(j.Attempt))
+	field("priority", strconv.Itoa(j.Priority))
+	field("key", orNone(j.Key))
+	field("created", whenTime(j.CreatedAt, now))
+	field("run at", whenTime(j.RunAt, now))
+	switch j.State {
+	case litequeue.StateReady, litequeue.StateScheduled:
+		field("due", whenTime(j.VisibleAt, now))
+	case litequeue.StateRunning:
+		field("lease", "held since "+whenTime(j.AttemptedAt, now))
+		field("lease expires", whenTime(j.VisibleAt, now))
+	}
+	if j.State != litequeue.StateRunning {
+		field("last attempt", whenTime(j.AttemptedAt, now))
+	}
+	switch j.State {
+	case litequeue.StateCompleted:
+		field("completed", whenTime(j.FinishedAt, now))
+	case litequeue.StateDead:
+		field("died", whenTime(j.FinishedAt, now))
+		field("dead reason", orNone(j.DeadReason))
+	}
+	if j.LastError != "" {
+		field("last error", strings.ReplaceAll(j.LastError, "\n", "\n\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\npayload:\n%s\n", indentJSON(j.Payload))
+	fmt.Fprintln(w)
+	if len(j.Attempts) > 0 {
+		fmt.Fprintln(w, "failed attempts:")
+	}
+	rows := make([][]string, len(j.Attempts))
+	for i, at := range j.Attempts {
+		delay := none
+		if at.Decision == litequeue.DecisionRetry {
+			delay = at.Delay.String()
+		}
+		rows[i] = []string{strconv.Itoa(at.Attempt), absTime(at.StartedAt), at.FinishedAt.Sub(at.StartedAt).String(),
+			at.Decision, delay, shorten(at.Error, 60)}
+	}
+	return table(w, "no failed attempts", []string{"ATTEMPT", "STARTED", "RAN", "DECISION", "DELAY", "ERROR"}, rows)
+}
+
+// indentJSON pretty-prints a payload, indented by two spaces; a payload that
+// is not JSON is shown as it is.
+func indentJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "  ", "  "); err != nil {
+		return "  " + string(raw)
+	}
+	return "  " + b.String()
+}
