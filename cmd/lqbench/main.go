@@ -28,7 +28,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/litequeue/litequeue"
@@ -191,15 +190,6 @@ func writeHeapProfile(name string) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lqbench: heap profile:", err)
 	}
-}
-
-// peakRSSMiB is the process's peak resident set size (Linux: Maxrss in KiB).
-func peakRSSMiB() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return math.Round(float64(ru.Maxrss)/1024*10) / 10
 }
 
 // bench is one run: the queue, its events and the handler of the moment.
