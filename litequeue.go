@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -187,6 +188,9 @@ type Options struct {
 	ReadOnly bool
 	// Pragmas are extra per-connection SQLite pragmas in modernc.org/sqlite
 	// _pragma syntax, e.g. "cache_size(-20000)". Open only. Default none.
+	// A pragma named here replaces the queue's own setting of it:
+	// "synchronous(NORMAL)" overrides Durability, "busy_timeout(…)"
+	// BusyTimeout. Queue.Pragmas reads back the values in effect.
 	Pragmas []string
 }
 
@@ -804,7 +808,14 @@ func insertBatch(ctx context.Context, tx execer, jobs []newJob) ([]int64, error,
 	}
 	ids := make([]int64, len(jobs))
 	var dups []error
-	for i := range jobs {
+	for i := 0; i < len(jobs); i++ {
+		if k := keylessRun(jobs[i:]); k > 1 {
+			if err := insertMany(ctx, tx, jobs[i:i+k], ids[i:i+k]); err != nil {
+				return nil, nil, fmt.Errorf("batch items %d-%d: %w", i, i+k-1, err)
+			}
+			i += k - 1
+			continue
+		}
 		id, err := insert(ctx, tx, &jobs[i], stmt)
 		var dup *DuplicateError
 		if errors.As(err, &dup) {
@@ -837,4 +848,68 @@ func (q *Queue) wake(queue string) {
 	if run != nil {
 		run.wake(queue)
 	}
+}
+
+// maxInsertRows is the most rows of one multi-row INSERT (8 parameters each).
+const maxInsertRows = 256
+
+// insertManySQL[k] inserts k keyless jobs in one statement, for k a power of
+// two up to maxInsertRows: a handful of statement texts, each prepared once.
+var insertManySQL = func() map[int]string {
+	const row = "(?, ?, ?, ?, ?, ?, ?, NULL)"
+	m := map[int]string{}
+	for k := 2; k <= maxInsertRows; k *= 2 {
+		m[k] = strings.TrimSuffix(insertJobSQL, "(?, ?, ?, ?, ?, ?, ?, ?)") + strings.Repeat(row+", ", k-1) + row + " RETURNING id"
+	}
+	return m
+}()
+
+// keylessRun returns how many of the leading jobs to insert in one multi-row
+// INSERT: the largest power of two, up to maxInsertRows, of leading jobs
+// without an idempotency key (a keyed job needs its duplicate check).
+func keylessRun(jobs []newJob) int {
+	n := 0
+	for n < len(jobs) && n < maxInsertRows && jobs[n].key == "" {
+		n++
+	}
+	k := 1
+	for k*2 <= n {
+		k *= 2
+	}
+	return k
+}
+
+// insertMany writes keyless jobs with one multi-row INSERT and stores their
+// ids in ids. AUTOINCREMENT hands out ever larger ids in insertion order, and
+// the rows are inserted in VALUES order, so the sorted returned ids are the
+// jobs' ids in order.
+func insertMany(ctx context.Context, tx execer, jobs []newJob, ids []int64) error {
+	args := make([]any, 0, 7*len(jobs))
+	for i := range jobs {
+		nj := &jobs[i]
+		args = append(args, nj.queue, nj.kind, nj.priority, nj.visibleAt, nj.runAt, nj.createdAt, nj.payload)
+	}
+	rows, err := tx.QueryContext(ctx, insertManySQL[len(jobs)], args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		if n == len(ids) {
+			return fmt.Errorf("litequeue: multi-row insert returned more than %d ids", len(ids))
+		}
+		if err := rows.Scan(&ids[n]); err != nil {
+			return err
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if n != len(ids) {
+		return fmt.Errorf("litequeue: multi-row insert of %d jobs returned %d ids", len(ids), n)
+	}
+	slices.Sort(ids)
+	return nil
 }

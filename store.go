@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -145,9 +146,18 @@ func explainOpenError(name string, existed bool, err error) error {
 // can be checked before anything changes it.
 func dsn(name string, o *Options, readOnly bool) string {
 	v := url.Values{}
-	v.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()))
-	v.Add("_pragma", "foreign_keys(1)")
-	v.Add("_pragma", "synchronous("+o.Durability.synchronous()+")")
+	// The driver runs _pragma values sorted by text, not in order, so a
+	// user's pragma of the same name replaces the queue's own instead of
+	// racing it: Options.Pragmas win.
+	for _, p := range []string{
+		fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()),
+		"foreign_keys(1)",
+		"synchronous(" + o.Durability.synchronous() + ")",
+	} {
+		if !slices.ContainsFunc(o.Pragmas, func(u string) bool { return pragmaName(u) == pragmaName(p) }) {
+			v.Add("_pragma", p)
+		}
+	}
 	for _, p := range o.Pragmas {
 		v.Add("_pragma", p)
 	}
@@ -157,6 +167,15 @@ func dsn(name string, o *Options, readOnly bool) string {
 		v.Set("_txlock", "immediate")
 	}
 	return "file:" + (&url.URL{Path: name}).EscapedPath() + "?" + v.Encode()
+}
+
+// pragmaName returns the lower-case name of a _pragma value such as
+// "synchronous(NORMAL)" or "synchronous = 1".
+func pragmaName(p string) string {
+	if i := strings.IndexAny(p, "(="); i >= 0 {
+		p = p[:i]
+	}
+	return strings.ToLower(strings.TrimSpace(p))
 }
 
 // identify tells whether db holds a litequeue schema, and its version.
@@ -262,7 +281,7 @@ func migrate(ctx context.Context, conn *sql.Conn, from int) error {
 // runTx runs fn inside BEGIN IMMEDIATE … COMMIT on conn, rolling back when fn
 // or the commit fails. BEGIN is retried while the database stays busy beyond
 // the busy timeout, until wait ends; ctx is for the statements.
-func runTx(wait, ctx context.Context, conn *sql.Conn, fn func(tx execer) error) error {
+func runTx(wait, ctx context.Context, conn execer, fn func(tx execer) error) error {
 	if err := beginImmediate(wait, conn); err != nil {
 		return err
 	}
@@ -277,7 +296,7 @@ func runTx(wait, ctx context.Context, conn *sql.Conn, fn func(tx execer) error) 
 	return nil
 }
 
-func beginImmediate(ctx context.Context, conn *sql.Conn) error {
+func beginImmediate(ctx context.Context, conn execer) error {
 	for {
 		_, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE")
 		if err == nil {
@@ -295,7 +314,7 @@ func beginImmediate(ctx context.Context, conn *sql.Conn) error {
 	}
 }
 
-func rollback(conn *sql.Conn) {
+func rollback(conn execer) {
 	// A failed COMMIT may already have rolled back; the error is expected then.
 	_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
 }
@@ -391,6 +410,55 @@ func (w *writer) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	}
 	w.stmts[query] = s
 	return s, nil
+}
+
+// maxCachedStmts bounds the writer's prepared statements. The queue's own
+// statements are constant text and far fewer; a query beyond the bound runs
+// unprepared.
+const maxCachedStmts = 64
+
+// cached runs statements on the writer's connection through statements
+// prepared once, so SQLite parses each of the queue's queries once per
+// connection instead of once per call. Every op and every BEGIN, SAVEPOINT
+// and COMMIT of the writer runs through it.
+type cached struct{ w *writer }
+
+func (c cached) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	c.w.stmtMu.Lock()
+	s, ok := c.w.stmts[query]
+	full := len(c.w.stmts) >= maxCachedStmts
+	c.w.stmtMu.Unlock()
+	if ok {
+		return s, nil
+	}
+	if full {
+		return nil, nil
+	}
+	return c.w.stmt(ctx, query)
+}
+
+func (c cached) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	s, err := c.prepared(ctx, query)
+	if err != nil || s == nil {
+		return c.w.conn.ExecContext(ctx, query, args...)
+	}
+	return s.ExecContext(ctx, args...)
+}
+
+func (c cached) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	s, err := c.prepared(ctx, query)
+	if err != nil || s == nil {
+		return c.w.conn.QueryContext(ctx, query, args...)
+	}
+	return s.QueryContext(ctx, args...)
+}
+
+func (c cached) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	s, err := c.prepared(ctx, query)
+	if err != nil || s == nil {
+		return c.w.conn.QueryRowContext(ctx, query, args...)
+	}
+	return s.QueryRowContext(ctx, args...)
 }
 
 // do runs fn in the writer and waits for its transaction to commit. The
@@ -522,7 +590,7 @@ func (w *writer) commit(all []*writeOp) {
 	shared := len(batch)+len(cs) > 1
 	wait, stopWait := waitContext(batch, len(cs) > 0)
 	defer stopWait()
-	err := runTx(wait, ctx, w.conn, func(tx execer) error {
+	err := runTx(wait, ctx, cached{w}, func(tx execer) error {
 		for i, op := range batch {
 			if err := op.ctx.Err(); err != nil {
 				errs[i] = err

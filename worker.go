@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -822,22 +823,15 @@ func (p *pool) bury(d *delivery, policy RetryPolicy) {
 // gets ErrLeaseLost and changes nothing.
 func (q *Queue) writeCompletions(ctx context.Context, tx execer, cs []completion) ([]error, error) {
 	results := make([]error, len(cs))
-	keep := q.opts.CompletedRetention > 0
-	query := completeDeleteSQL
-	if keep {
-		query = completeKeepSQL
+	if q.opts.CompletedRetention <= 0 {
+		return results, deleteCompleted(ctx, tx, cs, results)
 	}
-	stmt, err := q.w.stmt(ctx, query)
+	stmt, err := q.w.stmt(ctx, completeKeepSQL)
 	if err != nil {
 		return nil, err
 	}
 	for i, c := range cs {
-		var res sql.Result
-		if keep {
-			res, err = stmt.ExecContext(ctx, c.at, c.id, c.lease)
-		} else {
-			res, err = stmt.ExecContext(ctx, c.id, c.lease)
-		}
+		res, err := stmt.ExecContext(ctx, c.at, c.id, c.lease)
 		if err != nil {
 			return nil, err
 		}
@@ -846,6 +840,65 @@ func (q *Queue) writeCompletions(ctx context.Context, tx execer, cs []completion
 		}
 	}
 	return results, nil
+}
+
+// completeDeleteManySQL deletes the succeeded jobs of one lease (one claim)
+// in one statement; a row whose lease is no longer that lease stays.
+const completeDeleteManySQL = `DELETE FROM lq_jobs
+WHERE id IN (SELECT value FROM json_each(?1)) AND lease = ?2 AND state = 1
+RETURNING id`
+
+// deleteCompleted deletes the jobs of successes cs, one statement per lease
+// (a claim takes one lease for its whole batch), and sets results[i] to
+// ErrLeaseLost for every job whose row did not hold its lease any more.
+func deleteCompleted(ctx context.Context, tx execer, cs []completion, results []error) error {
+	byLease := map[int64][]int{} // lease -> indexes in cs
+	var leases []int64
+	for i, c := range cs {
+		if _, ok := byLease[c.lease]; !ok {
+			leases = append(leases, c.lease)
+		}
+		byLease[c.lease] = append(byLease[c.lease], i)
+	}
+	deleted := make(map[int64]bool, len(cs))
+	var ids []byte
+	for _, lease := range leases {
+		ids = append(ids[:0], '[')
+		for k, i := range byLease[lease] {
+			if k > 0 {
+				ids = append(ids, ',')
+			}
+			ids = strconv.AppendInt(ids, cs[i].id, 10)
+		}
+		ids = append(ids, ']')
+		// TEXT, not a BLOB: json_each would read a BLOB as JSONB.
+		rows, err := tx.QueryContext(ctx, completeDeleteManySQL, string(ids), lease)
+		if err != nil {
+			return err
+		}
+		clear(deleted)
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			deleted[id] = true
+		}
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return err
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		for _, i := range byLease[lease] {
+			if !deleted[cs[i].id] {
+				results[i] = ErrLeaseLost
+			}
+		}
+	}
+	return nil
 }
 
 const extendSQL = `UPDATE lq_jobs SET visible_at = ? WHERE id = ? AND lease = ? AND state = 1`

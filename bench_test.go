@@ -1,0 +1,235 @@
+package litequeue
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/litequeue/litequeue/internal/benchjob"
+)
+
+// Micro-benchmarks of the hot paths, on real files in b.TempDir() with the
+// real clock. Each reports ns/op per job, so a regression shows up in
+//
+//	go test -run '^$' -bench . -benchtime 2000x
+//
+// The durable variants (sync=FULL, the default) mostly measure the disk's
+// fsync; the sync=NORMAL variants measure the queue's own CPU cost.
+// cmd/lqbench measures whole scenarios against the peer queues.
+
+type benchJob = benchjob.Job
+
+func newBenchJob(i int) benchJob { return benchjob.New(i, "") }
+
+var benchDurabilities = []struct {
+	name string
+	d    Durability
+}{{"sync=FULL", DurabilityFull}, {"sync=NORMAL", DurabilityProcess}}
+
+func openBench(b *testing.B, d Durability, onEvent func(Event)) *Queue {
+	b.Helper()
+	q, err := Open(filepath.Join(b.TempDir(), "bench.db"), &Options{Durability: d, OnEvent: onEvent})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := q.Close(); err != nil {
+			b.Error(err)
+		}
+	})
+	return q
+}
+
+// fill enqueues n jobs in batches of 1000, untimed.
+func fill(b *testing.B, q *Queue, n int) {
+	b.Helper()
+	b.StopTimer()
+	defer b.StartTimer()
+	for from := 0; from < n; from += 1000 {
+		items := make([]BatchItem, 0, 1000)
+		for i := from; i < min(from+1000, n); i++ {
+			items = append(items, BatchItem{Job: newBenchJob(i)})
+		}
+		if _, err := q.EnqueueBatch(context.Background(), items); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEnqueue is one Enqueue call (one commit) per job, one caller.
+func BenchmarkEnqueue(b *testing.B) {
+	for _, d := range benchDurabilities {
+		b.Run(d.name, func(b *testing.B) {
+			q := openBench(b, d.d, nil)
+			ctx := context.Background()
+			i := 0
+			for b.Loop() {
+				if _, err := q.Enqueue(ctx, newBenchJob(i), nil); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkEnqueueParallel is one Enqueue call per job from 16 goroutines
+// per CPU: the group commit shares each fsync among the waiting callers.
+func BenchmarkEnqueueParallel(b *testing.B) {
+	for _, d := range benchDurabilities {
+		b.Run(d.name, func(b *testing.B) {
+			q := openBench(b, d.d, nil)
+			b.SetParallelism(16)
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				for i := 0; pb.Next(); i++ {
+					if _, err := q.Enqueue(ctx, newBenchJob(i), nil); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkEnqueueBatch is EnqueueBatch of 1000 jobs; ns/op is per job.
+func BenchmarkEnqueueBatch(b *testing.B) {
+	const size = 1000
+	for _, d := range benchDurabilities {
+		b.Run(d.name, func(b *testing.B) {
+			q := openBench(b, d.d, nil)
+			ctx := context.Background()
+			items := make([]BatchItem, size)
+			for i := range items {
+				items[i] = BatchItem{Job: newBenchJob(i)}
+			}
+			n := 0
+			for b.Loop() {
+				if n%size == 0 {
+					if _, err := q.EnqueueBatch(ctx, items); err != nil {
+						b.Fatal(err)
+					}
+				}
+				n++
+			}
+		})
+	}
+}
+
+// filledPool opens a queue holding b.N due jobs (untimed) and returns its
+// pool for the default queue with bench's kind, without dispatcher or
+// workers: the benchmark claims by hand.
+func filledPool(b *testing.B, d Durability) (*Queue, *pool) {
+	q := openBench(b, d, nil)
+	fill(b, q, b.N)
+	cfg := NewQueueConfig(DefaultQueue).withDefaults()
+	return q, &pool{q: q, r: &runState{q: q, stopping: make(chan struct{})}, cfg: cfg, kindsJSON: `["bench"]`,
+		capacity: b.N, wakeCh: make(chan struct{}, 1), jobs: make(chan *delivery, b.N),
+		inflight: map[int64]*delivery{}}
+}
+
+// claimAll claims every job of p's queue in claims of ClaimBatch rows and
+// returns them.
+func claimAll(b *testing.B, p *pool, n int) []*delivery {
+	b.Helper()
+	ds := make([]*delivery, 0, n)
+	for len(ds) < n {
+		got, err := p.claim(DefaultClaimBatch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got == 0 {
+			b.Fatalf("claimed %d of %d jobs", len(ds), n)
+		}
+		for range got {
+			ds = append(ds, <-p.jobs)
+		}
+	}
+	return ds
+}
+
+// BenchmarkClaimBatch is the claim statement taking DefaultClaimBatch (100)
+// due jobs per transaction from a backlog; ns/op is per claimed job.
+func BenchmarkClaimBatch(b *testing.B) {
+	for _, d := range benchDurabilities {
+		b.Run(d.name, func(b *testing.B) {
+			_, p := filledPool(b, d.d)
+			b.ResetTimer()
+			claimAll(b, p, b.N)
+		})
+	}
+}
+
+// BenchmarkCompleteBatch is writing successes of claimed jobs, 100 at a time
+// through the writer's asynchronous completion batch (lease-conditional
+// DELETE); ns/op is per job.
+func BenchmarkCompleteBatch(b *testing.B) {
+	for _, d := range benchDurabilities {
+		b.Run(d.name, func(b *testing.B) {
+			q, p := filledPool(b, d.d)
+			b.StopTimer()
+			ds := claimAll(b, p, b.N)
+			b.StartTimer()
+			for len(ds) > 0 {
+				chunk := ds[:min(DefaultClaimBatch, len(ds))]
+				ds = ds[len(chunk):]
+				var wg sync.WaitGroup
+				var mu sync.Mutex
+				var errs []error
+				for _, d := range chunk {
+					wg.Add(1)
+					q.w.complete(completion{id: d.id, lease: d.lease, queue: d.queue, kind: d.kind, notify: func(err error) {
+						if err != nil {
+							mu.Lock()
+							errs = append(errs, err)
+							mu.Unlock()
+						}
+						wg.Done()
+					}})
+				}
+				wg.Wait()
+				if len(errs) > 0 {
+					b.Fatal(errs[0])
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDrain is the whole worker path: b.N queued jobs, 10 handlers that
+// decode and return nil, timed until every success is committed.
+func BenchmarkDrain(b *testing.B) {
+	for _, d := range benchDurabilities {
+		b.Run(d.name, func(b *testing.B) {
+			var mu sync.Mutex
+			succeeded, want := 0, b.N
+			done := make(chan struct{})
+			q := openBench(b, d.d, func(e Event) {
+				switch e.Type {
+				case EventSucceeded:
+					mu.Lock()
+					succeeded++
+					if succeeded == want {
+						close(done)
+					}
+					mu.Unlock()
+				case EventDead, EventRetrying, EventStale:
+					b.Errorf("unexpected event %+v", e)
+				}
+			})
+			Register(q, func(ctx context.Context, d *Delivery[benchJob]) error { return nil })
+			fill(b, q, b.N)
+			b.ResetTimer()
+			if err := q.Start(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			<-done
+			b.StopTimer()
+			if err := q.Stop(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}

@@ -1,0 +1,620 @@
+// Command lqbench benchmarks litequeue on the scenarios of the peer harness
+// (../shared/bench/peers: River, goqite and a no-queue SQLite floor) and
+// prints exactly one JSON line in the harness's schema, peer "litequeue".
+//
+//	lqbench -scenario A|B|C|D|E -n 20000 -workers 10 -producers 16 -max 10s -pragmas 'synchronous(NORMAL)'
+//
+// A enqueues n jobs one call at a time; B in one EnqueueBatch call; C drains n
+// pre-enqueued jobs with -workers handlers; D measures enqueue-to-handler
+// latency with an idle worker; E enqueues from -producers goroutines at once.
+// Its own scale knobs: -backlog N (C with N jobs, pre-enqueued in chunks) and
+// -payload-bytes B (pad every payload to about B bytes). Logs go to stderr.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/benchjob"
+)
+
+// padding is the Pad value that brings every payload to about -payload-bytes.
+var padding string
+
+type benchJob = benchjob.Job
+
+func newJob(i int) benchJob { return benchjob.New(i, padding) }
+
+// Result is one JSON line, in the harness's schema.
+type Result struct {
+	Peer        string         `json:"peer"`
+	Scenario    string         `json:"scenario"`
+	Variant     string         `json:"variant"`
+	N           int            `json:"n"`
+	Workers     int            `json:"workers"`
+	Producers   int            `json:"producers,omitempty"`
+	Completed   int64          `json:"completed"`
+	ElapsedS    float64        `json:"elapsed_s"`
+	JobsPerS    float64        `json:"jobs_per_s"`
+	Capped      bool           `json:"capped,omitempty"`
+	WorkedS     float64        `json:"worked_s,omitempty"`
+	SetupS      float64        `json:"setup_s,omitempty"`
+	P50Ms       *float64       `json:"p50_ms,omitempty"`
+	P99Ms       *float64       `json:"p99_ms,omitempty"`
+	MeanMs      float64        `json:"mean_ms,omitempty"`
+	MinMs       float64        `json:"min_ms,omitempty"`
+	MaxMs       float64        `json:"max_ms,omitempty"`
+	EnqP50Ms    float64        `json:"enqueue_p50_ms,omitempty"`
+	PayloadSize int            `json:"payload_bytes"`
+	PeakRSSMiB  float64        `json:"peak_rss_mib"`
+	Settings    map[string]any `json:"settings"`
+	GoVersion   string         `json:"go"`
+	Error       string         `json:"error,omitempty"`
+}
+
+type config struct {
+	scenario     string
+	n            int
+	workers      int
+	producers    int
+	maxDur       time.Duration
+	pragmas      []string
+	gap, gapMin  time.Duration
+	seed         uint64
+	dir          string
+	keep         bool
+	setupChunk   int
+	claimBatch   int
+	cpuProfile   string
+	memProfile   string
+	payloadBytes int
+}
+
+func main() {
+	var c config
+	var pragmas string
+	var backlog int
+	flag.StringVar(&c.scenario, "scenario", "A", "A (enqueue one by one) | B (batch enqueue) | C (drain) | D (latency) | E (concurrent enqueue)")
+	flag.IntVar(&c.n, "n", 20000, "jobs for A/B/C/E; samples for D (default 200 when -scenario D and -n unset)")
+	flag.IntVar(&c.workers, "workers", 10, "worker concurrency (QueueConfig.Concurrency) for C and D")
+	flag.IntVar(&c.producers, "producers", 16, "E: concurrent producer goroutines")
+	flag.DurationVar(&c.maxDur, "max", 0, "C: stop the clock after this long and report the rate so far (0 = until all n are done)")
+	flag.StringVar(&pragmas, "pragmas", "", "extra comma-separated SQLite pragmas (modernc _pragma syntax), e.g. synchronous(NORMAL); they override the queue's own")
+	flag.DurationVar(&c.gap, "gap", 200*time.Millisecond, "D: random idle gap gapmin+U[0,gap) before each enqueue")
+	flag.DurationVar(&c.gapMin, "gapmin", 0, "D: fixed part of the idle gap")
+	flag.Uint64Var(&c.seed, "seed", 1, "D: seed of the gap generator (PCG)")
+	flag.StringVar(&c.dir, "dir", "", "base dir for the temp SQLite dir (default $TMPDIR)")
+	flag.BoolVar(&c.keep, "keep", false, "keep the temp dir")
+	flag.Duration("poll", 0, "ignored (a peer knob: litequeue wakes its workers in-process)")
+	flag.Duration("cooldown", 0, "ignored (a peer knob)")
+	flag.IntVar(&backlog, "backlog", 0, "C scale scenario: drain this many jobs (overrides -n; pre-enqueued in chunks of -setup-chunk)")
+	flag.IntVar(&c.setupChunk, "setup-chunk", 0, "C: jobs per EnqueueBatch call of the untimed pre-enqueue (0 = 10000, fewer for big payloads: about 4 MiB of payload a call)")
+	flag.IntVar(&c.payloadBytes, "payload-bytes", 0, "pad every payload to about this many bytes of JSON (0 = the harness's ~106 bytes)")
+	flag.IntVar(&c.claimBatch, "claim-batch", 0, "Options.ClaimBatch (0 = the library default)")
+	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed part to this file")
+	flag.StringVar(&c.memProfile, "memprofile", "", "write a heap profile at the end to this file")
+	flag.Parse()
+
+	nSet := false
+	flag.Visit(func(f *flag.Flag) { nSet = nSet || f.Name == "n" })
+	if c.scenario == "D" && !nSet {
+		c.n = 200
+	}
+	if backlog > 0 {
+		c.n = backlog
+	}
+	if pragmas != "" {
+		c.pragmas = strings.Split(pragmas, ",")
+	}
+	if c.payloadBytes > 0 {
+		base, _ := json.Marshal(newJob(12345))
+		if pad := c.payloadBytes - len(base) - len(`,"pad":""`); pad > 0 {
+			padding = strings.Repeat("x", pad)
+		}
+	}
+
+	res := &Result{Peer: "litequeue", Scenario: c.scenario, N: c.n, GoVersion: runtime.Version()}
+	var variant []string
+	if pragmas != "" {
+		variant = append(variant, "pragmas="+pragmas)
+	}
+	if c.scenario == "C" && c.maxDur != 0 {
+		variant = append(variant, "max="+c.maxDur.String())
+	}
+	if c.scenario == "D" {
+		v := "gap=U[0," + c.gap.String() + ")"
+		if c.gapMin > 0 {
+			v = "gap=" + c.gapMin.String() + "+" + v[4:]
+		}
+		variant = append(variant, v)
+	}
+	if backlog > 0 {
+		variant = append(variant, "backlog="+strconv.Itoa(backlog))
+	}
+	if c.payloadBytes > 0 {
+		variant = append(variant, "payload="+strconv.Itoa(c.payloadBytes))
+	}
+	if c.claimBatch > 0 {
+		variant = append(variant, "claim_batch="+strconv.Itoa(c.claimBatch))
+	}
+	res.Variant = strings.Join(variant, " ")
+	if res.Variant == "" {
+		res.Variant = "default"
+	}
+	pb, _ := json.Marshal(newJob(12345))
+	res.PayloadSize = len(pb)
+	if c.setupChunk <= 0 {
+		c.setupChunk = max(1, min(10000, 4<<20/len(pb)))
+	}
+
+	err := run(res, &c)
+	if c.memProfile != "" {
+		writeHeapProfile(c.memProfile)
+	}
+	if err != nil {
+		res.Error = err.Error()
+		fmt.Fprintln(os.Stderr, "lqbench:", err)
+	}
+	res.PeakRSSMiB = peakRSSMiB()
+	out, _ := json.Marshal(res)
+	fmt.Println(string(out))
+	if err != nil {
+		os.Exit(1)
+	}
+}
+
+// writeHeapProfile writes the heap profile (in use and allocated since start).
+func writeHeapProfile(name string) {
+	f, err := os.Create(name)
+	if err == nil {
+		runtime.GC()
+		err = pprof.WriteHeapProfile(f)
+		f.Close()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lqbench: heap profile:", err)
+	}
+}
+
+// bench is one run: the queue, its events and the handler of the moment.
+type bench struct {
+	c       *config
+	q       *litequeue.Queue
+	opts    litequeue.Options
+	handler atomic.Pointer[func(*benchJob)]
+
+	succeeded atomic.Int64
+	doneN     int64         // close allDone when succeeded reaches it (C)
+	allDone   chan struct{} // C
+	badMu     sync.Mutex
+	bad       error // first event that must not happen in a benchmark
+}
+
+func (b *bench) onEvent(e litequeue.Event) {
+	switch e.Type {
+	case litequeue.EventSucceeded:
+		if b.succeeded.Add(1) == b.doneN && b.allDone != nil {
+			close(b.allDone)
+		}
+	case litequeue.EventRetrying, litequeue.EventDead, litequeue.EventStale:
+		b.badMu.Lock()
+		if b.bad == nil {
+			b.bad = fmt.Errorf("job %d: unexpected %s event: %v", e.JobID, e.Type, e.Err)
+		}
+		b.badMu.Unlock()
+	}
+}
+
+func (b *bench) failure() error {
+	b.badMu.Lock()
+	defer b.badMu.Unlock()
+	return b.bad
+}
+
+func run(res *Result, c *config) (err error) {
+	if c.n < 1 {
+		return errors.New("-n must be at least 1")
+	}
+	dir, err := os.MkdirTemp(c.dir, "lqbench-")
+	if err != nil {
+		return err
+	}
+	if c.keep {
+		fmt.Fprintln(os.Stderr, "keeping", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+
+	b := &bench{c: c}
+	noop := func(*benchJob) {}
+	b.handler.Store(&noop)
+	b.opts = litequeue.Options{
+		Pragmas:    c.pragmas,
+		ClaimBatch: c.claimBatch,
+		OnEvent:    b.onEvent,
+		Queues:     []litequeue.QueueConfig{queueConfig(c.workers)},
+	}
+	q, err := litequeue.Open(filepath.Join(dir, "lqbench.sqlite3"), &b.opts)
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	b.q = q
+	defer func() {
+		if cerr := q.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close: %w", cerr)
+		}
+	}()
+	litequeue.Register(q, func(ctx context.Context, d *litequeue.Delivery[benchJob]) error {
+		(*b.handler.Load())(&d.Job)
+		return nil
+	})
+	defer func() { res.Settings = b.settings() }()
+
+	ctx := context.Background()
+	switch c.scenario {
+	case "A":
+		jobs := makeJobs(0, c.n)
+		stop := b.profile()
+		t0 := time.Now()
+		for i := range jobs {
+			if _, err := q.Enqueue(ctx, jobs[i], nil); err != nil {
+				stop()
+				return fmt.Errorf("enqueue %d: %w", i, err)
+			}
+		}
+		el := time.Since(t0)
+		stop()
+		return b.finishEnqueue(ctx, res, el)
+
+	case "B":
+		items := batchItems(makeJobs(0, c.n))
+		stop := b.profile()
+		t0 := time.Now()
+		_, err := q.EnqueueBatch(ctx, items)
+		el := time.Since(t0)
+		stop()
+		if err != nil {
+			return fmt.Errorf("enqueue batch: %w", err)
+		}
+		return b.finishEnqueue(ctx, res, el)
+
+	case "C":
+		res.Workers = c.workers
+		return b.drain(ctx, res)
+
+	case "D":
+		res.Workers = c.workers
+		return b.latency(ctx, res)
+
+	case "E":
+		if c.producers < 1 {
+			return errors.New("-producers must be at least 1")
+		}
+		res.Producers = c.producers
+		jobs := makeJobs(0, c.n)
+		errs := make(chan error, c.producers)
+		var wg sync.WaitGroup
+		stop := b.profile()
+		t0 := time.Now()
+		for i := range c.producers {
+			lo, hi := i*c.n/c.producers, (i+1)*c.n/c.producers
+			wg.Go(func() { // producer i: jobs [i·n/P, (i+1)·n/P)
+				for j := lo; j < hi; j++ {
+					if _, err := q.Enqueue(ctx, jobs[j], nil); err != nil {
+						errs <- fmt.Errorf("enqueue %d: %w", j, err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		el := time.Since(t0)
+		stop()
+		close(errs)
+		if err := <-errs; err != nil {
+			return err
+		}
+		return b.finishEnqueue(ctx, res, el)
+	}
+	return fmt.Errorf("unknown scenario %q; use A, B, C, D or E", c.scenario)
+}
+
+func queueConfig(workers int) litequeue.QueueConfig {
+	qc := litequeue.NewQueueConfig(litequeue.DefaultQueue)
+	qc.Concurrency = workers
+	return qc
+}
+
+func makeJobs(from, to int) []benchJob {
+	jobs := make([]benchJob, 0, to-from)
+	for i := from; i < to; i++ {
+		jobs = append(jobs, newJob(i))
+	}
+	return jobs
+}
+
+func batchItems(jobs []benchJob) []litequeue.BatchItem {
+	items := make([]litequeue.BatchItem, len(jobs))
+	for i := range jobs {
+		items[i] = litequeue.BatchItem{Job: jobs[i]}
+	}
+	return items
+}
+
+// profile starts the CPU profile of the timed part, if asked, and returns
+// its stop.
+func (b *bench) profile() (stop func()) {
+	if b.c.cpuProfile == "" {
+		return func() {}
+	}
+	f, err := os.Create(b.c.cpuProfile)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lqbench: cpu profile:", err)
+		return func() {}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		})
+	}
+}
+
+// counts sums the queue's jobs by state over every queue.
+func (b *bench) counts(ctx context.Context) (queued, running, other int, err error) {
+	stats, err := b.q.Stats(ctx)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("stats: %w", err)
+	}
+	for _, s := range stats {
+		queued += s.Ready + s.Scheduled
+		running += s.Running
+		other += s.Completed + s.Dead
+	}
+	return queued, running, other, nil
+}
+
+// finishEnqueue (A, B, E) counts the queued jobs: exactly n, or the run fails.
+func (b *bench) finishEnqueue(ctx context.Context, res *Result, el time.Duration) error {
+	res.ElapsedS = el.Seconds()
+	res.JobsPerS = float64(b.c.n) / el.Seconds()
+	queued, running, other, err := b.counts(ctx)
+	if err != nil {
+		return err
+	}
+	res.Completed = int64(queued)
+	if queued != b.c.n || running != 0 || other != 0 {
+		return fmt.Errorf("expected %d queued jobs, found %d queued, %d running, %d completed or dead", b.c.n, queued, running, other)
+	}
+	return nil
+}
+
+// drain (C) pre-enqueues n jobs in batches (untimed), starts the workers and
+// times until every job's success is committed: EventSucceeded fires after
+// the commit that deletes the job.
+func (b *bench) drain(ctx context.Context, res *Result) error {
+	c := b.c
+	t0 := time.Now()
+	for from := 0; from < c.n; from += c.setupChunk {
+		items := batchItems(makeJobs(from, min(from+c.setupChunk, c.n)))
+		if _, err := b.q.EnqueueBatch(ctx, items); err != nil {
+			return fmt.Errorf("pre-enqueue: %w", err)
+		}
+	}
+	res.SetupS = time.Since(t0).Seconds()
+	runtime.GC() // the setup's garbage is not the drain's
+
+	var handled atomic.Int64
+	allWorked := make(chan struct{})
+	n := int64(c.n)
+	h := func(*benchJob) {
+		if handled.Add(1) == n {
+			close(allWorked)
+		}
+	}
+	b.handler.Store(&h)
+	b.doneN, b.allDone = n, make(chan struct{})
+
+	var capC <-chan time.Time
+	if c.maxDur > 0 {
+		capC = time.After(c.maxDur)
+	}
+	safety := time.After(15 * time.Minute)
+	stop := b.profile()
+	defer stop()
+	start := time.Now()
+	if err := b.q.Start(ctx); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	var workedAt time.Duration
+	select {
+	case <-allWorked:
+		workedAt = time.Since(start)
+		select {
+		case <-b.allDone:
+		case <-capC:
+		case <-safety:
+		}
+	case <-b.allDone: // cannot come first, but never mind
+	case <-capC:
+	case <-safety:
+	}
+	el := time.Since(start)
+	done := b.succeeded.Load()
+	stop()
+	if workedAt > 0 {
+		res.WorkedS = workedAt.Seconds()
+	}
+	res.ElapsedS = el.Seconds()
+	res.Completed = done
+	res.JobsPerS = float64(done) / el.Seconds()
+	res.Capped = done < n
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := b.q.Stop(sctx); err != nil {
+		return fmt.Errorf("stop: %w", err)
+	}
+	if err := b.failure(); err != nil {
+		return err
+	}
+	if res.Capped && c.maxDur == 0 {
+		return fmt.Errorf("timed out after 15m with %d of %d jobs done", done, n)
+	}
+	if !res.Capped { // check the table agrees: nothing left
+		queued, running, other, err := b.counts(ctx)
+		if err != nil {
+			return err
+		}
+		if queued+running+other != 0 {
+			return fmt.Errorf("all %d successes reported, but the table still holds %d queued, %d running, %d other jobs", n, queued, running, other)
+		}
+	}
+	return nil
+}
+
+type hit struct {
+	id int
+	at time.Time
+}
+
+// latency (D) follows the harness: an idle worker, one warm-up job, 500 ms
+// idle, then n times: sleep gapmin+U[0,gap) (PCG, -seed), enqueue one job and
+// wait for its handler. Latency = enqueue call start -> handler start.
+func (b *bench) latency(ctx context.Context, res *Result) error {
+	c := b.c
+	hits := make(chan hit, 16)
+	h := func(j *benchJob) { hits <- hit{j.ID, time.Now()} }
+	b.handler.Store(&h)
+	if err := b.q.Start(ctx); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		_ = b.q.Stop(sctx)
+	}()
+	wait := func(id int) (time.Time, error) {
+		timeout := time.After(30 * time.Second)
+		for {
+			select {
+			case h := <-hits:
+				if h.id == id {
+					return h.at, nil
+				}
+			case <-timeout:
+				return time.Time{}, fmt.Errorf("job %d not started within 30s", id)
+			}
+		}
+	}
+	if _, err := b.q.Enqueue(ctx, newJob(-1), nil); err != nil {
+		return fmt.Errorf("warm-up enqueue: %w", err)
+	}
+	if _, err := wait(-1); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	time.Sleep(500 * time.Millisecond)
+
+	rng := rand.New(rand.NewPCG(c.seed, c.seed^0x9e3779b97f4a7c15))
+	lat := make([]float64, 0, c.n)
+	enq := make([]float64, 0, c.n)
+	stop := b.profile()
+	defer stop()
+	t00 := time.Now()
+	for i := 0; i < c.n; i++ {
+		sleep := c.gapMin
+		if c.gap > 0 {
+			sleep += time.Duration(rng.Int64N(int64(c.gap)))
+		}
+		time.Sleep(sleep)
+		job := newJob(i)
+		t0 := time.Now()
+		if _, err := b.q.Enqueue(ctx, job, nil); err != nil {
+			return fmt.Errorf("enqueue %d: %w", i, err)
+		}
+		enq = append(enq, ms(time.Since(t0)))
+		at, err := wait(i)
+		if err != nil {
+			return err
+		}
+		lat = append(lat, ms(at.Sub(t0)))
+	}
+	res.ElapsedS = time.Since(t00).Seconds()
+	res.Completed = int64(len(lat))
+	sort.Float64s(lat)
+	sort.Float64s(enq)
+	p50, p99 := round3(pct(lat, 50)), round3(pct(lat, 99))
+	res.P50Ms, res.P99Ms = &p50, &p99
+	res.MinMs, res.MaxMs = round3(lat[0]), round3(lat[len(lat)-1])
+	var sum float64
+	for _, v := range lat {
+		sum += v
+	}
+	res.MeanMs = round3(sum / float64(len(lat)))
+	res.EnqP50Ms = round3(pct(enq, 50))
+	return b.failure()
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// pct is the nearest-rank percentile of a sorted slice.
+func pct(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	k := int(math.Ceil(p/100*float64(len(sorted)))) - 1
+	return sorted[max(0, min(k, len(sorted)-1))]
+}
+
+// settings describes everything that affects speed, with the SQLite settings
+// read back from the queue's writer connection.
+func (b *bench) settings() map[string]any {
+	o := b.opts
+	claim := o.ClaimBatch
+	if claim == 0 {
+		claim = litequeue.DefaultClaimBatch
+	}
+	s := map[string]any{
+		"driver":            "modernc.org/sqlite (database/sql), litequeue.Open",
+		"pragmas":           append([]string{"journal_mode(WAL)", "busy_timeout(5000)", "foreign_keys(1)", "synchronous(FULL) (Durability default; -pragmas override it)"}, o.Pragmas...),
+		"connections":       "writer: 1 (all writes, group commit); reads: pool of up to 4",
+		"group_commit":      "every waiting write (enqueues, claims, failures, lease extensions) plus all pending successes share one transaction, up to 512 ops",
+		"claim_batch":       claim,
+		"concurrency":       b.c.workers,
+		"completions":       "asynchronous, batched into the writer's next transaction; EventSucceeded after the commit",
+		"wakeups":           "in-process on enqueue and on freed slots; cross-process poll (PRAGMA data_version) every 200ms",
+		"options":           "defaults (Durability Full) except Queues[default].Concurrency = -workers",
+		"pre_enqueue_chunk": b.c.setupChunk,
+	}
+	if b.q != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if eff, err := b.q.Pragmas(ctx); err == nil {
+			s["sqlite_pragmas_effective"] = eff
+		} else {
+			s["sqlite_pragmas_effective"] = "read failed: " + err.Error()
+		}
+	}
+	return s
+}
