@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/litequeue/litequeue/internal/benchjob"
 )
@@ -231,5 +232,45 @@ func BenchmarkDrain(b *testing.B) {
 				b.Fatal(err)
 			}
 		})
+	}
+}
+
+// BenchmarkClaimBesideScheduledBacklog is one claim that finds a single due
+// job next to 100,000 jobs scheduled for later (at the same and at a more
+// urgent priority) and to a backlog of another process's kind: the claim must
+// not scan the jobs that are not due or not its own, so ns/op stays flat
+// however deep those backlogs are.
+func BenchmarkClaimBesideScheduledBacklog(b *testing.B) {
+	q := openBench(b, DurabilityProcess, nil)
+	ctx := context.Background()
+	b.StopTimer()
+	for from := 0; from < 100_000; from += 1000 {
+		items := make([]BatchItem, 0, 1000)
+		for i := from; i < from+1000; i++ {
+			items = append(items, BatchItem{Job: newBenchJob(i), Options: &EnqueueOptions{Delay: time.Hour, Priority: i % 2 * -1}})
+		}
+		if _, err := q.EnqueueBatch(ctx, items); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cfg := NewQueueConfig(DefaultQueue).withDefaults()
+	p := &pool{q: q, r: &runState{q: q, stopping: make(chan struct{})}, cfg: cfg, kindsJSON: `["bench"]`,
+		capacity: b.N + 1, wakeCh: make(chan struct{}, 1), jobs: make(chan *delivery, b.N+1),
+		inflight: map[int64]*delivery{}}
+	b.StartTimer()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		if _, err := q.Enqueue(ctx, newBenchJob(i), &EnqueueOptions{Priority: 1}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		got, err := p.claim(DefaultClaimBatch)
+		if err != nil || got != 1 {
+			b.Fatalf("claimed %d, %v; want 1", got, err)
+		}
+		<-p.jobs
+		if _, _, err := p.nextDue(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -193,7 +193,7 @@ func claimAsDeadProcess(t *testing.T, path, queue string, kinds string, now time
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
 	require.NoError(t, err)
 	defer db.Close()
-	rows, err := db.Query(claimSQL, now.Add(lease).UnixNano(), 424242, now.UnixNano(), queue, kinds, 1000)
+	rows, err := db.Query(claimSQL, now.Add(lease).UnixNano(), 424242, now.UnixNano(), queue, kinds, 1000, 0)
 	require.NoError(t, err)
 	n := 0
 	for rows.Next() {

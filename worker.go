@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"sort"
 	"strconv"
@@ -403,20 +404,49 @@ func (p *pool) forget(d *delivery) {
 	p.mu.Unlock()
 }
 
-// claimSQL claims up to n due rows of a queue, in priority then due-time
+// claimSQL claims up to ?6 due rows of one priority of a queue, in due-time
 // order, for the kinds this process handles. A running row whose lease has
 // lapsed is due too: its worker is gone. The claim takes a new lease, moves
 // the visibility timestamp to the lease's end and counts the attempt.
+//
+// One priority at a time keeps the claim a range scan of the claim index
+// (queue, priority, visible_at): across priorities SQLite could not stop at
+// the first row that is not yet due, and would walk every scheduled row.
 const claimSQL = `UPDATE lq_jobs
 SET state = 1, visible_at = ?1, lease = ?2, attempt = attempt + 1, attempted_at = ?3,
     last_error = CASE WHEN state = 1 THEN 'lease expired: the worker of attempt ' || attempt || ' was lost' ELSE last_error END
 WHERE id IN (
     SELECT id FROM lq_jobs
-    WHERE queue = ?4 AND state IN (0, 1) AND visible_at <= ?3
+    WHERE queue = ?4 AND state IN (0, 1) AND priority = ?7 AND visible_at <= ?3
       AND kind IN (SELECT value FROM json_each(?5))
-    ORDER BY priority, visible_at, id
+    ORDER BY visible_at, id
     LIMIT ?6)
 RETURNING id, kind, attempt, priority, payload, idem_key, created_at, last_error, run_at`
+
+// nextPrioritySQL finds the most urgent priority of a queue's live rows at or
+// after ?2 with one seek of the claim index.
+const nextPrioritySQL = `SELECT min(priority) FROM lq_jobs WHERE queue = ?1 AND state IN (0, 1) AND priority >= ?2`
+
+// priorities calls fn for each priority of queue's live rows, most urgent
+// first, until fn returns false. Each step is one index seek, so a claim costs
+// O(P log n) for P distinct priorities, not a scan of the backlog.
+func priorities(ctx context.Context, stmt *sql.Stmt, queue string, fn func(prio int64) (more bool, err error)) error {
+	from := int64(math.MinInt64)
+	for {
+		var prio sql.NullInt64
+		if err := stmt.QueryRowContext(ctx, queue, from).Scan(&prio); err != nil {
+			return err
+		}
+		if !prio.Valid {
+			return nil
+		}
+		more, err := fn(prio.Int64)
+		if err != nil || !more || prio.Int64 == math.MaxInt64 {
+			return err
+		}
+		from = prio.Int64 + 1
+	}
+}
 
 // claim takes up to n due jobs and queues them for the workers. It returns
 // how many it took.
@@ -428,25 +458,31 @@ func (p *pool) claim(n int) (int, error) {
 	var ds []*delivery
 	err := q.w.do(context.Background(), func(ctx context.Context, tx execer) error {
 		ds = ds[:0]
-		stmt, err := q.w.stmt(ctx, claimSQL)
+		claim, err := q.w.stmt(ctx, claimSQL)
 		if err != nil {
 			return err
 		}
-		rows, err := stmt.QueryContext(ctx, until, lease, now.UnixNano(), p.cfg.Name, p.kindsJSON, n)
+		next, err := q.w.stmt(ctx, nextPrioritySQL)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			d := &delivery{q: q, p: p, lease: lease, queue: p.cfg.Name}
-			var key, lastErr sql.NullString
-			if err := rows.Scan(&d.id, &d.kind, &d.attempt, &d.priority, &d.payload, &key, &d.createdAt, &lastErr, &d.runAt); err != nil {
-				return err
+		return priorities(ctx, next, p.cfg.Name, func(prio int64) (bool, error) {
+			rows, err := claim.QueryContext(ctx, until, lease, now.UnixNano(), p.cfg.Name, p.kindsJSON, n-len(ds), prio)
+			if err != nil {
+				return false, err
 			}
-			d.key, d.lastErr = key.String, lastErr.String
-			ds = append(ds, d)
-		}
-		return rows.Err()
+			defer rows.Close()
+			for rows.Next() {
+				d := &delivery{q: q, p: p, lease: lease, queue: p.cfg.Name}
+				var key, lastErr sql.NullString
+				if err := rows.Scan(&d.id, &d.kind, &d.attempt, &d.priority, &d.payload, &key, &d.createdAt, &lastErr, &d.runAt); err != nil {
+					return false, err
+				}
+				d.key, d.lastErr = key.String, lastErr.String
+				ds = append(ds, d)
+			}
+			return len(ds) < n, rows.Err()
+		})
 	})
 	if err != nil {
 		return 0, err
@@ -474,20 +510,50 @@ func (p *pool) claim(n int) (int, error) {
 	return len(ds), nil
 }
 
-const nextDueSQL = `SELECT min(visible_at) FROM lq_jobs
-WHERE queue = ? AND state IN (0, 1) AND kind IN (SELECT value FROM json_each(?))`
+// nextDueSQL is the earliest visibility timestamp of one priority's live
+// rows of a queue's kinds: a walk of the claim index in due order that stops
+// at the first row of a handled kind.
+const nextDueSQL = `SELECT visible_at FROM lq_jobs
+WHERE queue = ?1 AND state IN (0, 1) AND priority = ?2 AND kind IN (SELECT value FROM json_each(?3))
+ORDER BY visible_at LIMIT 1`
 
 // nextDue returns when the earliest live job of p's kinds becomes claimable,
-// or ok false if there is none.
+// or ok false if there is none. It reads in one snapshot, one priority at a
+// time (see claimSQL).
 func (p *pool) nextDue() (t time.Time, ok bool, err error) {
-	var v sql.NullInt64
-	if err := p.q.db.QueryRowContext(context.Background(), nextDueSQL, p.cfg.Name, p.kindsJSON).Scan(&v); err != nil {
+	ctx := context.Background()
+	tx, err := p.q.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
 		return time.Time{}, false, err
 	}
-	if !v.Valid {
-		return time.Time{}, false, nil
+	defer tx.Rollback()
+	next, err := tx.PrepareContext(ctx, nextPrioritySQL)
+	if err != nil {
+		return time.Time{}, false, err
 	}
-	return time.Unix(0, v.Int64), true, nil
+	defer next.Close()
+	due, err := tx.PrepareContext(ctx, nextDueSQL)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	defer due.Close()
+	var earliest int64
+	err = priorities(ctx, next, p.cfg.Name, func(prio int64) (bool, error) {
+		var v int64
+		err := due.QueryRowContext(ctx, p.cfg.Name, prio, p.kindsJSON).Scan(&v)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return false, err
+		case !ok || v < earliest:
+			earliest, ok = v, true
+		}
+		return true, nil
+	})
+	if err != nil || !ok {
+		return time.Time{}, false, err
+	}
+	return time.Unix(0, earliest), true, nil
 }
 
 // dispatch claims due jobs whenever there are free slots and there may be
