@@ -582,7 +582,10 @@ func (p *pool) dispatch() {
 			p.mu.Lock()
 			free := p.capacity - len(p.inflight)
 			p.mu.Unlock()
-			if free <= 0 {
+			// While the workers still have more than a round of claimed jobs
+			// waiting, let free slots gather: one claim of many rows costs a
+			// statement where many claims of a few rows cost one each.
+			if free <= 0 || (len(p.jobs) > p.cfg.Concurrency && free < p.q.opts.ClaimBatch/2) {
 				p.mu.Lock()
 				p.full = true
 				p.mu.Unlock()
@@ -732,8 +735,11 @@ func (p *pool) execute(d *delivery) {
 			q.log.Error("litequeue: writing a success failed; the job runs again when its lease expires",
 				LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogError, err.Error())
 		}
-		p.freed(d)
 	}})
+	// The slot is free now, not when the success commits: the next claim
+	// then shares the writer's transaction with these successes instead of
+	// waiting for a commit of its own.
+	p.freed(d)
 }
 
 // finishTx checks that a CompleteTx transaction really committed.
