@@ -369,6 +369,10 @@ var errShutdown = errors.New("litequeue: queue stopped")
 const releaseSQL = `UPDATE lq_jobs SET state = 0, visible_at = ?, lease = NULL, attempt = max(attempt - 1, 0)
 	WHERE id = ? AND lease = ? AND state = 1`
 
+// releaseTimeout bounds how long a release on shutdown waits for the write
+// lock; past it the jobs come back when their leases expire instead.
+const releaseTimeout = 30 * time.Second
+
 // release puts claimed jobs back to ready without using an attempt.
 func (p *pool) release(ds []*delivery) {
 	if len(ds) == 0 {
@@ -376,7 +380,7 @@ func (p *pool) release(ds []*delivery) {
 	}
 	q := p.q
 	now := unixNanos(q.clock)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := q.clock.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	err := q.w.do(ctx, func(ctx context.Context, tx execer) error {
 		for _, d := range ds {
