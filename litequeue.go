@@ -673,13 +673,31 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 	if err != nil {
 		return 0, err
 	}
+	// A job due now, of a kind whose pool here is idle, is claimed in the
+	// same transaction and handed straight to a worker.
+	var direct *pool
+	var d *delivery
+	if nj.visibleAt <= nj.createdAt {
+		q.mu.Lock()
+		if q.run != nil {
+			direct = q.run.reserveDirect(nj.queue, nj.kind)
+		}
+		q.mu.Unlock()
+	}
 	var id int64
 	err = q.w.do(ctx, func(ctx context.Context, tx execer) error {
 		var err error
+		d = nil
 		id, err = insert(ctx, tx, &nj, nil)
+		if err == nil && direct != nil {
+			d, err = direct.claimOne(ctx, tx, id, &nj)
+		}
 		return err
 	})
 	if err != nil {
+		if direct != nil {
+			direct.direct(nil)
+		}
 		var dup *DuplicateError
 		if errors.As(err, &dup) {
 			q.emit(Event{Type: EventDuplicate, JobID: dup.ID, Queue: nj.queue, Kind: nj.kind})
@@ -688,7 +706,12 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 		return 0, fmt.Errorf("litequeue: enqueue %s: %w", nj.kind, classifyWriteError(err))
 	}
 	q.emit(Event{Type: EventEnqueued, JobID: id, Queue: nj.queue, Kind: nj.kind, Delay: time.Duration(nj.visibleAt - nj.createdAt)})
-	q.wake(nj.queue)
+	if direct != nil {
+		direct.direct(d)
+	}
+	if d == nil {
+		q.wake(nj.queue)
+	}
 	return id, nil
 }
 

@@ -787,3 +787,33 @@ func TestNewQueueConfigIsTheTrap(t *testing.T) {
 	require.Equal(t, DefaultRetryPolicy(), c.Retry)
 	require.False(t, c.Retry.Decide(1).Retry)
 }
+
+func TestEnqueueToAnIdleQueueStartsTheJobInTheSameCommit(t *testing.T) {
+	h := setup(t, nil)
+	gate := make(chan struct{})
+	Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error {
+		<-gate
+		return nil
+	})
+	h.start(t)
+	ctx := context.Background()
+	id, err := h.q.Enqueue(ctx, SendEmail{To: "x"}, nil)
+	require.NoError(t, err)
+	// The dispatcher would need a commit of its own after Enqueue's; the
+	// enqueue claimed the job in its own transaction instead.
+	j, err := h.q.Job(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, StateRunning, j.State, "claimed before Enqueue returned")
+	require.Equal(t, 1, j.Attempt)
+	h.ev.wait(t, EventStarted, id, 1)
+
+	later, err := h.q.Enqueue(ctx, SendEmail{To: "y"}, &EnqueueOptions{Delay: time.Minute})
+	require.NoError(t, err)
+	j, err = h.q.Job(ctx, later)
+	require.NoError(t, err)
+	require.Equal(t, StateScheduled, j.State, "a delayed job is never claimed at enqueue")
+	close(gate)
+	h.ev.wait(t, EventSucceeded, id, 1)
+	h.clock.Add(time.Minute)
+	h.ev.wait(t, EventSucceeded, later, 1)
+}
