@@ -661,6 +661,10 @@ func insert(ctx context.Context, tx execer, nj *newJob, stmt *sql.Stmt) (int64, 
 // is committed with the queue's Durability. A nil opts means run now with
 // priority 0 and no key.
 //
+// A job due now whose queue has an idle worker in this process is claimed in
+// the same transaction and handed to that worker, so it may start before
+// Enqueue returns; otherwise the queue's dispatcher is woken at once.
+//
 // Errors: ErrInvalidJob (nothing written) when the job or opts are invalid;
 // ErrStorageFull (nothing written) when the disk is full;
 // a *DuplicateError (errors.Is ErrDuplicate) together with the existing job's
