@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -191,15 +192,20 @@ func deadWhere(f DeadFilter, now int64) (string, []any) {
 	return strings.Join(where, " AND "), args
 }
 
+// idsJSON renders ids as a JSON array for json_each, as TEXT: json_each
+// would read a BLOB as JSONB.
 func idsJSON(ids []int64) string {
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, id := range ids {
+	return string(appendIDsJSON(nil, len(ids), func(i int) int64 { return ids[i] }))
+}
+
+// appendIDsJSON appends the JSON array of the n ids id(0)…id(n-1) to b.
+func appendIDsJSON(b []byte, n int, id func(i int) int64) []byte {
+	b = append(b, '[')
+	for i := range n {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		fmt.Fprint(&b, id)
+		b = strconv.AppendInt(b, id(i), 10)
 	}
-	b.WriteByte(']')
-	return b.String()
+	return append(b, ']')
 }

@@ -9,7 +9,6 @@ import (
 	"math"
 	"runtime/debug"
 	"sort"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -1008,14 +1007,8 @@ func deleteCompleted(ctx context.Context, tx execer, cs []completion, results []
 	deleted := make(map[int64]bool, len(cs))
 	var ids []byte
 	for _, lease := range leases {
-		ids = append(ids[:0], '[')
-		for k, i := range byLease[lease] {
-			if k > 0 {
-				ids = append(ids, ',')
-			}
-			ids = strconv.AppendInt(ids, cs[i].id, 10)
-		}
-		ids = append(ids, ']')
+		idx := byLease[lease]
+		ids = appendIDsJSON(ids[:0], len(idx), func(k int) int64 { return cs[idx[k]].id })
 		// TEXT, not a BLOB: json_each would read a BLOB as JSONB.
 		rows, err := tx.QueryContext(ctx, completeDeleteManySQL, string(ids), lease)
 		if err != nil {
