@@ -1,0 +1,317 @@
+// Package store is the storage seam of litequeue: every operation the queue
+// needs from a database, in the queue's own words (insert, claim, extend,
+// complete, retry, bury, release, list, requeue, purge), with no SQL above
+// it. The SQLite store (package internal/sqlite) is the first
+// implementation; the PostgreSQL store (package postgres) implements the same
+// interface and passes the same conformance suite (internal/conformance).
+//
+// Rules every implementation keeps:
+//   - Times are int64 nanoseconds since the Unix epoch and always come from
+//     the caller (the queue's Clock), never from the database's clock.
+//   - Every write on behalf of a delivery is conditional on its Lease: a row
+//     whose lease is not the given one is left alone and the operation
+//     reports ErrLeaseLost for it.
+//   - A claim counts the attempt, sets a new lease and moves VisibleAt to the
+//     lease's end in the same statement/transaction that selects the rows;
+//     no two concurrent claims (any number of processes) return one row.
+//   - Claims hand their jobs to the caller's handOff in commit order: no
+//     claim's handOff runs before that of a claim that committed earlier.
+//   - Errors are the sentinels of this package (wrapped with detail) or the
+//     driver's own; Classify maps driver errors to ErrStorageFull,
+//     ErrStorageIO and the like.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// State is a job row's stored state.
+type State int8
+
+// The stored states of a job. A pending row is ready when VisibleAt <= now,
+// scheduled otherwise; a running row's VisibleAt is its lease's end.
+const (
+	Pending   State = 0
+	Running   State = 1
+	Completed State = 2
+	Dead      State = 3
+)
+
+// NewJob is a validated, encoded job to insert.
+type NewJob struct {
+	Queue, Kind string
+	Priority    int
+	VisibleAt   int64 // when it is first due
+	CreatedAt   int64
+	Payload     []byte
+	Key         string // idempotency key; "" for none
+}
+
+// ClaimQuery says what a claim takes: up to N due rows of Queue whose kind is
+// one of Kinds, most urgent first (priority, then VisibleAt, then id), at
+// Now, under the new Lease which lasts Until.
+type ClaimQuery struct {
+	Queue     string
+	Kinds     []string
+	KindsJSON string // Kinds as a JSON array, computed once by the caller
+	N         int
+	Now       int64
+	Until     int64
+	Lease     int64
+}
+
+// Claimed is one claimed job.
+type Claimed struct {
+	ID        int64
+	Kind      string
+	Attempt   int // counted by this claim: 1 on the first
+	Priority  int
+	Payload   []byte
+	Key       string
+	CreatedAt int64
+	DueAt     int64  // the VisibleAt the claim found: when this attempt became due
+	LastError string // the previous attempt's error, or why its worker was lost
+}
+
+// Lease names one claimed row: the job and the lease it holds.
+type Lease struct {
+	ID    int64
+	Lease int64
+}
+
+// Attempt is one record of a job's attempt history.
+type Attempt struct {
+	Attempt    int
+	StartedAt  int64
+	FinishedAt int64
+	Error      string
+	Decision   string
+	Delay      int64 // nanoseconds
+}
+
+// Completion is a success to write. Notify, if set, is called once the
+// write committed (nil), found the lease lost (ErrLeaseLost) or failed.
+type Completion struct {
+	Lease
+	At     int64 // when the handler returned
+	Keep   bool  // keep the row as completed (retention) instead of deleting it
+	Notify func(err error)
+}
+
+// Retry reschedules a failed attempt: the row becomes pending, due at Due,
+// with LastError, and Record is appended to its history.
+type Retry struct {
+	Lease
+	Due       int64
+	LastError string
+	Record    Attempt
+}
+
+// Burial makes a row a dead letter at At with Reason; LastError, when
+// non-nil, replaces the row's last error; Attempt, when non-zero, sets its
+// attempt count (a burial of a job whose last attempt was lost); Record is
+// appended to its history. FollowUp, when set, is inserted in the same
+// transaction.
+type Burial struct {
+	Lease
+	At        int64
+	Reason    string
+	LastError *string
+	Attempt   int
+	Record    Attempt
+	FollowUp  *NewJob
+}
+
+// Job is a stored job row.
+type Job struct {
+	ID          int64
+	Queue, Kind string
+	State       State
+	Attempt     int
+	Priority    int
+	Key         string
+	Payload     []byte
+	CreatedAt   int64
+	RunAt       int64
+	VisibleAt   int64
+	AttemptedAt int64 // 0 if never
+	FinishedAt  int64 // 0 if not finished
+	LastError   string
+	DeadReason  string
+}
+
+// ListState is a state as listings filter by it.
+type ListState int8
+
+// The states a listing filters by (Ready and Scheduled split Pending at now).
+const (
+	ListReady ListState = iota
+	ListScheduled
+	ListRunning
+	ListCompleted
+	ListDead
+)
+
+// Order sorts a listing.
+type Order int8
+
+const (
+	NewestFirst Order = iota // id descending
+	NextDue                  // VisibleAt, then priority, then id
+)
+
+// JobFilter selects jobs. Zero fields select all; Limit 0 or less means no
+// limit.
+type JobFilter struct {
+	Queue  string
+	Kind   string
+	States []ListState
+	Order  Order
+	Limit  int
+	Offset int
+	Now    int64
+}
+
+// DeadFilter selects dead letters. Zero fields select all. FinishedBefore,
+// when non-zero, selects those that died before it.
+type DeadFilter struct {
+	Queue          string
+	Kind           string
+	FinishedBefore int64
+	IDs            []int64
+}
+
+// Moved is a job an admin operation changed.
+type Moved struct {
+	ID          int64
+	Queue, Kind string
+}
+
+// QueueStats counts one queue's rows by state at Now.
+type QueueStats struct {
+	Queue                                     string
+	Ready, Scheduled, Running, Completed, Dead int
+	OldestReadySince                          int64 // VisibleAt of the longest-waiting ready row; 0 if none
+	NextDue                                   int64 // VisibleAt of the next scheduled row; 0 if none
+}
+
+// Store is what a Queue needs from a database. Implementations are safe for
+// concurrent use.
+type Store interface {
+	// Insert stores jobs in one transaction — on tx, the application's,
+	// when it is non-nil. ids[i] is the id of jobs[i]; dups[i] is a
+	// *DuplicateError when its key is held by a live job (or an earlier item),
+	// and then nothing was inserted for it. Any other error inserts nothing.
+	Insert(ctx context.Context, tx *sql.Tx, jobs []NewJob) (ids []int64, dups []error, err error)
+	// InsertClaim inserts job and, in the same transaction, claims per q
+	// (which may take the new job or a more urgent one). handOff, when the
+	// transaction committed, gets the claimed jobs (maybe none).
+	InsertClaim(ctx context.Context, job NewJob, q ClaimQuery, handOff func([]Claimed)) (id int64, err error)
+	// Claim claims per q and hands the claimed jobs to handOff once
+	// committed. It returns how many it claimed.
+	Claim(ctx context.Context, q ClaimQuery, handOff func([]Claimed)) (int, error)
+	// NextDue returns the earliest VisibleAt of the live rows of queue of
+	// kinds, pending or running; ok false if there are none.
+	NextDue(ctx context.Context, queue string, kinds []string, kindsJSON string) (due int64, ok bool, err error)
+	// Extend moves the lease end of each row to until and returns the
+	// indexes of those whose lease was lost.
+	Extend(ctx context.Context, leases []Lease, until int64) (lost []int, err error)
+	// Release puts leased rows back to pending, due at now, with the
+	// attempt the claim counted given back. Rows whose lease was lost stay.
+	Release(ctx context.Context, leases []Lease, now int64) error
+	// Complete queues a success for the next write and returns at once;
+	// c.Notify reports the outcome.
+	Complete(c Completion)
+	// Flush waits until every success queued before it is written and
+	// notified.
+	Flush(ctx context.Context) error
+	// CompleteTx writes a success on the application's tx (ErrLeaseLost if
+	// the lease was lost). keepAt non-zero keeps the row as completed at
+	// that time; zero deletes it.
+	CompleteTx(ctx context.Context, tx *sql.Tx, l Lease, keepAt int64) error
+	// Holds reports whether the row is still running under l (a CompleteTx
+	// whose transaction did not commit leaves it so).
+	Holds(ctx context.Context, l Lease) (bool, error)
+	// Retry and Bury record a failed attempt (ErrLeaseLost if the lease was
+	// lost: then nothing changes).
+	Retry(ctx context.Context, r Retry) error
+	Bury(ctx context.Context, b Burial) error
+
+	// Watch starts watching for other connections' writes and returns once
+	// it has its baseline: every write committed after Watch returned makes
+	// wake be called (soon; SQLite polls every interval). It stops when ctx
+	// ends. interval <= 0 means do not watch.
+	Watch(ctx context.Context, interval time.Duration, wake func()) error
+
+	// OldestCompleted returns the earliest FinishedAt of completed rows.
+	OldestCompleted(ctx context.Context) (at int64, ok bool, err error)
+	// PurgeCompleted deletes completed rows finished before before.
+	PurgeCompleted(ctx context.Context, before int64) (int, error)
+
+	// Jobs lists rows, Job one row (ErrNotFound) with its history.
+	Jobs(ctx context.Context, f JobFilter) ([]Job, error)
+	Job(ctx context.Context, id int64) (Job, []Attempt, error)
+	// Cancel deletes pending rows by id, all or nothing: an unknown id
+	// (ErrNotFound), a running one (ErrJobRunning) or a finished one
+	// (ErrWrongState) deletes nothing; the error names the id.
+	Cancel(ctx context.Context, ids []int64) (int, error)
+	// Requeue makes dead rows pending, due at now, attempts reset, all or
+	// nothing (ErrNotFound, ErrWrongState, *DuplicateError naming the live
+	// holder of the key).
+	Requeue(ctx context.Context, ids []int64, now int64) ([]Moved, error)
+	// RequeueWhere requeues every dead row f selects whose key is free.
+	RequeueWhere(ctx context.Context, f DeadFilter, now int64) ([]Moved, error)
+	// PurgeDead deletes the dead rows f selects, with their history.
+	PurgeDead(ctx context.Context, f DeadFilter) (int, error)
+	// Stats counts every queue's rows, sorted by queue name.
+	Stats(ctx context.Context, now int64) ([]QueueStats, error)
+
+	// Close stops the store's goroutines after writing what is queued. It
+	// closes the database only if the store opened it.
+	Close() error
+}
+
+// Errors of the store. The root package exports the same values.
+var (
+	ErrNotSQLite    = errors.New("litequeue: file is not a SQLite database")
+	ErrCorrupt      = errors.New("litequeue: queue file is damaged (truncated or corrupt)")
+	ErrNotLitequeue = errors.New("litequeue: SQLite file is not a litequeue queue file")
+	ErrSchemaTooNew = errors.New("litequeue: queue file has a newer schema version than this build supports")
+	ErrStorageFull  = errors.New("litequeue: disk full")
+	ErrClosed       = errors.New("litequeue: queue is closed")
+	ErrReadOnly     = errors.New("litequeue: queue is opened read-only")
+	ErrDuplicate    = errors.New("litequeue: a live job already has this idempotency key")
+	ErrNotFound     = errors.New("litequeue: job not found")
+	ErrJobRunning   = errors.New("litequeue: job is running")
+	ErrLeaseLost    = errors.New("litequeue: lease lost")
+	ErrWrongState   = errors.New("litequeue: job is not in the required state")
+)
+
+// DuplicateError reports an idempotency key held by a live job.
+type DuplicateError struct {
+	Key string // the idempotency key
+	ID  int64  // the id of the live job holding it
+}
+
+func (e *DuplicateError) Error() string {
+	return fmt.Sprintf("litequeue: idempotency key %q is held by live job %d", e.Key, e.ID)
+}
+
+// Is reports whether target is ErrDuplicate.
+func (e *DuplicateError) Is(target error) bool { return target == ErrDuplicate }
+
+// NewQueue makes a *litequeue.Queue (returned as any) on s with opts (a
+// *litequeue.Options, nil for defaults). The root package sets it at init;
+// backends in sub-packages (postgres) call it, so the root package's public
+// API needs no constructor that names a Store.
+var NewQueue func(s Store, opts any) (any, error)
+
+// Backuper is implemented by stores that can write a consistent copy of
+// their database to a file.
+type Backuper interface {
+	Backup(ctx context.Context, path string) error
+}
