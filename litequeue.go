@@ -274,11 +274,15 @@ type Queue struct {
 // not exist. A nil opts means defaults. Open refuses, leaving the file
 // untouched: a directory, a path whose directory is missing (fs.ErrNotExist)
 // or read-only (each error says so), a file this process cannot write
-// (ErrReadOnly: open it with Options.ReadOnly to inspect it), an empty file
-// or one that is not SQLite (ErrNotSQLite), a damaged one such as a
+// (ErrReadOnly: open it with Options.ReadOnly to inspect it), a file that is
+// not SQLite (ErrNotSQLite), a damaged one such as a
 // truncated queue file (ErrCorrupt), another application's SQLite file
 // (ErrNotLitequeue), and a file of a newer schema version (ErrSchemaTooNew).
 // An older schema is migrated. The file is put in WAL mode.
+//
+// An empty (0-byte) file, and a SQLite file with no tables at all, open as a
+// new queue: that is what a process killed inside its first Open leaves (the
+// schema is created in one transaction, so it is there whole or not at all).
 func Open(name string, opts *Options) (*Queue, error) {
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {
@@ -326,6 +330,7 @@ func Open(name string, opts *Options) (*Queue, error) {
 	if err != nil {
 		err = explainOpenError(name, statErr == nil, classifyOpenError(err))
 	} else {
+		openStep("created")
 		err = prepareFile(ctx, conn, true)
 	}
 	if err != nil {
@@ -407,6 +412,7 @@ func prepareFile(ctx context.Context, conn *sql.Conn, own bool) error {
 	if err != nil {
 		return err
 	}
+	openStep("identified")
 	if version > SchemaVersion {
 		return checkVersion(version, foreign)
 	}
@@ -417,8 +423,11 @@ func prepareFile(ctx context.Context, conn *sql.Conn, own bool) error {
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
 		return classifyOpenError(err)
 	}
+	openStep("wal")
 	if version < SchemaVersion {
-		return migrate(ctx, conn, version)
+		err := migrate(ctx, conn, version)
+		openStep("migrated")
+		return err
 	}
 	return nil
 }

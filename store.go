@@ -76,9 +76,23 @@ type execer interface {
 // sqliteHeader is the first 16 bytes of every SQLite 3 database file.
 var sqliteHeader = []byte("SQLite format 3\x00")
 
+// openHook, when set (only by tests), is called at each step of preparing a
+// queue file, so a test can kill the process at that step. It is nil in
+// production and costs one comparison per step of Open.
+var openHook func(step string)
+
+// openStep calls openHook at a named step of Open.
+func openStep(step string) {
+	if openHook != nil {
+		openHook(step)
+	}
+}
+
 // checkFile refuses, without opening it as a database (and so without changing
-// it), a path that is a directory, a file that is not SQLite, or an empty
-// file. A missing file is fine unless readOnly.
+// it), a path that is a directory or a file that is not SQLite. A missing
+// file is fine unless readOnly. An empty (0-byte) file is fine: to SQLite it
+// is an empty database, and it is what a process killed inside its first
+// Open leaves behind, between creating the file and writing its first page.
 func checkFile(name string, readOnly bool) error {
 	st, err := os.Stat(name)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -100,7 +114,7 @@ func checkFile(name string, readOnly bool) error {
 		return fmt.Errorf("litequeue: open %s: is a directory, not a queue file; pass the path of a file inside it", name)
 	}
 	if st.Size() == 0 {
-		return fmt.Errorf("litequeue: open %s: file is empty (0 bytes), not a queue file; remove it or pass a path that does not exist yet: %w", name, ErrNotSQLite)
+		return checkWritable(name, readOnly)
 	}
 	f, err := os.Open(name)
 	if err != nil {
@@ -111,16 +125,21 @@ func checkFile(name string, readOnly bool) error {
 	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, sqliteHeader) {
 		return fmt.Errorf("litequeue: open %s: %w (its first bytes are not the SQLite header)", name, ErrNotSQLite)
 	}
-	if !readOnly {
-		// SQLite would silently open a file it cannot write read-only, and
-		// every write would fail later. Opening for writing writes nothing.
-		w, err := os.OpenFile(name, os.O_RDWR, 0)
-		if err != nil {
-			return fmt.Errorf("litequeue: open %s: the file is not writable (%v); open it with Options.ReadOnly to inspect it: %w", name, err, ErrReadOnly)
-		}
-		w.Close()
+	return checkWritable(name, readOnly)
+}
+
+// checkWritable refuses a file this process cannot write, unless readOnly:
+// SQLite would silently open it read-only, and every write would fail later.
+// Opening for writing writes nothing.
+func checkWritable(name string, readOnly bool) error {
+	if readOnly {
+		return nil
 	}
-	return nil
+	w, err := os.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("litequeue: open %s: the file is not writable (%v); open it with Options.ReadOnly to inspect it: %w", name, err, ErrReadOnly)
+	}
+	return w.Close()
 }
 
 // explainOpenError makes the driver's "unable to open database file" say
@@ -274,6 +293,7 @@ func migrate(ctx context.Context, conn *sql.Conn, from int) error {
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO lq_meta (key, value) VALUES ('format', ?), ('schema_version', ?)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, formatName, strconv.Itoa(SchemaVersion))
+		openStep("schema-written")
 		return err
 	})
 }
