@@ -468,6 +468,12 @@ func (q *Queue) config(name string) QueueConfig {
 // Close stops the workers (as Stop with a context that never ends, so running
 // handlers are waited for), writes the pending completions and closes the
 // database handles the queue opened. Close on a closed queue returns nil.
+//
+// A queue made by Open (not read-only) checkpoints the WAL into the file and
+// truncates it before closing, so the .db file alone holds every job: it can
+// be copied once Close returns. If another connection (another process)
+// is reading the file at that moment the checkpoint does what it can
+// without waiting, and the rest stays in the -wal until the next checkpoint.
 func (q *Queue) Close() error {
 	q.mu.Lock()
 	if q.closed {
@@ -486,14 +492,19 @@ func (q *Queue) Close() error {
 	if q.w != nil {
 		q.w.close()
 	}
+	if q.owned {
+		// The readers first, so that the writer's connection is the last
+		// one this process has on the file.
+		errs = append(errs, q.db.Close())
+		if q.w != nil {
+			errs = append(errs, checkpointOnClose(q.wconn))
+		}
+	}
 	if q.wconn != nil {
 		errs = append(errs, q.wconn.Close())
 	}
-	if q.owned {
-		if q.wdb != nil {
-			errs = append(errs, q.wdb.Close())
-		}
-		errs = append(errs, q.db.Close())
+	if q.owned && q.wdb != nil {
+		errs = append(errs, q.wdb.Close())
 	}
 	return errors.Join(errs...)
 }
