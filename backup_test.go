@@ -93,7 +93,6 @@ func TestBackupUnderLoadHoldsEveryAcknowledgedJob(t *testing.T) {
 	t.Logf("%d jobs acknowledged before the backup, %d in it", len(before), len(ids))
 }
 
-
 func TestBackupRefusesAnExistingFile(t *testing.T) {
 	h := setup(t, nil)
 	dst := filepath.Join(t.TempDir(), "taken.db")
