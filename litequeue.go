@@ -341,7 +341,16 @@ func Open(name string, opts *Options) (*Queue, error) {
 		rdb.Close()
 		return nil, fmt.Errorf("litequeue: open %s: %w", name, err)
 	}
-	return newQueue(o, rdb, wdb, true, conn), nil
+	id, err := newFileIdentity(name)
+	if err != nil {
+		conn.Close()
+		wdb.Close()
+		rdb.Close()
+		return nil, fmt.Errorf("litequeue: open %s: %w", name, err)
+	}
+	q := newQueue(o, rdb, wdb, true, conn)
+	q.w.file.Store(id)
+	return q, nil
 }
 
 // New returns a queue that keeps its tables (named lq_*) in the application's

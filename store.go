@@ -340,13 +340,72 @@ func rollback(conn execer) {
 }
 
 // classifyWriteError marks SQLite's "database or disk is full" as
-// ErrStorageFull.
+// ErrStorageFull, its I/O errors as ErrStorageIO and "the database file has
+// moved" as ErrFileReplaced.
 func classifyWriteError(err error) error {
 	var se *sqlite.Error
-	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL {
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch {
+	case se.Code()&0xff == sqlite3.SQLITE_FULL:
 		return fmt.Errorf("%w: %w", ErrStorageFull, err)
+	case se.Code() == sqlite3.SQLITE_READONLY_DBMOVED:
+		return fmt.Errorf("%w: %w", ErrFileReplaced, err)
+	case se.Code()&0xff == sqlite3.SQLITE_IOERR:
+		return fmt.Errorf("%w: %w", ErrStorageIO, err)
 	}
 	return err
+}
+
+// Storage faults a write can meet besides a full disk (ErrStorageFull).
+var (
+	// ErrStorageIO: the operating system reported an I/O error while the
+	// queue wrote or synced its file (a failing disk, a lost network
+	// mount). The call's transaction was rolled back: nothing of it was
+	// written, and what was committed before is kept. Retry once the
+	// device works again; the queue needs no reopen.
+	ErrStorageIO = errors.New("litequeue: I/O error on the queue file")
+	// ErrFileReplaced: the queue file was removed, renamed or replaced by
+	// another file while a queue made by Open had it open. The queue then
+	// writes nothing, so no job goes into a file that no one can open
+	// again: every write fails with this error. Put the file back under its
+	// name to go on, or Close the queue and Open the path again.
+	ErrFileReplaced = errors.New("litequeue: the queue file was removed or replaced while open")
+)
+
+// fileIdentity is the file a queue made by Open opened: its path and what
+// the path named then (device and inode).
+type fileIdentity struct {
+	path string
+	st   os.FileInfo
+}
+
+// newFileIdentity records what path names now.
+func newFileIdentity(path string) (*fileIdentity, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	return &fileIdentity{path: path, st: st}, nil
+}
+
+// check fails with ErrFileReplaced when the path no longer names the file
+// that was opened. A nil identity (New: the application's file) always
+// passes, and so does a path that cannot be checked for another reason
+// (SQLite's own write reports a real problem). One stat call.
+func (f *fileIdentity) check() error {
+	if f == nil {
+		return nil
+	}
+	st, err := os.Stat(f.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %s was removed or renamed; nothing of this call was written: put the file back to go on, or Close the queue and Open the path again", ErrFileReplaced, f.path)
+	case err == nil && !os.SameFile(st, f.st):
+		return fmt.Errorf("%w: %s was replaced by another file; nothing of this call was written: Close the queue and Open the path again", ErrFileReplaced, f.path)
+	}
+	return nil
 }
 
 // isBusy reports SQLITE_BUSY and SQLITE_LOCKED (and their extended codes).
@@ -394,6 +453,10 @@ type writer struct {
 
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt
+
+	// file is the queue file's identity, checked before every commit; nil
+	// for New.
+	file atomic.Pointer[fileIdentity]
 
 	quit chan struct{}
 	done chan struct{}
@@ -623,10 +686,12 @@ func (w *writer) commit(all []*writeOp) {
 		}
 		if len(cs) > 0 {
 			var err error
-			results, err = w.completeFn(ctx, tx, cs)
-			return err
+			if results, err = w.completeFn(ctx, tx, cs); err != nil {
+				return err
+			}
 		}
-		return nil
+		// Commit only into the file the queue opened.
+		return w.file.Load().check()
 	})
 	if err != nil && !shared && len(batch) == 1 && errs[0] != nil {
 		// A lone op's own failure rolled the transaction back; report it.
