@@ -8,8 +8,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -220,6 +220,7 @@ func TestIOErrorsFailCallsClearlyAndRecover(t *testing.T) {
 			path := filepath.Join(dir, fault+".db")
 			q, err := Open(path, &opts)
 			require.NoError(t, err)
+			t.Cleanup(func() { _ = q.Close() }) // on failure, before the unmount
 			ctx := context.Background()
 			var acked []int64
 			for range 50 {
