@@ -76,12 +76,17 @@ func (q *Queue) Backup(ctx context.Context, path string) error {
 		return fmt.Errorf("litequeue: backup to %s: %w", path, err)
 	}
 	// A hard link fails if path appeared meanwhile, where a rename would
-	// replace it.
+	// replace it. On a file system without hard links, check and rename.
 	if err := os.Link(tmpName, path); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("litequeue: backup to %s: the file appeared during the backup; Backup never overwrites: %w", path, fs.ErrExist)
 		}
-		return fmt.Errorf("litequeue: backup to %s: %w", path, err)
+		if _, serr := os.Lstat(path); !errors.Is(serr, fs.ErrNotExist) {
+			return fmt.Errorf("litequeue: backup to %s: the file appeared during the backup; Backup never overwrites: %w", path, fs.ErrExist)
+		}
+		if rerr := os.Rename(tmpName, path); rerr != nil {
+			return fmt.Errorf("litequeue: backup to %s: %w", path, rerr)
+		}
 	}
 	return syncDir(dir)
 }

@@ -299,7 +299,7 @@ func soak(c *config, duration, every time.Duration, rate int, sum *SoakSummary) 
 			ElapsedS:    round3(now.Sub(start).Seconds()),
 			JobsPerS:    round3(float64(doneN-lastDone) / secs),
 			EnqueuePerS: round3(float64(enqN-lastEnq) / secs),
-			EnqP50Ms:    round3(pct(lat, 50)), EnqP99Ms: round3(pct(lat, 99)),
+			EnqP50Ms:    pctOr0(lat, 50), EnqP99Ms: pctOr0(lat, 99),
 			Succeeded: s.succ.Load(), Retried: s.retried.Load(), Dead: s.dead.Load(),
 			RSSMiB: rssMiB(os.Getpid()), FDs: openFDs(), Goroutines: runtime.NumGoroutine(),
 			DBBytes: fileSize(s.path), WALBytes: fileSize(s.path + "-wal"),
@@ -400,4 +400,13 @@ func openFDs() int {
 		return -1
 	}
 	return len(es)
+}
+
+// pctOr0 is pct rounded, or 0 for an interval without samples (JSON has no
+// NaN).
+func pctOr0(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return round3(pct(sorted, p))
 }
