@@ -130,10 +130,23 @@ func TestOpenInMissingDirectorySaysSo(t *testing.T) {
 	require.ErrorIs(t, err, fs.ErrNotExist)
 }
 
-func TestOpenEmptyFileIsRefused(t *testing.T) {
+// An empty file is an empty SQLite database, and what a process killed
+// inside its first Open leaves: Open makes it a new queue. Read-only, there
+// is nothing to read, and the file stays untouched.
+func TestOpenEmptyFileMakesANewQueue(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "q.db")
 	require.NoError(t, os.WriteFile(path, nil, 0o644))
-	requireOpenRefused(t, path, ErrNotSQLite, "empty")
+	_, err := Open(path, &Options{ReadOnly: true})
+	require.ErrorIs(t, err, ErrNotLitequeue)
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Zero(t, st.Size(), "a read-only Open wrote to the empty file")
+	q, err := Open(path, nil)
+	require.NoError(t, err)
+	_, err = q.Enqueue(context.Background(), SendEmail{To: "a"}, nil)
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+	checkInvariants(t, path)
 }
 
 func TestOpenRandomBytesIsRefused(t *testing.T) {

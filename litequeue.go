@@ -291,11 +291,15 @@ type Queue struct {
 // not exist. A nil opts means defaults. Open refuses, leaving the file
 // untouched: a directory, a path whose directory is missing (fs.ErrNotExist)
 // or read-only (each error says so), a file this process cannot write
-// (ErrReadOnly: open it with Options.ReadOnly to inspect it), an empty file
-// or one that is not SQLite (ErrNotSQLite), a damaged one such as a
+// (ErrReadOnly: open it with Options.ReadOnly to inspect it), a file that is
+// not SQLite (ErrNotSQLite), a damaged one such as a
 // truncated queue file (ErrCorrupt), another application's SQLite file
 // (ErrNotLitequeue), and a file of a newer schema version (ErrSchemaTooNew).
 // An older schema is migrated. The file is put in WAL mode.
+//
+// An empty (0-byte) file, and a SQLite file with no tables at all, open as a
+// new queue: that is what a process killed inside its first Open leaves (the
+// schema is created in one transaction, so it is there whole or not at all).
 func Open(name string, opts *Options) (*Queue, error) {
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {
@@ -343,6 +347,7 @@ func Open(name string, opts *Options) (*Queue, error) {
 	if err != nil {
 		err = explainOpenError(name, statErr == nil, classifyOpenError(err))
 	} else {
+		openStep("created")
 		err = prepareFile(ctx, conn, true)
 	}
 	if err != nil {
@@ -353,7 +358,16 @@ func Open(name string, opts *Options) (*Queue, error) {
 		rdb.Close()
 		return nil, fmt.Errorf("litequeue: open %s: %w", name, err)
 	}
-	return newQueue(o, rdb, wdb, true, conn), nil
+	id, err := newFileIdentity(name)
+	if err != nil {
+		conn.Close()
+		wdb.Close()
+		rdb.Close()
+		return nil, fmt.Errorf("litequeue: open %s: %w", name, err)
+	}
+	q := newQueue(o, rdb, wdb, true, conn)
+	q.w.file.Store(id)
+	return q, nil
 }
 
 // New returns a queue that keeps its tables (named lq_*) in the application's
@@ -424,6 +438,7 @@ func prepareFile(ctx context.Context, conn *sql.Conn, own bool) error {
 	if err != nil {
 		return err
 	}
+	openStep("identified")
 	if version > SchemaVersion {
 		return checkVersion(version, foreign)
 	}
@@ -434,8 +449,11 @@ func prepareFile(ctx context.Context, conn *sql.Conn, own bool) error {
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
 		return classifyOpenError(err)
 	}
+	openStep("wal")
 	if version < SchemaVersion {
-		return migrate(ctx, conn, version)
+		err := migrate(ctx, conn, version)
+		openStep("migrated")
+		return err
 	}
 	return nil
 }
@@ -477,6 +495,12 @@ func (q *Queue) config(name string) QueueConfig {
 // Close stops the workers (as Stop with a context that never ends, so running
 // handlers are waited for), writes the pending completions and closes the
 // database handles the queue opened. Close on a closed queue returns nil.
+//
+// A queue made by Open (not read-only) checkpoints the WAL into the file and
+// truncates it before closing, so the .db file alone holds every job: it can
+// be copied once Close returns. If another connection (another process)
+// is reading the file at that moment the checkpoint does what it can
+// without waiting, and the rest stays in the -wal until the next checkpoint.
 func (q *Queue) Close() error {
 	q.mu.Lock()
 	if q.closed {
@@ -496,14 +520,19 @@ func (q *Queue) Close() error {
 	if q.w != nil {
 		q.w.close()
 	}
+	if q.owned {
+		// The readers first, so that the writer's connection is the last
+		// one this process has on the file.
+		errs = append(errs, q.db.Close())
+		if q.w != nil {
+			errs = append(errs, checkpointOnClose(q.wconn))
+		}
+	}
 	if q.wconn != nil {
 		errs = append(errs, q.wconn.Close())
 	}
-	if q.owned {
-		if q.wdb != nil {
-			errs = append(errs, q.wdb.Close())
-		}
-		errs = append(errs, q.db.Close())
+	if q.owned && q.wdb != nil {
+		errs = append(errs, q.wdb.Close())
 	}
 	return errors.Join(errs...)
 }

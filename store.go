@@ -76,9 +76,23 @@ type execer interface {
 // sqliteHeader is the first 16 bytes of every SQLite 3 database file.
 var sqliteHeader = []byte("SQLite format 3\x00")
 
+// openHook, when set (only by tests), is called at each step of preparing a
+// queue file, so a test can kill the process at that step. It is nil in
+// production and costs one comparison per step of Open.
+var openHook func(step string)
+
+// openStep calls openHook at a named step of Open.
+func openStep(step string) {
+	if openHook != nil {
+		openHook(step)
+	}
+}
+
 // checkFile refuses, without opening it as a database (and so without changing
-// it), a path that is a directory, a file that is not SQLite, or an empty
-// file. A missing file is fine unless readOnly.
+// it), a path that is a directory or a file that is not SQLite. A missing
+// file is fine unless readOnly. An empty (0-byte) file is fine: to SQLite it
+// is an empty database, and it is what a process killed inside its first
+// Open leaves behind, between creating the file and writing its first page.
 func checkFile(name string, readOnly bool) error {
 	st, err := os.Stat(name)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -100,7 +114,7 @@ func checkFile(name string, readOnly bool) error {
 		return fmt.Errorf("litequeue: open %s: is a directory, not a queue file; pass the path of a file inside it", name)
 	}
 	if st.Size() == 0 {
-		return fmt.Errorf("litequeue: open %s: file is empty (0 bytes), not a queue file; remove it or pass a path that does not exist yet: %w", name, ErrNotSQLite)
+		return checkWritable(name, readOnly)
 	}
 	f, err := os.Open(name)
 	if err != nil {
@@ -111,16 +125,21 @@ func checkFile(name string, readOnly bool) error {
 	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, sqliteHeader) {
 		return fmt.Errorf("litequeue: open %s: %w (its first bytes are not the SQLite header)", name, ErrNotSQLite)
 	}
-	if !readOnly {
-		// SQLite would silently open a file it cannot write read-only, and
-		// every write would fail later. Opening for writing writes nothing.
-		w, err := os.OpenFile(name, os.O_RDWR, 0)
-		if err != nil {
-			return fmt.Errorf("litequeue: open %s: the file is not writable (%v); open it with Options.ReadOnly to inspect it: %w", name, err, ErrReadOnly)
-		}
-		w.Close()
+	return checkWritable(name, readOnly)
+}
+
+// checkWritable refuses a file this process cannot write, unless readOnly:
+// SQLite would silently open it read-only, and every write would fail later.
+// Opening for writing writes nothing.
+func checkWritable(name string, readOnly bool) error {
+	if readOnly {
+		return nil
 	}
-	return nil
+	w, err := os.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("litequeue: open %s: the file is not writable (%v); open it with Options.ReadOnly to inspect it: %w", name, err, ErrReadOnly)
+	}
+	return w.Close()
 }
 
 // explainOpenError makes the driver's "unable to open database file" say
@@ -274,6 +293,7 @@ func migrate(ctx context.Context, conn *sql.Conn, from int) error {
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO lq_meta (key, value) VALUES ('format', ?), ('schema_version', ?)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, formatName, strconv.Itoa(SchemaVersion))
+		openStep("schema-written")
 		return err
 	})
 }
@@ -320,13 +340,72 @@ func rollback(conn execer) {
 }
 
 // classifyWriteError marks SQLite's "database or disk is full" as
-// ErrStorageFull.
+// ErrStorageFull, its I/O errors as ErrStorageIO and "the database file has
+// moved" as ErrFileReplaced.
 func classifyWriteError(err error) error {
 	var se *sqlite.Error
-	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL {
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch {
+	case se.Code()&0xff == sqlite3.SQLITE_FULL:
 		return fmt.Errorf("%w: %w", ErrStorageFull, err)
+	case se.Code() == sqlite3.SQLITE_READONLY_DBMOVED:
+		return fmt.Errorf("%w: %w", ErrFileReplaced, err)
+	case se.Code()&0xff == sqlite3.SQLITE_IOERR:
+		return fmt.Errorf("%w: %w", ErrStorageIO, err)
 	}
 	return err
+}
+
+// Storage faults a write can meet besides a full disk (ErrStorageFull).
+var (
+	// ErrStorageIO: the operating system reported an I/O error while the
+	// queue wrote or synced its file (a failing disk, a lost network
+	// mount). The call's transaction was rolled back: nothing of it was
+	// written, and what was committed before is kept. Retry once the
+	// device works again; the queue needs no reopen.
+	ErrStorageIO = errors.New("litequeue: I/O error on the queue file")
+	// ErrFileReplaced: the queue file was removed, renamed or replaced by
+	// another file while a queue made by Open had it open. The queue then
+	// writes nothing, so no job goes into a file that no one can open
+	// again: every write fails with this error. Put the file back under its
+	// name to go on, or Close the queue and Open the path again.
+	ErrFileReplaced = errors.New("litequeue: the queue file was removed or replaced while open")
+)
+
+// fileIdentity is the file a queue made by Open opened: its path and what
+// the path named then (device and inode).
+type fileIdentity struct {
+	path string
+	st   os.FileInfo
+}
+
+// newFileIdentity records what path names now.
+func newFileIdentity(path string) (*fileIdentity, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	return &fileIdentity{path: path, st: st}, nil
+}
+
+// check fails with ErrFileReplaced when the path no longer names the file
+// that was opened. A nil identity (New: the application's file) always
+// passes, and so does a path that cannot be checked for another reason
+// (SQLite's own write reports a real problem). One stat call.
+func (f *fileIdentity) check() error {
+	if f == nil {
+		return nil
+	}
+	st, err := os.Stat(f.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %s was removed or renamed; nothing of this call was written: put the file back to go on, or Close the queue and Open the path again", ErrFileReplaced, f.path)
+	case err == nil && !os.SameFile(st, f.st):
+		return fmt.Errorf("%w: %s was replaced by another file; nothing of this call was written: Close the queue and Open the path again", ErrFileReplaced, f.path)
+	}
+	return nil
 }
 
 // isBusy reports SQLITE_BUSY and SQLITE_LOCKED (and their extended codes).
@@ -378,6 +457,10 @@ type writer struct {
 
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt
+
+	// file is the queue file's identity, checked before every commit; nil
+	// for New.
+	file atomic.Pointer[fileIdentity]
 
 	quit chan struct{}
 	done chan struct{}
@@ -613,10 +696,12 @@ func (w *writer) commit(all []*writeOp) {
 		}
 		if len(cs) > 0 {
 			var err error
-			results, err = w.completeFn(ctx, tx, cs)
-			return err
+			if results, err = w.completeFn(ctx, tx, cs); err != nil {
+				return err
+			}
 		}
-		return nil
+		// Commit only into the file the queue opened.
+		return w.file.Load().check()
 	})
 	if err != nil && !shared && len(batch) == 1 && errs[0] != nil {
 		// A lone op's own failure rolled the transaction back; report it.

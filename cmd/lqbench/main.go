@@ -7,6 +7,9 @@
 // A enqueues n jobs one call at a time; B in one EnqueueBatch call; C drains n
 // pre-enqueued jobs with -workers handlers; D measures enqueue-to-handler
 // latency with an idle worker; E enqueues from -producers goroutines at once.
+// The soak scenario (-scenario soak -duration 30m -report 1m -rate 200) runs
+// a steady load with retries, dead letters and a reader process, and prints
+// one JSON line per -report interval and a summary line (see soak.go).
 // Its own scale knobs: -backlog N (C with N jobs, pre-enqueued in chunks) and
 // -payload-bytes B (pad every payload to about B bytes). Logs go to stderr.
 package main
@@ -90,7 +93,7 @@ func main() {
 	var c config
 	var pragmas string
 	var backlog int
-	flag.StringVar(&c.scenario, "scenario", "A", "A (enqueue one by one) | B (batch enqueue) | C (drain) | D (latency) | E (concurrent enqueue)")
+	flag.StringVar(&c.scenario, "scenario", "A", "A (enqueue one by one) | B (batch enqueue) | C (drain) | D (latency) | E (concurrent enqueue) | soak (steady load for -duration)")
 	flag.IntVar(&c.n, "n", 20000, "jobs for A/B/C/E; samples for D (default 200 when -scenario D and -n unset)")
 	flag.IntVar(&c.workers, "workers", 10, "worker concurrency (QueueConfig.Concurrency) for C and D")
 	flag.IntVar(&c.producers, "producers", 16, "E: concurrent producer goroutines")
@@ -109,7 +112,15 @@ func main() {
 	flag.IntVar(&c.claimBatch, "claim-batch", 0, "Options.ClaimBatch (0 = the library default)")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed part to this file")
 	flag.StringVar(&c.memProfile, "memprofile", "", "write a heap profile at the end to this file")
+	soakDur := flag.Duration("duration", 30*time.Minute, "soak: how long to run")
+	soakEvery := flag.Duration("report", time.Minute, "soak: print one JSON line per this interval")
+	soakRate := flag.Int("rate", 200, "soak: jobs enqueued per second")
+	soakReaderPath := flag.String("soak-reader", "", "internal: be the soak scenario's reader process on this file")
 	flag.Parse()
+	if *soakReaderPath != "" {
+		soakReader(*soakReaderPath)
+		return
+	}
 
 	nSet := false
 	flag.Visit(func(f *flag.Flag) { nSet = nSet || f.Name == "n" })
@@ -129,6 +140,12 @@ func main() {
 		}
 	}
 
+	if c.scenario == "soak" {
+		if runSoak(&c, *soakDur, *soakEvery, *soakRate) != nil {
+			os.Exit(1)
+		}
+		return
+	}
 	res := &Result{Peer: "litequeue", Scenario: c.scenario, N: c.n, GoVersion: runtime.Version()}
 	var variant []string
 	if pragmas != "" {

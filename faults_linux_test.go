@@ -1,0 +1,298 @@
+package litequeue
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/stretchr/testify/require"
+)
+
+// faultFS is a FUSE file system that passes everything through to a real
+// directory, except that while failWrite (failSync) is set every write
+// (fsync) of a file fails with EIO and changes nothing: a failing device,
+// as the queue's process sees it through the kernel.
+type faultFS struct {
+	failWrite, failSync atomic.Bool
+	writeErrs, syncErrs atomic.Int64
+}
+
+type faultNode struct {
+	fs.LoopbackNode
+	f *faultFS
+}
+
+var (
+	_ fs.NodeWriter    = (*faultNode)(nil)
+	_ fs.NodeWritever  = (*faultNode)(nil)
+	_ fs.NodeFsyncer   = (*faultNode)(nil)
+	_ fs.NodeOnAdder   = (*faultNode)(nil)
+	_ fs.InodeEmbedder = (*faultNode)(nil)
+)
+
+// noPassthrough hides the loopback file's backing descriptor: with it, a
+// recent kernel does the file's reads and writes itself (FUSE passthrough)
+// and they would never reach Write.
+type noPassthrough struct{ *fs.LoopbackFile }
+
+func (noPassthrough) PassthroughFd() (int, bool) { return -1, false }
+
+func wrapFile(fh fs.FileHandle) fs.FileHandle {
+	if lf, ok := fh.(*fs.LoopbackFile); ok {
+		return noPassthrough{lf}
+	}
+	return fh
+}
+
+func (n *faultNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	fh, fl, errno := n.LoopbackNode.Open(ctx, flags)
+	return wrapFile(fh), fl, errno
+}
+
+func (n *faultNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	in, fh, fl, errno := n.LoopbackNode.Create(ctx, name, flags, mode, out)
+	return in, wrapFile(fh), fl, errno
+}
+
+// OnAdd is required by embedding LoopbackNode.
+func (n *faultNode) OnAdd(ctx context.Context) {}
+
+func (n *faultNode) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
+	if n.f.failWrite.Load() {
+		n.f.writeErrs.Add(1)
+		return 0, syscall.EIO
+	}
+	return fh.(fs.FileWriter).Write(ctx, data, off)
+}
+
+func (n *faultNode) Writev(ctx context.Context, fh fs.FileHandle, data [][]byte, off int64) (uint32, syscall.Errno) {
+	return n.Write(ctx, fh, bytes.Join(data, nil), off)
+}
+
+func (n *faultNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
+	if n.f.failSync.Load() {
+		n.f.syncErrs.Add(1)
+		return syscall.EIO
+	}
+	if s, ok := fh.(fs.FileFsyncer); ok {
+		return s.Fsync(ctx, flags)
+	}
+	return 0
+}
+
+// faultFSEnv makes a re-executed test binary the server of a faultFS:
+// "BACK:MOUNTPOINT". The file system runs in its own process because a Go
+// process that serves a FUSE file system and also maps its files (SQLite
+// maps the -shm) can deadlock: a thread stuck in a page fault holds up the
+// garbage collector, which holds up the goroutine that would answer it.
+const faultFSEnv = "LQ_FAULTFS"
+
+// TestFaultFSHelper is not a test: it is the body of the faultFS server
+// process. It mounts, prints "ready", then reads commands from stdin, one a
+// line ("write on", "write off", "fsync on", "fsync off", "count"), and
+// answers each with "ok WRITEERRS FSYNCERRS"; at EOF it unmounts and exits.
+func TestFaultFSHelper(t *testing.T) {
+	spec := os.Getenv(faultFSEnv)
+	if spec == "" {
+		t.Skip("runs only as the FUSE server of the I/O fault tests")
+	}
+	back, mnt, _ := strings.Cut(spec, ":")
+	var st syscall.Stat_t
+	if err := syscall.Stat(back, &st); err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	f := &faultFS{}
+	root := &fs.LoopbackRoot{Path: back, Dev: uint64(st.Dev)}
+	root.NewNode = func(r *fs.LoopbackRoot, _ *fs.Inode, _ string, _ *syscall.Stat_t) fs.InodeEmbedder {
+		return &faultNode{LoopbackNode: fs.LoopbackNode{RootData: r}, f: f}
+	}
+	rootNode := root.NewNode(root, nil, "", &st)
+	root.RootNode = rootNode
+	server, err := fs.Mount(mnt, rootNode, &fs.Options{MountOptions: fuse.MountOptions{
+		DirectMountStrict: true, FsName: "lqfault", Name: "lqfault",
+	}})
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	fmt.Println("ready")
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		switch sc.Text() {
+		case "write on":
+			f.failWrite.Store(true)
+		case "write off":
+			f.failWrite.Store(false)
+		case "fsync on":
+			f.failSync.Store(true)
+		case "fsync off":
+			f.failSync.Store(false)
+		}
+		fmt.Println("ok", f.writeErrs.Load(), f.syncErrs.Load())
+	}
+	if err := server.Unmount(); err != nil {
+		fmt.Fprintln(os.Stderr, "unmount:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// faultMount is a mounted faultFS served by another process.
+type faultMount struct {
+	t   *testing.T
+	dir string
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+// command sends one command and returns the injected error counts so far.
+func (m *faultMount) command(c string) (writeErrs, syncErrs int64) {
+	m.t.Helper()
+	_, err := fmt.Fprintln(m.in, c)
+	require.NoError(m.t, err)
+	require.True(m.t, m.out.Scan(), "faultFS server gone")
+	_, err = fmt.Sscanf(m.out.Text(), "ok %d %d", &writeErrs, &syncErrs)
+	require.NoError(m.t, err, "faultFS server said %q", m.out.Text())
+	return writeErrs, syncErrs
+}
+
+// mountFaultFS mounts a faultFS (served by another process) over a new
+// directory. It skips the test when FUSE cannot be mounted here (no
+// /dev/fuse, not root, or a kernel without FUSE).
+func mountFaultFS(t *testing.T) *faultMount {
+	t.Helper()
+	back, mnt := t.TempDir(), t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFaultFSHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), faultFSEnv+"="+back+":"+mnt)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() || sc.Text() != "ready" {
+		in.Close()
+		_ = cmd.Wait()
+		t.Skipf("these tests inject I/O errors through a FUSE file system, which cannot be mounted here (%s): they need Linux, /dev/fuse and root (or CAP_SYS_ADMIN)", sc.Text())
+	}
+	t.Cleanup(func() {
+		in.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("faultFS server: %v", err)
+		}
+	})
+	return &faultMount{t: t, dir: mnt, in: in, out: sc}
+}
+
+// TestIOErrorsFailCallsClearlyAndRecover runs a queue on a device that
+// starts failing writes, then fsyncs: each enqueue fails with ErrStorageIO
+// and writes nothing, workers keep the jobs they could not complete, and
+// once the device works again everything goes on with no acknowledged job
+// lost, also across a reopen.
+func TestIOErrorsFailCallsClearlyAndRecover(t *testing.T) {
+	m := mountFaultFS(t)
+	dir := m.dir
+	for _, fault := range []string{"write", "fsync"} {
+		t.Run(fault, func(t *testing.T) {
+			m.t = t
+			set := func(on bool) int64 {
+				w, s := m.command(fault + map[bool]string{true: " on", false: " off"}[on])
+				return w + s
+			}
+			ev := newEvents()
+			mock := clock.NewMock()
+			opts := Options{Clock: mock, OnEvent: ev.add, PollInterval: -1, CompletedRetention: time.Hour}
+			path := filepath.Join(dir, fault+".db")
+			q, err := Open(path, &opts)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = q.Close() }) // on failure, before the unmount
+			ctx := context.Background()
+			var acked []int64
+			for range 50 {
+				id, err := q.Enqueue(ctx, SendEmail{To: "before"}, nil)
+				require.NoError(t, err)
+				acked = append(acked, id)
+			}
+
+			set(true)
+			_, err = q.Enqueue(ctx, SendEmail{To: "during"}, nil)
+			require.ErrorIs(t, err, ErrStorageIO, "an enqueue on a failing device")
+			_, err = q.EnqueueBatch(ctx, []BatchItem{{Job: SendEmail{To: "during"}}, {Job: SendEmail{To: "during"}}})
+			require.ErrorIs(t, err, ErrStorageIO, "a batch enqueue on a failing device")
+			require.Positive(t, set(false), "the device never failed")
+
+			var ids []int64
+			require.Eventually(t, func() bool {
+				id, err := q.Enqueue(ctx, SendEmail{To: "after"}, nil)
+				if err == nil {
+					ids = append(ids, id)
+				}
+				return err == nil
+			}, waitLimit, 10*time.Millisecond, "enqueues do not work again once the device works")
+			acked = append(acked, ids...)
+
+			// Workers run the jobs once the device works; then the same
+			// fault during their completions, and recovery.
+			done := make(chan struct{}, 100)
+			Register(q, func(ctx context.Context, d *Delivery[SendEmail]) error {
+				done <- struct{}{}
+				return nil
+			})
+			require.NoError(t, q.Start(ctx))
+			set(true)
+			for range 10 {
+				if _, err := q.Enqueue(ctx, SendEmail{To: "refused"}, nil); err == nil {
+					t.Fatal("an enqueue succeeded on a failing device")
+				}
+			}
+			set(false)
+			for range 20 {
+				id, err := q.Enqueue(ctx, SendEmail{To: "late"}, nil)
+				require.NoError(t, err)
+				acked = append(acked, id)
+			}
+			// Every acknowledged job succeeds in the end: a success whose
+			// commit met the fault runs again once its lease lapses.
+			require.Eventually(t, func() bool {
+				st, err := q.Stats(ctx)
+				if err != nil || len(st) != 1 {
+					return false
+				}
+				if st[0].Completed == len(acked) {
+					return true
+				}
+				mock.Add(DefaultVisibilityTimeout)
+				q.Notify()
+				return false
+			}, waitLimit, 20*time.Millisecond, "not every acknowledged job completed after the fault cleared")
+			stopCtx, cancel := context.WithTimeout(ctx, waitLimit)
+			defer cancel()
+			require.NoError(t, q.Stop(stopCtx))
+			require.NoError(t, q.Close())
+
+			got := jobIDs(t, path)
+			require.Len(t, got, len(acked), "a failed enqueue left a job, or a job was lost")
+			for _, id := range acked {
+				require.True(t, got[id], "acknowledged job %d lost", id)
+			}
+			checkInvariants(t, path)
+			w, f := m.command("count")
+			t.Logf("%d write and %d fsync errors injected so far", w, f)
+		})
+	}
+}
