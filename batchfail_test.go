@@ -30,7 +30,7 @@ func TestEnqueueBatchWithAFailingInsertCommitsNothing(t *testing.T) {
 		items []BatchItem
 		want  string
 	}{
-		"multi-row insert": {[]BatchItem{item("a", ""), item("poison", ""), item("c", ""), item("d", "")}, "batch items 0-3"},
+		"multi-row insert":  {[]BatchItem{item("a", ""), item("poison", ""), item("c", ""), item("d", "")}, "batch items 0-3"},
 		"single-row insert": {[]BatchItem{item("a", ""), item("b", ""), item("poison", "")}, "batch item 2"},
 		"keyed insert":      {[]BatchItem{item("a", "k1"), item("poison", "k2"), item("c", "k3")}, "batch item 1"},
 	}
