@@ -114,6 +114,15 @@ func TestStaleCompleteTxReturnsErrLeaseLost(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
 	releaseB := make(chan struct{})
+	t.Cleanup(func() { // a failed test must not leave handlers blocked
+		for _, c := range []chan struct{}{releaseA, releaseB} {
+			select {
+			case <-c:
+			default:
+				close(c)
+			}
+		}
+	})
 	Register(b, func(ctx context.Context, d *Delivery[SendEmail]) error {
 		<-releaseB
 		return nil
