@@ -64,6 +64,47 @@ func TestStaleFailureDoesNotBuryTheNewOwnersJob(t *testing.T) {
 	tk.b.ev.wait(t, EventSucceeded, tk.id, 1)
 }
 
+// A worker that lost its lease learns it at its next extension: its
+// handler's context is cancelled with ErrLeaseLost, its result is dropped,
+// and the new owner's lease is left as it was.
+func TestLostLeaseCancelsTheStaleHandlerAndKeepsTheNewLease(t *testing.T) {
+	tk := startTakeover(t, func(o *Options) {
+		o.Queues = []QueueConfig{{Name: DefaultQueue, Retry: FixedRetry(5, time.Second)}}
+	}, nil)
+	ctx := context.Background()
+	before, err := tk.b.q.Job(ctx, tk.id)
+	require.NoError(t, err)
+	tk.a.clock.Add(DefaultVisibilityTimeout / 3) // a's extender runs
+	select {
+	case cause := <-tk.cancelledA:
+		require.ErrorIs(t, cause, ErrLeaseLost)
+	case <-time.After(waitLimit):
+		t.Fatal("the stale handler's context was not cancelled at the next extension")
+	}
+	require.Equal(t, EventStale, tk.a.ev.waitFirst(t, tk.id, EventSucceeded, EventRetrying, EventDead, EventStale).Type)
+	after, err := tk.b.q.Job(ctx, tk.id)
+	require.NoError(t, err)
+	require.Equal(t, before.VisibleAt, after.VisibleAt, "the stale worker moved the new owner's lease")
+	tk.requireHeldByB(t)
+	close(tk.releaseB)
+	tk.b.ev.wait(t, EventSucceeded, tk.id, 1)
+}
+
+// Stop of a queue whose worker lost its lease does not hand back the job
+// the new owner runs.
+func TestStopOfAStaleWorkerLeavesTheNewOwnersJobAlone(t *testing.T) {
+	tk := startTakeover(t, func(o *Options) {
+		o.Queues = []QueueConfig{{Name: DefaultQueue, Retry: FixedRetry(5, time.Second)}}
+	}, nil)
+	expired, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.NoError(t, tk.a.q.Stop(expired)) // releases what a still thinks it holds
+	require.Zero(t, tk.a.ev.count(EventSucceeded, tk.id)+tk.a.ev.count(EventRetrying, tk.id))
+	tk.requireHeldByB(t)
+	close(tk.releaseB)
+	tk.b.ev.wait(t, EventSucceeded, tk.id, 1)
+}
+
 // CompleteTx from a worker that lost its lease returns ErrLeaseLost and
 // changes nothing, so the handler rolls its own writes back.
 func TestStaleCompleteTxReturnsErrLeaseLost(t *testing.T) {

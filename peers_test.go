@@ -62,14 +62,16 @@ type takeover struct {
 	a, b               *harness
 	id                 int64
 	releaseA, releaseB chan struct{}
+	cancelledA         chan error // the cause, when a's handler context is cancelled
 }
 
 // startTakeover sets up a takeover; a's handler returns outcome once
-// released, b's handler returns nil. mod must leave the queue's
+// released (or the cause once its context is cancelled), b's handler
+// returns nil. mod must leave the queue's
 // VisibilityTimeout at its default and allow at least two attempts.
 func startTakeover(t *testing.T, mod func(o *Options), outcome error) *takeover {
 	t.Helper()
-	tk := &takeover{releaseA: make(chan struct{}), releaseB: make(chan struct{})}
+	tk := &takeover{releaseA: make(chan struct{}), releaseB: make(chan struct{}), cancelledA: make(chan error, 1)}
 	tk.a = setup(t, mod)
 	t.Cleanup(func() { // a failed test must not leave handlers blocked
 		for _, c := range []chan struct{}{tk.releaseA, tk.releaseB} {
@@ -81,8 +83,13 @@ func startTakeover(t *testing.T, mod func(o *Options), outcome error) *takeover 
 		}
 	})
 	Register(tk.a.q, func(ctx context.Context, d *Delivery[SendEmail]) error {
-		<-tk.releaseA
-		return outcome
+		select {
+		case <-tk.releaseA:
+			return outcome
+		case <-ctx.Done():
+			tk.cancelledA <- context.Cause(ctx)
+			return context.Cause(ctx)
+		}
 	})
 	tk.a.start(t)
 	var err error
