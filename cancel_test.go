@@ -13,7 +13,8 @@ import (
 // finishes normally.
 func TestCancelRefusesARunningJobAndCancelsNothing(t *testing.T) {
 	h := setup(t, nil)
-	gate := make(chan struct{})
+	gate, openGate := newGate()
+	defer openGate()
 	Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error {
 		<-gate
 		return nil
@@ -33,7 +34,7 @@ func TestCancelRefusesARunningJobAndCancelsNothing(t *testing.T) {
 		_, err := h.q.Job(ctx, id)
 		require.NoError(t, err, "job %d must still be there", id)
 	}
-	close(gate)
+	openGate()
 	h.ev.wait(t, EventSucceeded, running, 1)
 
 	n, err = h.q.Cancel(ctx, pending)

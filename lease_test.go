@@ -245,7 +245,8 @@ func TestStopReleasesClaimedUnstartedJobsAtOnce(t *testing.T) {
 		o.ClaimBatch = 10
 		o.Queues = []QueueConfig{{Name: DefaultQueue, Concurrency: 1}}
 	})
-	gate := make(chan struct{})
+	gate, openGate := newGate()
+	defer openGate()
 	Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error {
 		if d.Job.To == "first" {
 			<-gate
@@ -273,7 +274,7 @@ func TestStopReleasesClaimedUnstartedJobsAtOnce(t *testing.T) {
 		require.Equal(t, StateReady, j.State, "job %d", id)
 		require.Zero(t, j.Attempt, "job %d: a release uses no attempt", id)
 	}
-	close(gate)
+	openGate()
 	select {
 	case err := <-stopped:
 		require.NoError(t, err)

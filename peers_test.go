@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,6 +47,16 @@ func (e *events) waitFirst(t testing.TB, id int64, types ...EventType) Event {
 			t.Fatalf("timed out waiting for any of %v for job %d; saw %+v", types, id, e.snapshot())
 		}
 	}
+}
+
+// newGate returns a channel that handlers wait on and the function that
+// opens it, once. Defer open in the test: a test that fails before opening
+// the gate then still opens it before its cleanups stop the queue, so no
+// handler stays blocked and Stop and Close finish.
+func newGate() (gate chan struct{}, open func()) {
+	gate = make(chan struct{})
+	var once sync.Once
+	return gate, func() { once.Do(func() { close(gate) }) }
 }
 
 // Marker is a job only some queues in a test handle: its run proves that a
@@ -99,8 +110,12 @@ func startTakeover(t *testing.T, mod func(o *Options), outcome error) *takeover 
 
 	tk.b = tk.a.peer(t, DefaultVisibilityTimeout+time.Second)
 	Register(tk.b.q, func(ctx context.Context, d *Delivery[SendEmail]) error {
-		<-tk.releaseB
-		return nil
+		select {
+		case <-tk.releaseB:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
 	})
 	tk.b.start(t)
 	require.Equal(t, 2, tk.b.ev.wait(t, EventStarted, tk.id, 1).Attempt, "b takes the job over")
