@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -77,9 +78,61 @@ func (e *events) wait(t testing.TB, typ EventType, id int64, n int) Event {
 	}
 }
 
+// testClock is a mock clock that also records the timers the queue arms
+// through it. A dispatcher computes its wait from Now and arms the timer a
+// moment later; a test that moves the clock in between gets a timer armed
+// too late, which never fires. Tests therefore wait with waitTimer until the
+// timer for the due time they expect is armed, then move the clock.
+type testClock struct {
+	*clock.Mock
+	mu    sync.Mutex
+	armed []time.Time
+	ch    chan struct{}
+}
+
+func newTestClock() *testClock { return &testClock{Mock: clock.NewMock(), ch: make(chan struct{}, 1)} }
+
+// Timer arms a timer on the mock clock and records when it is due.
+func (c *testClock) Timer(d time.Duration) *clock.Timer {
+	at := c.Mock.Now().Add(d)
+	tm := c.Mock.Timer(d)
+	c.mu.Lock()
+	c.armed = append(c.armed, at)
+	c.mu.Unlock()
+	select {
+	case c.ch <- struct{}{}:
+	default:
+	}
+	return tm
+}
+
+// waitTimer blocks until a timer due at exactly at has been armed: the
+// queue is then waiting for that time, and moving the clock to it fires it.
+func (c *testClock) waitTimer(t testing.TB, at time.Time) {
+	t.Helper()
+	deadline := time.NewTimer(waitLimit)
+	defer deadline.Stop()
+	for {
+		c.mu.Lock()
+		armed := slices.Contains(c.armed, at)
+		c.mu.Unlock()
+		if armed {
+			return
+		}
+		select {
+		case <-c.ch:
+		case <-deadline.C:
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			t.Fatalf("timed out waiting for a timer due at %s; armed: %v", at, c.armed)
+		}
+	}
+}
+
 type harness struct {
 	q     *Queue
 	clock *clock.Mock
+	tc    *testClock // clock, recording the timers armed (nil if not set up by setup)
 	ev    *events
 	path  string
 	opts  Options
@@ -89,9 +142,10 @@ type harness struct {
 // seeded random source and an event collector. mod adjusts the options.
 func setup(t *testing.T, mod func(o *Options)) *harness {
 	t.Helper()
-	h := &harness{clock: clock.NewMock(), ev: newEvents(), path: filepath.Join(t.TempDir(), "q.db")}
+	tc := newTestClock()
+	h := &harness{clock: tc.Mock, tc: tc, ev: newEvents(), path: filepath.Join(t.TempDir(), "q.db")}
 	h.clock.Set(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	h.opts = Options{Clock: h.clock, Rand: rand.New(rand.NewPCG(1, 2)), OnEvent: h.ev.add, PollInterval: -1}
+	h.opts = Options{Clock: tc, Rand: rand.New(rand.NewPCG(1, 2)), OnEvent: h.ev.add, PollInterval: -1}
 	if mod != nil {
 		mod(&h.opts)
 	}

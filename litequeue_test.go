@@ -69,6 +69,7 @@ func TestRetriesAtExactlyThePolicyDelays(t *testing.T) {
 		j, err := h.q.Job(context.Background(), id)
 		require.NoError(t, err)
 		require.WithinDuration(t, ev.Time.Add(delay), j.VisibleAt, 0)
+		h.tc.waitTimer(t, ev.Time.Add(delay))
 		h.clock.Add(delay - time.Nanosecond)
 		require.Equal(t, attempt+1, h.ev.count(EventStarted, id), "ran a tick early")
 		h.clock.Add(time.Nanosecond)
@@ -133,7 +134,9 @@ func TestRetryAfterOverridesBackoffButNotAttempts(t *testing.T) {
 	h.start(t)
 	id, err := h.q.Enqueue(context.Background(), SendEmail{To: "x"}, nil)
 	require.NoError(t, err)
-	require.Equal(t, 90*time.Second, h.ev.wait(t, EventRetrying, id, 1).Delay)
+	ev := h.ev.wait(t, EventRetrying, id, 1)
+	require.Equal(t, 90*time.Second, ev.Delay)
+	h.tc.waitTimer(t, ev.Time.Add(90*time.Second))
 	h.clock.Add(90 * time.Second)
 	h.ev.wait(t, EventDead, id, 1) // attempt 2 of 2: RetryAfter adds no attempts
 	require.Equal(t, 2, h.ev.count(EventStarted, id))
@@ -176,7 +179,9 @@ func TestStrategySeesErrorAndCanRefuse(t *testing.T) {
 	j, err := h.q.DeadLetter(ctx, bad)
 	require.NoError(t, err)
 	require.Equal(t, "retry strategy refused", j.DeadReason)
-	require.Equal(t, 30*time.Second, h.ev.wait(t, EventRetrying, net, 1).Delay)
+	ev = h.ev.wait(t, EventRetrying, net, 1)
+	require.Equal(t, 30*time.Second, ev.Delay)
+	h.tc.waitTimer(t, ev.Time.Add(30*time.Second))
 	h.clock.Add(30 * time.Second)
 	require.Equal(t, time.Second, h.ev.wait(t, EventRetrying, net, 2).Delay, "f.Default is the policy's backoff")
 	mu.Lock()
@@ -217,6 +222,7 @@ func TestExpiredLeaseIsRedeliveredWithNextAttempt(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, claimAsDeadProcess(t, h.path, DefaultQueue, `["send_email"]`, h.clock.Now(), time.Minute))
 	h.start(t)
+	h.tc.waitTimer(t, h.clock.Now().Add(time.Minute)) // the dispatcher waits for the lease to lapse
 	h.clock.Add(time.Minute - time.Nanosecond)
 	j, err := h.q.Job(context.Background(), id)
 	require.NoError(t, err)
@@ -516,6 +522,7 @@ func TestJobsPersistAcrossCloseAndReopen(t *testing.T) {
 	require.WithinDuration(t, h.clock.Now().Add(time.Hour), j.VisibleAt, 0)
 	Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error { return nil })
 	h.start(t)
+	h.tc.waitTimer(t, h.clock.Now().Add(time.Hour))
 	h.clock.Add(time.Hour)
 	h.ev.wait(t, EventSucceeded, id, 1)
 }
@@ -814,6 +821,12 @@ func TestEnqueueToAnIdleQueueStartsTheJobInTheSameCommit(t *testing.T) {
 	require.Equal(t, StateScheduled, j.State, "a delayed job is never claimed at enqueue")
 	close(gate)
 	h.ev.wait(t, EventSucceeded, id, 1)
-	h.clock.Add(time.Minute)
+	// The dispatcher still waits for the first job's lease to end (its
+	// success does not wake it); step the clock there, then to the delay.
+	start := h.clock.Now()
+	h.tc.waitTimer(t, start.Add(DefaultVisibilityTimeout))
+	h.clock.Add(DefaultVisibilityTimeout)
+	h.tc.waitTimer(t, start.Add(time.Minute))
+	h.clock.Add(time.Minute - DefaultVisibilityTimeout)
 	h.ev.wait(t, EventSucceeded, later, 1)
 }
