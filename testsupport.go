@@ -1,0 +1,116 @@
+package litequeue
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/litequeue/litequeue/internal/testbridge"
+)
+
+// The test kit (package litequeuetest) reaches the queue through
+// internal/testbridge; nothing here is exported.
+func init() {
+	testbridge.Handled = func(q any) []testbridge.Pair { return q.(*Queue).handledPairs() }
+	testbridge.LoadOf = func(ctx context.Context, q any) (testbridge.Load, error) { return q.(*Queue).load(ctx) }
+	testbridge.Capture = captureHandler
+	testbridge.Run = runHandler
+}
+
+// handledPairs lists the queue and kind of every registered handler.
+func (q *Queue) handledPairs() []testbridge.Pair {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]testbridge.Pair, 0, len(q.handlers))
+	for kind, h := range q.handlers {
+		out = append(out, testbridge.Pair{Queue: h.queue, Kind: kind})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Kind < out[j].Kind })
+	return out
+}
+
+// loadSQL counts, at :now, the live jobs of the handled pairs (a JSON array
+// of [queue, kind]) that are ready or running, finds the earliest due time of
+// their scheduled ones, and counts the live jobs of no handled pair.
+const loadSQL = `WITH h(queue, kind) AS (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(:pairs))
+SELECT
+  count(*) FILTER (WHERE handled AND (state = 1 OR visible_at <= :now)),
+  min(visible_at) FILTER (WHERE handled AND state = 0 AND visible_at > :now),
+  count(*) FILTER (WHERE NOT handled)
+FROM (SELECT state, visible_at, (queue, kind) IN (SELECT queue, kind FROM h) AS handled
+      FROM lq_jobs WHERE state IN (0, 1))`
+
+func (q *Queue) load(ctx context.Context) (testbridge.Load, error) {
+	pairs := q.handledPairs()
+	b := []byte{'['}
+	for i, p := range pairs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = fmt.Appendf(b, "[%q,%q]", p.Queue, p.Kind)
+	}
+	b = append(b, ']')
+	var l testbridge.Load
+	var next *int64
+	err := q.db.QueryRowContext(ctx, loadSQL, sql.Named("pairs", string(b)), sql.Named("now", unixNanos(q.clock))).
+		Scan(&l.Busy, &next, &l.Unhandled)
+	if err != nil {
+		return l, wrapf("litequeue: reading the queue's load: %w", err)
+	}
+	if next != nil {
+		l.Next, l.HasNext = time.Unix(0, *next), true
+	}
+	return l, nil
+}
+
+// captureHandler registers on a bare queue (no file) and returns what was
+// registered.
+func captureHandler(register func(q any)) (any, string, string) {
+	bare := &Queue{handlers: map[string]*handler{}, configs: map[string]QueueConfig{}}
+	register(bare)
+	for kind, h := range bare.handlers {
+		return h, kind, h.queue
+	}
+	panic("litequeuetest: the register function registered no handler")
+}
+
+// runHandler runs one attempt of h on payload as a worker would, without a
+// claim: the delivery has no lease.
+func runHandler(ctx context.Context, hv any, cfgQueue any, payload []byte, spec testbridge.Spec) error {
+	h := hv.(*handler)
+	q, _ := cfgQueue.(*Queue)
+	if q == nil {
+		o := (*Options)(nil).withDefaults()
+		q = &Queue{opts: o, clock: o.Clock, log: o.Logger, rnd: o.Rand, handlers: map[string]*handler{}, configs: map[string]QueueConfig{}}
+	}
+	queue := spec.Queue
+	if queue == "" {
+		queue = h.queue
+	}
+	p := &pool{q: q, cfg: q.config(queue)}
+	created := spec.EnqueuedAt
+	if created.IsZero() {
+		created = q.clock.Now()
+	}
+	d := &delivery{q: q, p: p, id: spec.ID, queue: queue, kind: h.kind, attempt: max(spec.Attempt, 1),
+		priority: spec.Priority, payload: payload, key: spec.Key, createdAt: created.UnixNano(),
+		runAt: created.UnixNano(), lastErr: spec.LastError, started: q.clock.Now()}
+	_, run, err := h.prepare(payload)
+	if err != nil {
+		return Permanent(err)
+	}
+	if t := p.cfg.Timeout; t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = q.clock.WithTimeout(ctx, t)
+		defer cancel()
+		err := safeCall(ctx, d, run)
+		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("job timeout %s passed: %w", t, err)
+		}
+		return err
+	}
+	return safeCall(ctx, d, run)
+}
