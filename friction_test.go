@@ -3,10 +3,12 @@ package litequeue
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/require"
@@ -119,4 +121,25 @@ func TestErrorTextsSayThePrefixOnce(t *testing.T) {
 	_, err = h.q.DeadLetter(ctx, id)
 	require.ErrorIs(t, err, ErrWrongState)
 	require.Equal(t, 1, strings.Count(err.Error(), "litequeue:"), err.Error())
+}
+
+// Durations in the package's JSON are Go duration strings, as in a
+// RetryPolicy's JSON, and read back the same.
+func TestJSONDurationsAreStrings(t *testing.T) {
+	st := QueueStats{Queue: "q", Ready: 1, OldestReady: 90 * time.Second}
+	b, err := json.Marshal(st)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"queue":"q","ready":1,"scheduled":0,"running":0,"completed":0,"dead":0,"oldest_ready":"1m30s"}`, string(b))
+	var back QueueStats
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.Equal(t, st, back)
+
+	a := AttemptRecord{Attempt: 2, StartedAt: time.Unix(0, 0).UTC(), FinishedAt: time.Unix(1, 0).UTC(), Error: "x", Decision: DecisionRetry, Delay: 500 * time.Millisecond}
+	b, err = json.Marshal(a)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"delay":"500ms"`)
+	var aback AttemptRecord
+	require.NoError(t, json.Unmarshal(b, &aback))
+	require.Equal(t, a, aback)
+	require.ErrorContains(t, json.Unmarshal([]byte(`{"delay":"5 minutes"}`), &aback), `"delay"`)
 }

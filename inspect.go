@@ -66,7 +66,9 @@ type JobInfo struct {
 	Attempts []AttemptRecord `json:"attempts,omitempty"`
 }
 
-// AttemptRecord is one failed attempt in a job's history.
+// AttemptRecord is one failed attempt in a job's history. In JSON, Delay is
+// a Go duration string ("30s", "1m30s"), as every duration in the package's
+// JSON (see RetryPolicy).
 type AttemptRecord struct {
 	Attempt    int           `json:"attempt"`
 	StartedAt  time.Time     `json:"started_at"`
@@ -320,7 +322,9 @@ func (q *Queue) purgeCompletedBefore(ctx context.Context, cutoff int64) (int, er
 	return int(n), err
 }
 
-// QueueStats counts one queue's jobs by state.
+// QueueStats counts one queue's jobs by state. In JSON, OldestReady is a Go
+// duration string ("1m30s"; "0s" when none is ready), as every duration in
+// the package's JSON.
 type QueueStats struct {
 	Queue     string `json:"queue"`
 	Ready     int    `json:"ready"`
@@ -402,4 +406,67 @@ func (e *prefixedError) Unwrap() []error {
 		return u.Unwrap()
 	}
 	return nil
+}
+
+// MarshalJSON writes Delay as a Go duration string.
+func (a AttemptRecord) MarshalJSON() ([]byte, error) {
+	type plain AttemptRecord
+	return json.Marshal(struct {
+		plain
+		Delay string `json:"delay"`
+	}{plain(a), a.Delay.String()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (a *AttemptRecord) UnmarshalJSON(data []byte) error {
+	type plain AttemptRecord
+	var v struct {
+		plain
+		Delay string `json:"delay"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	d, err := parseJSONDuration("delay", v.Delay)
+	*a = AttemptRecord(v.plain)
+	a.Delay = d
+	return err
+}
+
+// MarshalJSON writes OldestReady as a Go duration string.
+func (s QueueStats) MarshalJSON() ([]byte, error) {
+	type plain QueueStats
+	return json.Marshal(struct {
+		plain
+		OldestReady string `json:"oldest_ready"`
+	}{plain(s), s.OldestReady.String()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *QueueStats) UnmarshalJSON(data []byte) error {
+	type plain QueueStats
+	var v struct {
+		plain
+		OldestReady string `json:"oldest_ready"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	d, err := parseJSONDuration("oldest_ready", v.OldestReady)
+	*s = QueueStats(v.plain)
+	s.OldestReady = d
+	return err
+}
+
+// parseJSONDuration parses a duration string of the package's JSON; empty
+// (a missing key) is 0.
+func parseJSONDuration(key, s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("litequeue: JSON key %q: %q is not a duration like \"1m30s\"", key, s)
+	}
+	return d, nil
 }
