@@ -18,6 +18,7 @@ func init() {
 	testbridge.LoadOf = func(ctx context.Context, q any) (testbridge.Load, error) { return q.(*Queue).load(ctx) }
 	testbridge.Capture = captureHandler
 	testbridge.Run = runHandler
+	testbridge.RunStored = runStored
 }
 
 // handledPairs lists the queue and kind of every registered handler.
@@ -75,6 +76,98 @@ func captureHandler(register func(q any)) (any, string, string) {
 		return h, kind, h.queue
 	}
 	panic("litequeuetest: the register function registered no handler")
+}
+
+// claimStoredSQL makes the job just inserted a claimed one: running under
+// a lease, at the given attempt.
+const claimStoredSQL = `UPDATE lq_jobs SET state = 1, lease = ?1, attempt = ?2, attempted_at = ?3, visible_at = ?4, last_error = ?5
+WHERE id = ?6 AND state = 0`
+
+// runStored stores the job in q as claimed (a running row under a new
+// lease, at spec.Attempt), runs h on it, and records the outcome as a
+// worker would: a success completes the job (unless CompleteTx did), a
+// failure schedules the retry or makes the dead letter, with the attempt in
+// the job's history, and events are emitted.
+func runStored(ctx context.Context, hv any, qv any, payload []byte, spec testbridge.Spec) (int64, error) {
+	h := hv.(*handler)
+	q := qv.(*Queue)
+	if err := q.writable(); err != nil {
+		return 0, err
+	}
+	queue := spec.Queue
+	if queue == "" {
+		queue = h.queue
+	}
+	p := &pool{q: q, cfg: q.config(queue)}
+	now := q.clock.Now()
+	created := spec.EnqueuedAt
+	if created.IsZero() {
+		created = now
+	}
+	nj := newJob{queue: queue, kind: h.kind, priority: spec.Priority, visibleAt: created.UnixNano(), runAt: created.UnixNano(),
+		createdAt: created.UnixNano(), payload: payload, key: spec.Key}
+	attempt := max(spec.Attempt, 1)
+	lease := q.nextLease()
+	var id int64
+	err := q.w.do(ctx, func(ctx context.Context, tx execer) error {
+		var err error
+		if id, err = insert(ctx, tx, &nj, nil); err != nil {
+			return err
+		}
+		var lastErr any
+		if spec.LastError != "" {
+			lastErr = spec.LastError
+		}
+		_, err = tx.ExecContext(ctx, claimStoredSQL, lease, attempt, now.UnixNano(), now.Add(p.cfg.VisibilityTimeout).UnixNano(), lastErr, id)
+		return err
+	})
+	if err != nil {
+		return 0, wrapf("litequeue: storing the job for the test: %w", classifyWriteError(err))
+	}
+	q.emit(Event{Type: EventEnqueued, JobID: id, Queue: queue, Kind: h.kind})
+	d := &delivery{q: q, p: p, id: id, lease: lease, queue: queue, kind: h.kind, attempt: attempt,
+		priority: spec.Priority, payload: payload, key: spec.Key, createdAt: nj.createdAt, runAt: nj.runAt,
+		lastErr: spec.LastError, started: now}
+	own, run, decodeErr := h.prepare(payload)
+	policy := p.policy(own)
+	if decodeErr != nil {
+		herr := Permanent(decodeErr)
+		p.fail(d, policy, herr, 0)
+		return id, herr
+	}
+	q.emit(Event{Type: EventStarted, JobID: id, Queue: queue, Kind: h.kind, Attempt: attempt})
+	hctx := ctx
+	if t := p.cfg.Timeout; t > 0 {
+		var cancel context.CancelFunc
+		hctx, cancel = q.clock.WithTimeout(ctx, t)
+		defer cancel()
+	}
+	herr := safeCall(hctx, d, run)
+	took := q.clock.Since(now)
+	if herr != nil && p.cfg.Timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) {
+		herr = fmt.Errorf("job timeout %s passed: %w", p.cfg.Timeout, herr)
+	}
+	switch {
+	case herr != nil:
+		p.fail(d, policy, herr, took)
+	case d.inTx.Load():
+		p.finishTx(d, policy, took)
+	default:
+		var results []error
+		err := q.w.do(ctx, func(ctx context.Context, tx execer) error {
+			var err error
+			results, err = q.writeCompletions(ctx, tx, []completion{{id: id, lease: lease, queue: queue, kind: h.kind, at: unixNanos(q.clock)}})
+			return err
+		})
+		if err == nil {
+			err = results[0]
+		}
+		if err != nil {
+			return id, wrapf("litequeue: recording the success of job %d: %w", id, err)
+		}
+		q.emit(Event{Type: EventSucceeded, JobID: id, Queue: queue, Kind: h.kind, Attempt: attempt, Duration: took})
+	}
+	return id, herr
 }
 
 // runHandler runs one attempt of h on payload as a worker would, without a

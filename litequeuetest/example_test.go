@@ -226,3 +226,24 @@ func (t *exampleTB) TempDir() string {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
 }
+
+// Through runs the call on a stored job, so its outcome is recorded as the
+// worker records it: here the last attempt fails and the job is a dead
+// letter.
+func ExampleThrough() {
+	t, done := exampleT()
+	defer done()
+
+	k := litequeuetest.New(t, &litequeue.Options{Queues: []litequeue.QueueConfig{
+		{Name: "payments", Retry: litequeue.ExponentialRetry(3)},
+	}})
+	handler := func(ctx context.Context, d *litequeue.Delivery[ChargeCard]) error {
+		return errors.New("card declined")
+	}
+	litequeuetest.Work(t, handler, ChargeCard{Order: 8}, litequeuetest.Through(k.Queue), litequeuetest.Attempt(3))
+
+	dead, _ := k.Queue.DeadLetters(context.Background(), litequeue.JobFilter{})
+	fmt.Println(len(dead), dead[0].DeadReason)
+	// Output:
+	// 1 attempts used up (3 of 3)
+}

@@ -2,8 +2,10 @@ package litequeuetest_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -378,3 +380,59 @@ type cleanupT struct {
 }
 
 func (c *cleanupT) Cleanup(f func()) { *c.cleanups = append(*c.cleanups, f) }
+
+// Through stores the job as claimed, so CompleteTx commits with the
+// handler's own write, and records a failure as the worker does.
+func TestWorkThroughAQueueOnTheApplicationDatabase(t *testing.T) {
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "app.db")+"?_pragma=busy_timeout(5000)")
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec(`CREATE TABLE receipts (order_id INTEGER PRIMARY KEY)`)
+	require.NoError(t, err)
+	q, err := litequeue.New(db, &litequeue.Options{Queues: []litequeue.QueueConfig{
+		{Name: litequeue.DefaultQueue, Retry: litequeue.FixedRetry(2, time.Minute)}}})
+	require.NoError(t, err)
+	defer q.Close()
+	handler := func(ctx context.Context, d *litequeue.Delivery[Receipt]) error {
+		if d.Job.Order < 0 {
+			return errDown
+		}
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if _, err := tx.ExecContext(ctx, `INSERT INTO receipts (order_id) VALUES (?)`, d.Job.Order); err != nil {
+			return err
+		}
+		if err := d.CompleteTx(ctx, tx); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+	ctx := context.Background()
+
+	// Without Through there is no lease to complete.
+	require.ErrorIs(t, litequeuetest.Work(t, handler, Receipt{Order: 1}), litequeue.ErrLeaseLost)
+	var n int
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM receipts`).Scan(&n))
+	require.Zero(t, n)
+
+	require.NoError(t, litequeuetest.Work(t, handler, Receipt{Order: 1}, litequeuetest.Through(q)))
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM receipts`).Scan(&n))
+	require.Equal(t, 1, n)
+	all, err := q.Jobs(ctx, litequeue.JobFilter{})
+	require.NoError(t, err)
+	require.Empty(t, all, "the completed job was deleted with the receipt's commit")
+
+	// A failure on the last attempt makes the dead letter, history and all.
+	require.ErrorIs(t, litequeuetest.Work(t, handler, Receipt{Order: -1}, litequeuetest.Through(q), litequeuetest.Attempt(2)), errDown)
+	dead, err := q.DeadLetters(ctx, litequeue.JobFilter{})
+	require.NoError(t, err)
+	require.Len(t, dead, 1)
+	j, err := q.DeadLetter(ctx, dead[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, "attempts used up (2 of 2)", j.DeadReason)
+	require.Len(t, j.Attempts, 1)
+	require.Equal(t, 2, j.Attempts[0].Attempt)
+}

@@ -14,9 +14,10 @@ import (
 type WorkOption func(*workConfig)
 
 type workConfig struct {
-	spec  testbridge.Spec
-	queue *litequeue.Queue
-	ctx   context.Context
+	spec    testbridge.Spec
+	queue   *litequeue.Queue
+	through bool
+	ctx     context.Context
 }
 
 // Attempt sets the delivery's attempt number (default 1, the first try), to
@@ -45,6 +46,19 @@ func Context(ctx context.Context) WorkOption { return func(c *workConfig) { c.ct
 // timeout).
 func Config(q *litequeue.Queue) WorkOption { return func(c *workConfig) { c.queue = q } }
 
+// Through runs the call through q (a Kit's Queue, or a queue made by
+// litequeue.New on the application's database): the job is stored in q as
+// claimed — a running row under a lease, at the Attempt given — so
+// Delivery.CompleteTx commits for real, and the outcome is recorded as the
+// worker records it: a success completes the job (unless CompleteTx did), a
+// failure schedules its retry or makes it a dead letter, with the attempt in
+// its history, and q's events fire. Delivery.ID is the stored job's id (ID
+// is ignored); read the job back with q.Job or a Kit's History. It implies
+// Config(q).
+func Through(q *litequeue.Queue) WorkOption {
+	return func(c *workConfig) { c.queue, c.through = q, true }
+}
+
 // Work runs handler once on job, synchronously, as the queue's worker would,
 // and returns the handler's error. The job goes through the same JSON
 // encoding and decoding as a stored job, so a field that does not survive
@@ -55,9 +69,9 @@ func Config(q *litequeue.Queue) WorkOption { return func(c *workConfig) { c.queu
 // returned as a *litequeue.PanicError, a job that does not decode as a
 // litequeue.Permanent error — as the worker records them.
 //
-// Nothing is stored and no clock moves: the delivery holds no lease, so
-// Delivery.CompleteTx fails (run the handler on a Kit to test it). A job
-// that does not encode as JSON fails the test.
+// Unless Through is given, nothing is stored and no clock moves: the
+// delivery holds no lease, so Delivery.CompleteTx fails (with Through it
+// works). A job that does not encode as JSON fails the test.
 func Work[J litequeue.Job](t testing.TB, handler func(context.Context, *litequeue.Delivery[J]) error, job J, opts ...WorkOption) error {
 	t.Helper()
 	c := workConfig{spec: testbridge.Spec{ID: 1, Attempt: 1}, ctx: t.Context()}
@@ -69,6 +83,10 @@ func Work[J litequeue.Job](t testing.TB, handler func(context.Context, *litequeu
 		t.Fatalf("litequeuetest.Work: the job does not encode as JSON, so Enqueue would refuse it: %v", err)
 	}
 	h, _, _ := testbridge.Capture(func(q any) { litequeue.Register(q.(*litequeue.Queue), handler) })
+	if c.through {
+		_, err := testbridge.RunStored(c.ctx, h, c.queue, payload, c.spec)
+		return err
+	}
 	var cfg any
 	if c.queue != nil {
 		cfg = c.queue

@@ -45,4 +45,9 @@ var (
 	// cfg, when not nil, is the *litequeue.Queue whose configuration (retry
 	// policy, job timeout, Clock) applies.
 	Run func(ctx context.Context, handler any, cfg any, payload []byte, spec Spec) error
+	// RunStored is Run through q (a *litequeue.Queue): the job is stored in
+	// q as claimed under a lease, the handler runs, and the outcome is
+	// recorded as the worker records it. It returns the job's id and the
+	// handler's error.
+	RunStored func(ctx context.Context, handler any, q any, payload []byte, spec Spec) (int64, error)
 )
