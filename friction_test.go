@@ -143,3 +143,15 @@ func TestJSONDurationsAreStrings(t *testing.T) {
 	require.Equal(t, a, aback)
 	require.ErrorContains(t, json.Unmarshal([]byte(`{"delay":"5 minutes"}`), &aback), `"delay"`)
 }
+
+// New on a database holding a queue schema newer than this build: the
+// error says "litequeue:" once.
+func TestNewErrorsSayThePrefixOnce(t *testing.T) {
+	db := openAppDB(t)
+	_, err := db.Exec(`CREATE TABLE lq_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+		INSERT INTO lq_meta VALUES ('format', 'litequeue'), ('schema_version', '999')`)
+	require.NoError(t, err)
+	_, err = New(db, nil)
+	require.ErrorIs(t, err, ErrSchemaTooNew)
+	require.Equal(t, 1, strings.Count(err.Error(), "litequeue:"), err.Error())
+}

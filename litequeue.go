@@ -369,7 +369,7 @@ func New(db *sql.DB, opts *Options) (*Queue, error) {
 	ctx := context.Background()
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("litequeue: New: %w", err)
+		return nil, wrapf("litequeue: New: %w", err)
 	}
 	// The connection is as db's DSN made it: its busy timeout is what the
 	// application's connections have.
@@ -389,12 +389,12 @@ func New(db *sql.DB, opts *Options) (*Queue, error) {
 	} {
 		if _, err := conn.ExecContext(ctx, p); err != nil {
 			conn.Close()
-			return nil, fmt.Errorf("litequeue: New: %s: %w", p, err)
+			return nil, wrapf("litequeue: New: %s: %w", p, err)
 		}
 	}
 	if err := prepareFile(ctx, conn, false); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("litequeue: New: %w", err)
+		return nil, wrapf("litequeue: New: %w", err)
 	}
 	return newQueue(o, db, nil, false, conn), nil
 }
