@@ -436,3 +436,24 @@ func TestWorkThroughAQueueOnTheApplicationDatabase(t *testing.T) {
 	require.Len(t, j.Attempts, 1)
 	require.Equal(t, 2, j.Attempts[0].Attempt)
 }
+
+// Kits of parallel tests do not take each other's goroutines for leaks.
+func TestParallelKits(t *testing.T) {
+	for i := range 3 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			k := webhookKit(t, 3)
+			litequeue.Register(k.Queue, func(ctx context.Context, d *litequeue.Delivery[Webhook]) error {
+				if d.Attempt < 3 {
+					return errDown
+				}
+				return nil
+			})
+			id, err := k.Queue.Enqueue(context.Background(), Webhook{Order: i}, nil)
+			require.NoError(t, err)
+			r, err := k.Settle(context.Background(), id)
+			require.NoError(t, err)
+			require.Equal(t, litequeue.EventSucceeded, r.Outcome)
+		})
+	}
+}
