@@ -2,11 +2,13 @@ package litequeue
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/litequeue/litequeue/internal/benchjob"
 )
 
@@ -126,9 +128,7 @@ func filledPool(b *testing.B, d Durability) (*Queue, *pool) {
 	q := openBench(b, d, nil)
 	fill(b, q, b.N)
 	cfg := NewQueueConfig(DefaultQueue).withDefaults()
-	return q, &pool{q: q, r: &runState{q: q, stopping: make(chan struct{})}, cfg: cfg, kindsJSON: `["bench"]`,
-		capacity: b.N, wakeCh: make(chan struct{}, 1), jobs: make(chan *delivery, b.N),
-		inflight: map[int64]*delivery{}}
+	return q, testPool(q, cfg, b.N, "bench")
 }
 
 // claimAll claims every job of p's queue in claims of ClaimBatch rows and
@@ -145,7 +145,7 @@ func claimAll(b *testing.B, p *pool, n int) []*delivery {
 			b.Fatalf("claimed %d of %d jobs", len(ds), n)
 		}
 		for range got {
-			ds = append(ds, <-p.jobs)
+			ds = append(ds, p.pop(nil))
 		}
 	}
 	return ds
@@ -254,9 +254,7 @@ func BenchmarkClaimBesideScheduledBacklog(b *testing.B) {
 		}
 	}
 	cfg := NewQueueConfig(DefaultQueue).withDefaults()
-	p := &pool{q: q, r: &runState{q: q, stopping: make(chan struct{})}, cfg: cfg, kindsJSON: `["bench"]`,
-		capacity: b.N + 1, wakeCh: make(chan struct{}, 1), jobs: make(chan *delivery, b.N+1),
-		inflight: map[int64]*delivery{}}
+	p := testPool(q, cfg, b.N+1, "bench")
 	b.StartTimer()
 	for i := 0; b.Loop(); i++ {
 		b.StopTimer()
@@ -268,9 +266,46 @@ func BenchmarkClaimBesideScheduledBacklog(b *testing.B) {
 		if err != nil || got != 1 {
 			b.Fatalf("claimed %d, %v; want 1", got, err)
 		}
-		<-p.jobs
+		p.pop(nil)
 		if _, _, err := p.nextDue(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkMockClockDay drives one job through a 24-hour retry schedule (25
+// attempts an hour apart) on a queue with default Options and a mock clock:
+// the real time a test pays for a day of virtual time. The queue sets a
+// Clock timer only for what is due, so each hour costs one timer firing and
+// the attempt's own writes, not a tick per poll interval.
+func BenchmarkMockClockDay(b *testing.B) {
+	mock := clock.NewMock()
+	mock.Set(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	ev := newEvents()
+	q, err := Open(filepath.Join(b.TempDir(), "q.db"), &Options{Clock: mock, OnEvent: ev.add,
+		Queues: []QueueConfig{{Name: DefaultQueue, Retry: FixedRetry(25, time.Hour)}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer q.Close()
+	Register(q, func(ctx context.Context, d *Delivery[SendEmail]) error {
+		if d.Attempt < 25 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if err := q.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		id, err := q.Enqueue(context.Background(), SendEmail{To: "x"}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := 1; i < 25; i++ {
+			ev.wait(b, EventRetrying, id, i)
+			mock.Add(time.Hour)
+		}
+		ev.wait(b, EventSucceeded, id, 1)
 	}
 }

@@ -20,15 +20,14 @@ func TestCompletionBatchIsLeaseConditional(t *testing.T) {
 	}
 	_, err := h.q.EnqueueBatch(ctx, items)
 	require.NoError(t, err)
-	p := &pool{q: h.q, cfg: NewQueueConfig(DefaultQueue).withDefaults(), kindsJSON: `["send_email"]`,
-		capacity: 6, jobs: make(chan *delivery, 6), inflight: map[int64]*delivery{}}
+	p := testPool(h.q, NewQueueConfig(DefaultQueue).withDefaults(), 6, "send_email")
 	var ds []*delivery
 	for _, n := range []int{3, 3} { // two claims, two leases
 		got, err := p.claim(n)
 		require.NoError(t, err)
 		require.Equal(t, n, got)
 		for range got {
-			ds = append(ds, <-p.jobs)
+			ds = append(ds, p.pop(nil))
 		}
 	}
 	require.NotEqual(t, ds[0].lease, ds[3].lease)

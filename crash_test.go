@@ -2,11 +2,9 @@ package litequeue
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"math/rand/v2"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -221,24 +219,17 @@ func detachedPool(q *Queue, queue string) *pool {
 		}
 	}
 	q.mu.Unlock()
-	slices.Sort(kinds)
-	kj, _ := json.Marshal(kinds)
-	r := &runState{q: q, base: context.Background(), pools: map[string]*pool{}, stopping: make(chan struct{})}
-	p := &pool{q: q, r: r, cfg: q.config(queue), kindsJSON: string(kj), capacity: 4096,
-		wakeCh: make(chan struct{}, 1), inflight: map[int64]*delivery{}}
-	p.jobs = make(chan *delivery, p.capacity)
-	r.pools[queue] = p
-	return p
+	return testPool(q, q.config(queue), 4096, kinds...)
 }
 
-// claimOne claims up to n jobs with p and returns them.
+// claimOne claims up to n jobs with p and returns them, most urgent first.
 func claimOne(t *testing.T, p *pool, n int) []*delivery {
 	t.Helper()
 	got, err := p.claim(n)
 	require.NoError(t, err)
 	ds := make([]*delivery, got)
 	for i := range ds {
-		ds[i] = <-p.jobs
+		ds[i] = p.pop(nil)
 	}
 	return ds
 }

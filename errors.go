@@ -1,6 +1,7 @@
 package litequeue
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -51,7 +52,26 @@ var (
 	ErrAlreadyStarted = errors.New("litequeue: queue already started")
 	// ErrNoTx: EnqueueTx or CompleteTx was given a nil transaction.
 	ErrNoTx = errors.New("litequeue: nil transaction")
+	// ErrQueueConfig: with Options.StrictQueues, Start found a handled queue
+	// without a QueueConfig or a QueueConfig no handler uses. The error is a
+	// *QueueConfigError (one per queue, joined).
+	ErrQueueConfig = errors.New("litequeue: queue configuration does not match the handlers")
 )
+
+// QueueConfigError names a queue whose configuration does not match the
+// registered handlers (see Options.StrictQueues). errors.Is(err,
+// ErrQueueConfig) holds for it.
+type QueueConfigError struct {
+	Queue   string
+	Problem string
+}
+
+func (e *QueueConfigError) Error() string {
+	return fmt.Sprintf("litequeue: queue %q %s", e.Queue, e.Problem)
+}
+
+// Is reports whether target is ErrQueueConfig.
+func (e *QueueConfigError) Is(target error) bool { return target == ErrQueueConfig }
 
 // DuplicateError is returned with ErrDuplicate semantics when an enqueue's
 // idempotency key belongs to a live job.
@@ -117,3 +137,16 @@ func errString(err error) string {
 // ErrWrongState: the job exists but is not in a state the operation accepts
 // (for example requeueing a job that is not dead).
 var ErrWrongState = errors.New("litequeue: job is not in the required state")
+
+// TimeoutError is the cause with which a handler's context is cancelled when
+// its queue's QueueConfig.Timeout passes (context.Cause), and the failure
+// recorded for that attempt. errors.Is(err, context.DeadlineExceeded) holds
+// for it.
+type TimeoutError struct {
+	Timeout time.Duration // the queue's Timeout
+}
+
+func (e *TimeoutError) Error() string { return fmt.Sprintf("job timeout %s passed", e.Timeout) }
+
+// Is reports whether target is context.DeadlineExceeded.
+func (e *TimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }

@@ -20,6 +20,11 @@ const (
 	EventReleased  EventType = "released"  // shutdown returned a claimed job unrun-counted
 	EventStale     EventType = "stale"     // a result was dropped: the lease had been lost
 	EventRequeued  EventType = "requeued"  // a dead letter was put back to ready
+
+	// EventConfigWarning reports, at Start, a queue whose configuration
+	// does not match the handlers (Queue names it, Err says how); see
+	// Options.StrictQueues.
+	EventConfigWarning EventType = "config_warning"
 )
 
 // Decision values of Event.Decision and of attempt history records.

@@ -168,3 +168,15 @@ func (j OwnPolicy) RetryPolicy() *RetryPolicy {
 	p := FixedRetry(j.Attempts, time.Second)
 	return &p
 }
+
+// testPool returns a pool of cfg's queue for kinds that holds up to capacity
+// claimed jobs, with no dispatcher, workers or lease extension: tests claim
+// and execute by hand.
+func testPool(q *Queue, cfg QueueConfig, capacity int, kinds ...string) *pool {
+	r := newRunState(q, context.Background())
+	p := newPool(q, r, cfg, kinds)
+	p.capacity = capacity
+	p.tokens = make(chan struct{}, capacity)
+	r.pools[cfg.Name] = p
+	return p
+}

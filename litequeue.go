@@ -186,6 +186,13 @@ type Options struct {
 	// ReadOnly opens the file read-only, for inspection: writes fail with
 	// ErrReadOnly and the file must exist. Open only.
 	ReadOnly bool
+	// StrictQueues makes Start fail with ErrQueueConfig when a queue that
+	// has handlers has no entry in Queues (so it would run with
+	// NewQueueConfig's defaults, which never retry — often a typo in a queue
+	// name), or when an entry of Queues names a queue that no registered
+	// handler uses. Default false: Start logs a warning and reports an
+	// EventConfigWarning for each instead.
+	StrictQueues bool
 	// Pragmas are extra per-connection SQLite pragmas in modernc.org/sqlite
 	// _pragma syntax, e.g. "cache_size(-20000)". Open only. Default none.
 	// A pragma named here replaces the queue's own setting of it:
@@ -236,6 +243,15 @@ func (o *Options) validate() error {
 		if qc.Retry.MaxAttempts < 0 {
 			return fmt.Errorf("litequeue: Options.Queues[%q].Retry.MaxAttempts is %d; use 1 or more", qc.Name, qc.Retry.MaxAttempts)
 		}
+		if qc.Concurrency < 0 {
+			return fmt.Errorf("litequeue: Options.Queues[%q].Concurrency is %d; use 0 for the default (%d) or a positive number", qc.Name, qc.Concurrency, DefaultConcurrency)
+		}
+		if qc.Timeout < 0 {
+			return fmt.Errorf("litequeue: Options.Queues[%q].Timeout is negative (%s); use 0 for no timeout", qc.Name, qc.Timeout)
+		}
+		if qc.VisibilityTimeout < 0 {
+			return fmt.Errorf("litequeue: Options.Queues[%q].VisibilityTimeout is negative (%s); use 0 for the default (%s)", qc.Name, qc.VisibilityTimeout, DefaultVisibilityTimeout)
+		}
 	}
 	if o.Durability != DurabilityFull && o.Durability != DurabilityProcess {
 		return fmt.Errorf("litequeue: Options.Durability %d is not DurabilityFull or DurabilityProcess", o.Durability)
@@ -262,6 +278,7 @@ type Queue struct {
 	rnd    *rand.Rand
 
 	leaseSeq atomic.Int64
+	cleanup  *alarm // when the next retained completed job expires
 
 	mu       sync.Mutex
 	handlers map[string]*handler // by kind
@@ -448,6 +465,7 @@ func newQueue(o Options, db, wdb *sql.DB, owned bool, conn *sql.Conn) *Queue {
 		rnd:      o.Rand,
 		handlers: map[string]*handler{},
 		configs:  map[string]QueueConfig{},
+		cleanup:  newAlarm(o.Clock),
 	}
 	for _, qc := range o.Queues {
 		q.configs[qc.Name] = qc.withDefaults()
@@ -487,6 +505,7 @@ func (q *Queue) Close() error {
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()
+	q.cleanup.stop()
 	if q.w != nil {
 		q.w.close()
 	}
@@ -674,9 +693,12 @@ func insert(ctx context.Context, tx execer, nj *newJob, stmt *sql.Stmt) (int64, 
 // is committed with the queue's Durability. A nil opts means run now with
 // priority 0 and no key.
 //
-// A job due now whose queue has an idle worker in this process is claimed in
-// the same transaction and handed to that worker, so it may start before
-// Enqueue returns; otherwise the queue's dispatcher is woken at once.
+// When the job's queue has an idle worker in this process, the enqueue's own
+// transaction also claims the queue's most urgent due job and hands it to
+// that worker — the new job itself unless an older or more urgent one is due
+// — so a job may start before Enqueue returns; otherwise the queue's
+// dispatcher is woken at once. Either way jobs start in priority, then
+// due-time order.
 //
 // Errors: ErrInvalidJob (nothing written) when the job or opts are invalid;
 // ErrStorageFull (nothing written) when the disk is full;
@@ -702,19 +724,28 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 		q.mu.Unlock()
 	}
 	var id int64
-	err = q.w.do(ctx, func(ctx context.Context, tx execer) error {
+	handed := true
+	var after func()
+	if direct != nil {
+		// On the writer, in commit order with the dispatchers' claims.
+		after = func() { handed = direct.handOff(d) }
+	}
+	err = q.w.doAfter(ctx, func(ctx context.Context, tx execer) error {
 		var err error
 		d = nil
 		id, err = insert(ctx, tx, &nj, nil)
 		if err == nil && direct != nil {
-			d, err = direct.claimOne(ctx, tx, id, &nj)
+			d, err = direct.claimDirect(ctx, tx)
 		}
 		return err
-	})
-	if err != nil {
-		if direct != nil {
-			direct.direct(nil)
+	}, after)
+	if direct != nil {
+		direct.unreserve()
+		if !handed {
+			direct.release([]*delivery{d})
 		}
+	}
+	if err != nil {
 		var dup *DuplicateError
 		if errors.As(err, &dup) {
 			q.emit(Event{Type: EventDuplicate, JobID: dup.ID, Queue: nj.queue, Kind: nj.kind})
@@ -723,10 +754,12 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 		return 0, fmt.Errorf("litequeue: enqueue %s: %w", nj.kind, classifyWriteError(err))
 	}
 	q.emit(Event{Type: EventEnqueued, JobID: id, Queue: nj.queue, Kind: nj.kind, Delay: time.Duration(nj.visibleAt - nj.createdAt)})
-	if direct != nil {
-		direct.direct(d)
-	}
-	if d == nil {
+	switch {
+	case nj.visibleAt > nj.createdAt:
+		q.dueAt(nj.queue, nj.kind, nj.visibleAt)
+	case d == nil || d.id != id:
+		// The job waits in the file: the hand-off took a more urgent one,
+		// or none.
 		q.wake(nj.queue)
 	}
 	return id, nil
@@ -786,7 +819,7 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []BatchItem) ([]int64, e
 		return nil, err
 	}
 	var ids []int64
-	var dups error
+	var dups []error
 	err = q.w.do(ctx, func(ctx context.Context, tx execer) error {
 		var err error
 		ids, dups, err = insertBatch(ctx, tx, jobs)
@@ -797,13 +830,21 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []BatchItem) ([]int64, e
 	}
 	queues := map[string]bool{}
 	for i, nj := range jobs {
-		queues[nj.queue] = true
+		if dups[i] != nil {
+			q.emit(Event{Type: EventDuplicate, JobID: ids[i], Queue: nj.queue, Kind: nj.kind})
+			continue
+		}
+		if nj.visibleAt > nj.createdAt {
+			q.dueAt(nj.queue, nj.kind, nj.visibleAt)
+		} else {
+			queues[nj.queue] = true
+		}
 		q.emit(Event{Type: EventEnqueued, JobID: ids[i], Queue: nj.queue, Kind: nj.kind, Delay: time.Duration(nj.visibleAt - nj.createdAt)})
 	}
 	for name := range queues {
 		q.wake(name)
 	}
-	return ids, dups
+	return ids, errors.Join(dups...)
 }
 
 // EnqueueBatchTx is EnqueueBatch inside the application's transaction tx (see
@@ -831,7 +872,7 @@ func (q *Queue) EnqueueBatchTx(ctx context.Context, tx *sql.Tx, items []BatchIte
 			q.wake(nj.queue) // as in EnqueueTx: the claim waits for tx to end
 		}
 	}
-	return ids, dups
+	return ids, errors.Join(dups...)
 }
 
 func (q *Queue) prepareBatch(items []BatchItem) ([]newJob, error) {
@@ -850,7 +891,11 @@ type preparer interface {
 	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
 }
 
-func insertBatch(ctx context.Context, tx execer, jobs []newJob) ([]int64, error, error) {
+// insertBatch writes jobs on tx. ids[i] is the id of jobs[i]; dups[i] is the
+// *DuplicateError of an item whose key a live job (or an earlier item) holds,
+// and which was therefore not inserted. err is any other failure: then the
+// caller must not commit.
+func insertBatch(ctx context.Context, tx execer, jobs []newJob) (ids []int64, dups []error, err error) {
 	var stmt *sql.Stmt
 	if p, ok := tx.(preparer); ok && len(jobs) > 1 {
 		s, err := p.PrepareContext(ctx, insertJobSQL)
@@ -860,8 +905,8 @@ func insertBatch(ctx context.Context, tx execer, jobs []newJob) ([]int64, error,
 		defer s.Close()
 		stmt = s
 	}
-	ids := make([]int64, len(jobs))
-	var dups []error
+	ids = make([]int64, len(jobs))
+	dups = make([]error, len(jobs))
 	for i := 0; i < len(jobs); i++ {
 		if k := keylessRun(jobs[i:]); k > 1 {
 			if err := insertMany(ctx, tx, jobs[i:i+k], ids[i:i+k]); err != nil {
@@ -873,13 +918,13 @@ func insertBatch(ctx context.Context, tx execer, jobs []newJob) ([]int64, error,
 		id, err := insert(ctx, tx, &jobs[i], stmt)
 		var dup *DuplicateError
 		if errors.As(err, &dup) {
-			dups = append(dups, fmt.Errorf("batch item %d: %w", i, err))
+			dups[i] = fmt.Errorf("batch item %d: %w", i, err)
 		} else if err != nil {
 			return nil, nil, fmt.Errorf("batch item %d: %w", i, err)
 		}
 		ids[i] = id
 	}
-	return ids, errors.Join(dups...), nil
+	return ids, dups, nil
 }
 
 // Notify wakes this process's idle workers to look for due jobs now, for
@@ -902,6 +947,21 @@ func (q *Queue) wake(queue string) {
 	q.mu.Unlock()
 	if run != nil {
 		run.wake(queue)
+	}
+}
+
+// dueAt sets the wake-up of the named queue's dispatcher (if it runs here
+// and handles kind) to claim at the Unix nanosecond due, unless it is set
+// earlier: a delayed job starts on time without a dispatcher round trip.
+func (q *Queue) dueAt(queue, kind string, due int64) {
+	q.mu.Lock()
+	run := q.run
+	q.mu.Unlock()
+	if run == nil {
+		return
+	}
+	if p, ok := run.pools[queue]; ok && p.kinds[kind] {
+		p.dueAt(time.Unix(0, due))
 	}
 }
 

@@ -27,7 +27,7 @@ import (
 // SchemaVersion is the version of the queue file format this build writes.
 // Open migrates older files up to it and refuses newer ones with
 // ErrSchemaTooNew.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // formatName is stored in lq_meta to tell a litequeue file from another
 // application's SQLite file.
@@ -347,6 +347,10 @@ type writeOp struct {
 	fn   func(ctx context.Context, tx execer) error
 	done chan error
 	noTx bool // run on the connection outside any transaction (reads)
+	// after, when set, runs on the writer once fn's changes committed,
+	// before later transactions: claims hand their jobs to the workers in
+	// commit order this way.
+	after func()
 }
 
 // completion is a finished job whose success is written in the next batch.
@@ -465,6 +469,12 @@ func (c cached) QueryRowContext(ctx context.Context, query string, args ...any) 
 // returned error is fn's, or the commit's.
 func (w *writer) do(ctx context.Context, fn func(ctx context.Context, tx execer) error) error {
 	return w.submit(&writeOp{ctx: ctx, fn: fn, done: make(chan error, 1)})
+}
+
+// doAfter is do, and runs after on the writer once fn's changes committed
+// (see writeOp.after). after must not wait for the writer.
+func (w *writer) doAfter(ctx context.Context, fn func(ctx context.Context, tx execer) error, after func()) error {
+	return w.submit(&writeOp{ctx: ctx, fn: fn, done: make(chan error, 1), after: after})
 }
 
 // read runs fn on the writer's connection outside any transaction, between
@@ -612,13 +622,8 @@ func (w *writer) commit(all []*writeOp) {
 		// A lone op's own failure rolled the transaction back; report it.
 		err = nil
 	}
-	for i, op := range batch {
-		if err != nil {
-			op.done <- err
-		} else {
-			op.done <- errs[i]
-		}
-	}
+	// Completions are reported before the ops are answered, so that an op
+	// that waits for them (Stop's final flush) returns after their events.
 	for i, c := range cs {
 		if c.notify == nil {
 			continue
@@ -627,6 +632,18 @@ func (w *writer) commit(all []*writeOp) {
 			c.notify(err)
 		} else {
 			c.notify(results[i])
+		}
+	}
+	for i, op := range batch {
+		if err == nil && errs[i] == nil && op.after != nil {
+			op.after()
+		}
+	}
+	for i, op := range batch {
+		if err != nil {
+			op.done <- err
+		} else {
+			op.done <- errs[i]
 		}
 	}
 }

@@ -1,19 +1,21 @@
 package litequeue
 
 import (
+	"container/heap"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"runtime/debug"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/benbjohnson/clock"
 )
 
 // Delivery is one attempt at a job, handed to its handler.
@@ -67,7 +69,7 @@ type delivery struct {
 	payload   []byte
 	key       string
 	createdAt int64
-	runAt     int64
+	dueAt     int64 // when this attempt became due: the order among claimed jobs
 	lastErr   string
 
 	started  time.Time
@@ -91,6 +93,7 @@ func (d *delivery) completeTx(ctx context.Context, tx *sql.Tx) error {
 	if r := d.q.opts.CompletedRetention; r > 0 {
 		now := unixNanos(d.q.clock)
 		res, err = tx.ExecContext(ctx, completeKeepSQL, now, d.id, d.lease)
+		d.q.noteRetained(now)
 	} else {
 		res, err = tx.ExecContext(ctx, completeDeleteSQL, d.id, d.lease)
 	}
@@ -158,12 +161,19 @@ func Register[J Job](q *Queue, fn func(ctx context.Context, d *Delivery[J]) erro
 
 // runState is the state of a started queue.
 type runState struct {
-	q        *Queue
-	base     context.Context // values for handlers; never cancelled by Start's caller alone
-	pools    map[string]*pool
-	stopping chan struct{}
-	bg       sync.WaitGroup // dispatchers, extenders, poller
+	q     *Queue
+	base  context.Context // values for handlers; never cancelled by Start's caller alone
+	pools map[string]*pool
+
+	stopping chan struct{}  // closed when Stop begins: no new claims
+	settled  chan struct{}  // closed once running handlers returned or were released: leases need no more extending
+	stopped  chan struct{}  // closed when Stop has finished
+	escalate chan struct{}  // closed by a Stop whose context ended while another Stop waits
+	bg       sync.WaitGroup // dispatchers and the maintenance loop
+	keep     sync.WaitGroup // lease extenders: they run until settled
 	stopOnce sync.Once
+	escOnce  sync.Once
+	stopErr  error
 }
 
 func (r *runState) wake(queue string) {
@@ -187,13 +197,16 @@ type pool struct {
 	capacity  int
 
 	wakeCh chan struct{}
-	jobs   chan *delivery
+	due    *alarm        // the dispatcher's wake-up at the next due time
+	tokens chan struct{} // one per delivery in ready; capacity bounds the claimed jobs
+	busy   chan struct{} // signalled when inflight stops being empty
 
 	mu       sync.Mutex
-	inflight map[int64]*delivery
-	full     bool // the last claim filled its batch: more may be due
-	reserved int  // slots held for enqueues that claim their own job (see reserveDirect)
-	stopped  bool // Stop has begun: nothing more goes into jobs
+	ready    readyHeap              // claimed, not yet started: most urgent first
+	inflight map[*delivery]struct{} // claimed, queued or running: each claim is its own entry
+	full     bool                   // the last claim filled its batch: more may be due
+	reserved int                    // slots held for enqueues that claim their own job (see reserveDirect)
+	stopped  bool                   // Stop has begun: nothing more goes into jobs
 	kinds    map[string]bool
 
 	workers sync.WaitGroup
@@ -230,30 +243,30 @@ func (q *Queue) Start(ctx context.Context) error {
 	if q.run != nil {
 		return ErrAlreadyStarted
 	}
-	r := &runState{q: q, base: context.WithoutCancel(ctx), pools: map[string]*pool{}, stopping: make(chan struct{})}
+	r := newRunState(q, ctx)
 	byQueue := map[string][]string{}
 	for kind, h := range q.handlers {
 		byQueue[h.queue] = append(byQueue[h.queue], kind)
 	}
+	if err := q.checkQueueConfigs(byQueue); err != nil {
+		return err
+	}
 	for name, kinds := range byQueue {
-		sort.Strings(kinds)
-		kj, _ := json.Marshal(kinds)
 		cfg, ok := q.configs[name]
 		if !ok {
 			cfg = NewQueueConfig(name).withDefaults()
 		}
-		p := &pool{
-			q: q, r: r, cfg: cfg, kindsJSON: string(kj),
-			capacity: cfg.Concurrency + q.opts.ClaimBatch,
-			wakeCh:   make(chan struct{}, 1),
-			inflight: map[int64]*delivery{},
-			kinds:    map[string]bool{},
+		r.pools[name] = newPool(q, r, cfg, kinds)
+	}
+	// The poller's baseline comes before the first claim, so that a write by
+	// another process at any moment after it is noticed at the next poll.
+	var version int64 = -1
+	if q.opts.PollInterval > 0 {
+		v, err := q.dataVersion(ctx)
+		if err != nil {
+			return fmt.Errorf("litequeue: start: %w", err)
 		}
-		for _, k := range kinds {
-			p.kinds[k] = true
-		}
-		p.jobs = make(chan *delivery, p.capacity)
-		r.pools[name] = p
+		version = v
 	}
 	q.run = r
 	for _, p := range r.pools {
@@ -261,12 +274,13 @@ func (q *Queue) Start(ctx context.Context) error {
 			p.workers.Add(1)
 			go p.work()
 		}
-		r.bg.Add(2)
+		r.bg.Add(1)
 		go p.dispatch()
+		r.keep.Add(1)
 		go p.extendLeases()
 	}
 	r.bg.Add(1)
-	go r.maintain()
+	go r.maintain(version)
 	if ctx.Done() != nil {
 		go func() {
 			select {
@@ -282,13 +296,77 @@ func (q *Queue) Start(ctx context.Context) error {
 	return nil
 }
 
+// checkQueueConfigs reports handled queues without a QueueConfig and
+// configured queues without a handler: an error under Options.StrictQueues,
+// else a warning and an EventConfigWarning each. q.mu is held.
+func (q *Queue) checkQueueConfigs(byQueue map[string][]string) error {
+	var problems []error
+	for _, name := range slices.Sorted(maps.Keys(byQueue)) {
+		if _, ok := q.configs[name]; !ok {
+			problems = append(problems, &QueueConfigError{Queue: name, Problem: fmt.Sprintf(
+				"has handlers (kinds %s) but no entry in Options.Queues, so it runs with NewQueueConfig's defaults: one attempt, no retries", strings.Join(byQueue[name], ", "))})
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(q.configs)) {
+		if _, ok := byQueue[name]; !ok {
+			problems = append(problems, &QueueConfigError{Queue: name, Problem: "is configured in Options.Queues but no registered handler uses it"})
+		}
+	}
+	if q.opts.StrictQueues {
+		return errors.Join(problems...)
+	}
+	for _, err := range problems {
+		var qe *QueueConfigError
+		errors.As(err, &qe)
+		q.log.Warn("litequeue: queue configuration", LogQueue, qe.Queue, LogError, err.Error())
+		if q.opts.OnEvent != nil {
+			q.opts.OnEvent(Event{Type: EventConfigWarning, Time: q.clock.Now(), Queue: qe.Queue, Err: err})
+		}
+	}
+	return nil
+}
+
+// newRunState returns the state of a run of q whose handlers see ctx's
+// values.
+func newRunState(q *Queue, ctx context.Context) *runState {
+	return &runState{q: q, base: context.WithoutCancel(ctx), pools: map[string]*pool{},
+		stopping: make(chan struct{}), settled: make(chan struct{}), stopped: make(chan struct{}), escalate: make(chan struct{})}
+}
+
+// newPool makes the pool that runs the given kinds of cfg's queue under r.
+func newPool(q *Queue, r *runState, cfg QueueConfig, kinds []string) *pool {
+	kinds = slices.Clone(kinds)
+	sort.Strings(kinds)
+	kj, _ := json.Marshal(kinds)
+	p := &pool{
+		q: q, r: r, cfg: cfg, kindsJSON: string(kj),
+		capacity: cfg.Concurrency + q.opts.ClaimBatch,
+		wakeCh:   make(chan struct{}, 1),
+		due:      newAlarm(q.clock),
+		busy:     make(chan struct{}, 1),
+		inflight: map[*delivery]struct{}{},
+		kinds:    map[string]bool{},
+	}
+	for _, k := range kinds {
+		p.kinds[k] = true
+	}
+	p.tokens = make(chan struct{}, p.capacity)
+	return p
+}
+
 // Stop stops the workers gracefully: no new claims; jobs claimed but not
-// started are released at once; running handlers may finish until ctx ends.
-// Then their contexts are cancelled and their leases released, so a restart
-// (or another process) picks them up at once. A job released by shutdown does
-// not use up an attempt. Pending successes are written before Stop returns.
-// Stop returns nil on a queue that is not running. A handler that ignores its
-// cancelled context keeps running after Stop returns; its result is dropped.
+// started are released at once; running handlers may finish until ctx ends,
+// and their leases are extended meanwhile. Then their contexts are cancelled
+// and their leases released, so a restart (or another process) picks them up
+// at once. A job released by shutdown does not use up an attempt. Pending
+// successes are written, and their EventSucceeded delivered, before Stop
+// returns. Stop returns nil on a queue that is not running. A handler that
+// ignores its cancelled context keeps running after Stop returns; its result
+// is dropped.
+//
+// A Stop called while another is in progress waits for it; if its own ctx
+// ends first, the running handlers are released at once, as if the first
+// Stop's context had ended.
 func (q *Queue) Stop(ctx context.Context) error {
 	q.mu.Lock()
 	r := q.run
@@ -300,43 +378,107 @@ func (q *Queue) Stop(ctx context.Context) error {
 }
 
 func (q *Queue) stopRun(ctx context.Context, r *runState) error {
-	var err error
-	r.stopOnce.Do(func() {
-		close(r.stopping)
-		r.bg.Wait() // dispatchers and extenders have exited: no new claims
-		// Jobs claimed but never started go back at once.
-		for _, p := range r.pools {
-			p.mu.Lock()
-			p.stopped = true
-			p.mu.Unlock()
-			p.releaseQueued()
-		}
-		waited := make(chan struct{})
-		go func() {
-			for _, p := range r.pools {
-				p.workers.Wait()
-			}
-			close(waited)
-		}()
+	first := false
+	r.stopOnce.Do(func() { first = true })
+	if !first {
 		select {
-		case <-waited:
+		case <-r.stopped:
 		case <-ctx.Done():
-			for _, p := range r.pools {
-				p.releaseRunning()
-			}
+			r.escOnce.Do(func() { close(r.escalate) })
+			<-r.stopped
 		}
-		// Commit pending successes (and anything else queued).
-		if q.w != nil {
-			if e := q.w.do(context.Background(), func(context.Context, execer) error { return nil }); e != nil && !errors.Is(e, ErrClosed) {
-				err = e
-			}
+		return r.stopErr
+	}
+	close(r.stopping)
+	r.bg.Wait() // dispatchers and the poller have exited: no new claims
+	// Jobs claimed but never started go back at once.
+	for _, p := range r.pools {
+		p.mu.Lock()
+		p.stopped = true
+		p.mu.Unlock()
+		p.releaseQueued()
+	}
+	waited := make(chan struct{})
+	go func() {
+		for _, p := range r.pools {
+			p.workers.Wait()
 		}
-		q.mu.Lock()
-		q.run = nil
-		q.mu.Unlock()
-		q.log.Info("litequeue: stopped")
-	})
-	return err
+		close(waited)
+	}()
+	select {
+	case <-waited:
+	case <-ctx.Done():
+		r.releaseRunning()
+	case <-r.escalate:
+		r.releaseRunning()
+	}
+	close(r.settled)
+	r.keep.Wait() // lease extension ran until every handler returned or was released
+	// Commit pending successes (and anything else queued).
+	if q.w != nil {
+		if e := q.w.do(context.Background(), func(context.Context, execer) error { return nil }); e != nil && !errors.Is(e, ErrClosed) {
+			r.stopErr = e
+		}
+	}
+	q.mu.Lock()
+	q.run = nil
+	q.mu.Unlock()
+	q.log.Info("litequeue: stopped")
+	close(r.stopped)
+	return r.stopErr
+}
+
+func (r *runState) releaseRunning() {
+	for _, p := range r.pools {
+		p.releaseRunning()
+	}
+}
+
+// push queues claimed deliveries for the workers, most urgent first.
+func (p *pool) push(ds ...*delivery) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pushLocked(ds...)
+}
+
+func (p *pool) pushLocked(ds ...*delivery) {
+	wasIdle := len(p.inflight) == 0
+	for _, d := range ds {
+		p.inflight[d] = struct{}{}
+		heap.Push(&p.ready, d)
+		p.tokens <- struct{}{} // never blocks: capacity bounds the claimed jobs
+	}
+	if wasIdle && len(ds) > 0 {
+		select {
+		case p.busy <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// pop takes the most urgent queued delivery, waiting for one until stop is
+// closed (then it returns nil).
+func (p *pool) pop(stop <-chan struct{}) *delivery {
+	select {
+	case <-stop:
+		return nil
+	default:
+	}
+	select {
+	case <-stop:
+		return nil
+	case <-p.tokens:
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return heap.Pop(&p.ready).(*delivery)
+}
+
+// queued reports how many claimed deliveries wait for a worker.
+func (p *pool) queued() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ready.Len()
 }
 
 // releaseQueued returns the claimed, unstarted jobs of p.
@@ -344,8 +486,10 @@ func (p *pool) releaseQueued() {
 	var ds []*delivery
 	for {
 		select {
-		case d := <-p.jobs:
-			ds = append(ds, d)
+		case <-p.tokens:
+			p.mu.Lock()
+			ds = append(ds, heap.Pop(&p.ready).(*delivery))
+			p.mu.Unlock()
 			continue
 		default:
 		}
@@ -358,7 +502,7 @@ func (p *pool) releaseQueued() {
 func (p *pool) releaseRunning() {
 	p.mu.Lock()
 	ds := make([]*delivery, 0, len(p.inflight))
-	for _, d := range p.inflight {
+	for d := range p.inflight {
 		ds = append(ds, d)
 	}
 	p.mu.Unlock()
@@ -389,7 +533,7 @@ func (p *pool) release(ds []*delivery) {
 	}
 	q := p.q
 	now := unixNanos(q.clock)
-	ctx, cancel := q.clock.WithTimeout(context.Background(), releaseTimeout)
+	ctx, cancel := withClockTimeout(q.clock, context.Background(), releaseTimeout, errReleaseTimeout)
 	defer cancel()
 	err := q.w.do(ctx, func(ctx context.Context, tx execer) error {
 		for _, d := range ds {
@@ -411,22 +555,26 @@ func (p *pool) release(ds []*delivery) {
 	}
 }
 
+var errReleaseTimeout = errors.New("litequeue: releasing jobs on shutdown waited too long for the write lock")
+
 func (p *pool) forget(d *delivery) {
 	p.mu.Lock()
-	delete(p.inflight, d.id)
+	delete(p.inflight, d)
 	p.mu.Unlock()
 }
 
 // claimSQL claims up to ?6 due rows of one priority of a queue, in due-time
 // order, for the kinds this process handles. A running row whose lease has
 // lapsed is due too: its worker is gone. The claim takes a new lease, moves
-// the visibility timestamp to the lease's end and counts the attempt.
+// the visibility timestamp to the lease's end, counts the attempt and keeps
+// the time the row became due in due_at (SET reads the old visible_at), by
+// which the workers take the batch.
 //
 // One priority at a time keeps the claim a range scan of the claim index
 // (queue, priority, visible_at): across priorities SQLite could not stop at
 // the first row that is not yet due, and would walk every scheduled row.
 const claimSQL = `UPDATE lq_jobs
-SET state = 1, visible_at = ?1, lease = ?2, attempt = attempt + 1, attempted_at = ?3,
+SET state = 1, visible_at = ?1, lease = ?2, attempt = attempt + 1, attempted_at = ?3, due_at = visible_at,
     last_error = CASE WHEN state = 1 THEN 'lease expired: the worker of attempt ' || attempt || ' was lost' ELSE last_error END
 WHERE id IN (
     SELECT id FROM lq_jobs
@@ -434,7 +582,7 @@ WHERE id IN (
       AND kind IN (SELECT value FROM json_each(?5))
     ORDER BY visible_at, id
     LIMIT ?6)
-RETURNING id, kind, attempt, priority, payload, idem_key, created_at, last_error, run_at`
+RETURNING id, kind, attempt, priority, payload, idem_key, created_at, last_error, due_at`
 
 // nextPrioritySQL finds the most urgent priority of a queue's live rows at or
 // after ?2 with one seek of the claim index.
@@ -443,11 +591,11 @@ const nextPrioritySQL = `SELECT min(priority) FROM lq_jobs WHERE queue = ?1 AND 
 // priorities calls fn for each priority of queue's live rows, most urgent
 // first, until fn returns false. Each step is one index seek, so a claim costs
 // O(P log n) for P distinct priorities, not a scan of the backlog.
-func priorities(ctx context.Context, stmt *sql.Stmt, queue string, fn func(prio int64) (more bool, err error)) error {
+func priorities(ctx context.Context, tx execer, queue string, fn func(prio int64) (more bool, err error)) error {
 	from := int64(math.MinInt64)
 	for {
 		var prio sql.NullInt64
-		if err := stmt.QueryRowContext(ctx, queue, from).Scan(&prio); err != nil {
+		if err := tx.QueryRowContext(ctx, nextPrioritySQL, queue, from).Scan(&prio); err != nil {
 			return err
 		}
 		if !prio.Valid {
@@ -464,71 +612,77 @@ func priorities(ctx context.Context, stmt *sql.Stmt, queue string, fn func(prio 
 // claim takes up to n due jobs and queues them for the workers. It returns
 // how many it took.
 func (p *pool) claim(n int) (int, error) {
-	q := p.q
-	now := q.clock.Now()
-	lease := q.nextLease()
-	until := now.Add(p.cfg.VisibilityTimeout).UnixNano()
 	var ds []*delivery
-	err := q.w.do(context.Background(), func(ctx context.Context, tx execer) error {
-		ds = ds[:0]
-		claim, err := q.w.stmt(ctx, claimSQL)
-		if err != nil {
-			return err
-		}
-		next, err := q.w.stmt(ctx, nextPrioritySQL)
-		if err != nil {
-			return err
-		}
-		return priorities(ctx, next, p.cfg.Name, func(prio int64) (bool, error) {
-			rows, err := claim.QueryContext(ctx, until, lease, now.UnixNano(), p.cfg.Name, p.kindsJSON, n-len(ds), prio)
-			if err != nil {
-				return false, err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				d := &delivery{q: q, p: p, lease: lease, queue: p.cfg.Name}
-				var key, lastErr sql.NullString
-				if err := rows.Scan(&d.id, &d.kind, &d.attempt, &d.priority, &d.payload, &key, &d.createdAt, &lastErr, &d.runAt); err != nil {
-					return false, err
-				}
-				d.key, d.lastErr = key.String, lastErr.String
-				ds = append(ds, d)
-			}
-			return len(ds) < n, rows.Err()
-		})
-	})
+	err := p.q.w.doAfter(context.Background(), func(ctx context.Context, tx execer) error {
+		var err error
+		ds, err = p.claimTx(ctx, tx, n)
+		return err
+	}, func() { p.push(ds...) }) // in commit order: no later claim is handed out first
 	if err != nil {
 		return 0, err
-	}
-	// RETURNING has no order: hand the batch out in priority, then
-	// first-due order.
-	sort.Slice(ds, func(i, j int) bool {
-		a, b := ds[i], ds[j]
-		if a.priority != b.priority {
-			return a.priority < b.priority
-		}
-		if a.runAt != b.runAt {
-			return a.runAt < b.runAt
-		}
-		return a.id < b.id
-	})
-	p.mu.Lock()
-	for _, d := range ds {
-		p.inflight[d.id] = d
-	}
-	p.mu.Unlock()
-	for _, d := range ds {
-		p.jobs <- d // never blocks: capacity bounds the claimed jobs
 	}
 	return len(ds), nil
 }
 
+// claimTx claims up to n due jobs of p's queue and kinds on tx, most urgent
+// first, under one new lease.
+func (p *pool) claimTx(ctx context.Context, tx execer, n int) ([]*delivery, error) {
+	q := p.q
+	now := q.clock.Now()
+	lease := q.nextLease()
+	until := addClamped(now, p.cfg.VisibilityTimeout)
+	var ds []*delivery
+	err := priorities(ctx, tx, p.cfg.Name, func(prio int64) (bool, error) {
+		rows, err := tx.QueryContext(ctx, claimSQL, until, lease, now.UnixNano(), p.cfg.Name, p.kindsJSON, n-len(ds), prio)
+		if err != nil {
+			return false, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			d := &delivery{q: q, p: p, lease: lease, queue: p.cfg.Name}
+			var key, lastErr sql.NullString
+			if err := rows.Scan(&d.id, &d.kind, &d.attempt, &d.priority, &d.payload, &key, &d.createdAt, &lastErr, &d.dueAt); err != nil {
+				return false, err
+			}
+			d.key, d.lastErr = key.String, lastErr.String
+			ds = append(ds, d)
+		}
+		return len(ds) < n, rows.Err()
+	})
+	return ds, err
+}
+
+// readyHeap orders claimed deliveries by priority, then by the time each
+// became due, then by id: the order the README promises.
+type readyHeap []*delivery
+
+func (h readyHeap) Len() int { return len(h) }
+func (h readyHeap) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	if a.priority != b.priority {
+		return a.priority < b.priority
+	}
+	if a.dueAt != b.dueAt {
+		return a.dueAt < b.dueAt
+	}
+	return a.id < b.id
+}
+func (h readyHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *readyHeap) Push(x any)   { *h = append(*h, x.(*delivery)) }
+func (h *readyHeap) Pop() any {
+	old := *h
+	d := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return d
+}
+
 // reserveDirect reserves a slot of the pool running queue's jobs of kind
 // when that pool is idle — started, nothing claimed waiting in memory, a
-// worker free — so that an enqueue of a job due now can claim it in its own
-// transaction and hand it straight to a worker: one commit instead of two
-// between Enqueue and the handler. It returns nil when the enqueue should
-// take the usual path (insert, then wake the dispatcher).
+// worker free — so that an enqueue of a job due now can claim in its own
+// transaction and hand the claimed job straight to a worker: one commit
+// instead of two between Enqueue and the handler. It returns nil when the
+// enqueue should take the usual path (insert, then wake the dispatcher).
 func (r *runState) reserveDirect(queue, kind string) *pool {
 	p, ok := r.pools[queue]
 	if !ok || !p.kinds[kind] {
@@ -536,7 +690,7 @@ func (r *runState) reserveDirect(queue, kind string) *pool {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stopped || len(p.jobs) > 0 || p.running.Load() >= int64(p.cfg.Concurrency) ||
+	if p.stopped || p.ready.Len() > 0 || p.running.Load() >= int64(p.cfg.Concurrency) ||
 		p.capacity-len(p.inflight)-p.reserved <= 0 {
 		return nil
 	}
@@ -544,41 +698,38 @@ func (r *runState) reserveDirect(queue, kind string) *pool {
 	return p
 }
 
-const claimOneSQL = `UPDATE lq_jobs SET state = 1, visible_at = ?1, lease = ?2, attempt = attempt + 1, attempted_at = ?3
-WHERE id = ?4 AND state = 0`
-
-// claimOne claims the job nj just inserted as id, inside the enqueue's
-// transaction, under a new lease, and returns its delivery.
-func (p *pool) claimOne(ctx context.Context, tx execer, id int64, nj *newJob) (*delivery, error) {
-	now := p.q.clock.Now()
-	lease := p.q.nextLease()
-	res, err := tx.ExecContext(ctx, claimOneSQL, now.Add(p.cfg.VisibilityTimeout).UnixNano(), lease, now.UnixNano(), id)
-	if err != nil {
+// claimDirect claims, inside the enqueue's transaction, the most urgent due
+// job of the reserving pool — the job just inserted, unless an older or more
+// urgent one is due too: the hand-off never overtakes a due job.
+func (p *pool) claimDirect(ctx context.Context, tx execer) (*delivery, error) {
+	ds, err := p.claimTx(ctx, tx, 1)
+	if err != nil || len(ds) == 0 {
 		return nil, err
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return nil, nil
-	}
-	return &delivery{q: p.q, p: p, id: id, lease: lease, queue: nj.queue, kind: nj.kind, attempt: 1,
-		priority: nj.priority, payload: nj.payload, key: nj.key, createdAt: nj.createdAt, runAt: nj.runAt}, nil
+	return ds[0], nil
 }
 
-// direct ends a reservation: it hands d (nil if the enqueue did not commit a
-// claim) to the workers, or releases it if the pool began to stop meanwhile.
-func (p *pool) direct(d *delivery) {
+// handOff ends a reservation, on the writer right after the enqueue's
+// commit: it queues d (nil if the enqueue claimed nothing) for the workers
+// and reports true, or reports false if the pool began to stop meanwhile —
+// then the caller releases d.
+func (p *pool) handOff(d *delivery) bool {
 	p.mu.Lock()
-	p.reserved--
+	defer p.mu.Unlock()
 	if d == nil {
-		p.mu.Unlock()
-		return
+		return true
 	}
 	if p.stopped {
-		p.mu.Unlock()
-		p.release([]*delivery{d})
-		return
+		return false
 	}
-	p.inflight[d.id] = d
-	p.jobs <- d // never blocks: the reservation held its slot
+	p.pushLocked(d)
+	return true
+}
+
+// unreserve ends a reservation that handed nothing off.
+func (p *pool) unreserve() {
+	p.mu.Lock()
+	p.reserved--
 	p.mu.Unlock()
 }
 
@@ -599,20 +750,10 @@ func (p *pool) nextDue() (t time.Time, ok bool, err error) {
 		return time.Time{}, false, err
 	}
 	defer tx.Rollback()
-	next, err := tx.PrepareContext(ctx, nextPrioritySQL)
-	if err != nil {
-		return time.Time{}, false, err
-	}
-	defer next.Close()
-	due, err := tx.PrepareContext(ctx, nextDueSQL)
-	if err != nil {
-		return time.Time{}, false, err
-	}
-	defer due.Close()
 	var earliest int64
-	err = priorities(ctx, next, p.cfg.Name, func(prio int64) (bool, error) {
+	err = priorities(ctx, tx, p.cfg.Name, func(prio int64) (bool, error) {
 		var v int64
-		err := due.QueryRowContext(ctx, p.cfg.Name, prio, p.kindsJSON).Scan(&v)
+		err := tx.QueryRowContext(ctx, nextDueSQL, p.cfg.Name, prio, p.kindsJSON).Scan(&v)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
@@ -634,15 +775,7 @@ func (p *pool) nextDue() (t time.Time, ok bool, err error) {
 // It never polls the table in a loop.
 func (p *pool) dispatch() {
 	defer p.r.bg.Done()
-	var timer *clock.Timer
-	var timerC <-chan time.Time
-	stopTimer := func() {
-		if timer != nil {
-			timer.Stop()
-			timer, timerC = nil, nil
-		}
-	}
-	defer stopTimer()
+	defer p.due.stop()
 	dirty := true
 	for {
 		select {
@@ -653,11 +786,12 @@ func (p *pool) dispatch() {
 		if dirty {
 			p.mu.Lock()
 			free := p.capacity - len(p.inflight) - p.reserved
+			waiting := p.ready.Len()
 			p.mu.Unlock()
 			// While the workers still have more than a round of claimed jobs
 			// waiting, let free slots gather: one claim of many rows costs a
 			// statement where many claims of a few rows cost one each.
-			if free <= 0 || (len(p.jobs) > p.cfg.Concurrency && free < p.q.opts.ClaimBatch/2) {
+			if free <= 0 || (waiting > p.cfg.Concurrency && free < p.q.opts.ClaimBatch/2) {
 				p.mu.Lock()
 				p.full = true
 				p.mu.Unlock()
@@ -668,9 +802,7 @@ func (p *pool) dispatch() {
 				switch {
 				case err != nil:
 					p.q.log.Error("litequeue: claim failed; retrying", LogQueue, p.cfg.Name, LogError, err.Error())
-					stopTimer()
-					timer = p.q.clock.Timer(time.Second)
-					timerC = timer.C
+					p.due.set(p.q.clock.Now().Add(time.Second), true)
 					dirty = false
 				case got == n:
 					p.mu.Lock()
@@ -682,15 +814,16 @@ func (p *pool) dispatch() {
 					p.full = false
 					p.mu.Unlock()
 					dirty = false
-					stopTimer()
 					due, ok, err := p.nextDue()
-					if err != nil {
+					// An alarm set earlier than this stays: it may be a due time
+					// written after this read, and an early wake-up costs one
+					// empty claim.
+					switch {
+					case err != nil:
 						p.q.log.Error("litequeue: next due time", LogQueue, p.cfg.Name, LogError, err.Error())
-						due, ok = p.q.clock.Now().Add(time.Second), true
-					}
-					if ok {
-						timer = p.q.clock.Timer(p.q.clock.Until(due))
-						timerC = timer.C
+						p.due.set(p.q.clock.Now().Add(time.Second), true)
+					case ok:
+						p.due.set(due, true)
 					}
 				}
 				if dirty {
@@ -703,18 +836,24 @@ func (p *pool) dispatch() {
 			return
 		case <-p.wakeCh:
 			dirty = true
-		case <-timerC:
-			timer, timerC = nil, nil
+		case <-p.due.C:
 			dirty = true
 		}
 	}
+}
+
+// dueAt makes the dispatcher claim at t (at once if t has come), unless it
+// is already set to claim earlier. It sets the Clock timer before returning,
+// so the caller may report the job's new due time as an event right after.
+func (p *pool) dueAt(t time.Time) {
+	p.due.set(t, true)
 }
 
 // freed is called when a delivery finishes: if the last claim was full there
 // may be more work waiting for the slot.
 func (p *pool) freed(d *delivery) {
 	p.mu.Lock()
-	delete(p.inflight, d.id)
+	delete(p.inflight, d)
 	full := p.full
 	p.mu.Unlock()
 	if full {
@@ -725,17 +864,11 @@ func (p *pool) freed(d *delivery) {
 func (p *pool) work() {
 	defer p.workers.Done()
 	for {
-		select {
-		case <-p.r.stopping:
+		d := p.pop(p.r.stopping)
+		if d == nil {
 			return
-		default:
 		}
-		select {
-		case <-p.r.stopping:
-			return
-		case d := <-p.jobs:
-			p.execute(d)
-		}
+		p.execute(d)
 	}
 }
 
@@ -763,7 +896,7 @@ func (p *pool) execute(d *delivery) {
 	var hctx context.Context = ctx
 	if p.cfg.Timeout > 0 {
 		var c2 context.CancelFunc
-		hctx, c2 = q.clock.WithTimeout(ctx, p.cfg.Timeout)
+		hctx, c2 = withClockTimeout(q.clock, ctx, p.cfg.Timeout, &TimeoutError{Timeout: p.cfg.Timeout})
 		defer c2()
 	}
 	d.mu.Lock()
@@ -786,8 +919,8 @@ func (p *pool) execute(d *delivery) {
 		p.forget(d)
 		return
 	}
-	if err != nil && p.cfg.Timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) {
-		err = fmt.Errorf("job timeout %s passed: %w", p.cfg.Timeout, err)
+	if err != nil && p.cfg.Timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) && !errors.As(err, new(*TimeoutError)) {
+		err = fmt.Errorf("%w: %w", &TimeoutError{Timeout: p.cfg.Timeout}, err)
 	}
 	if err != nil {
 		p.fail(d, policy, err, took)
@@ -900,11 +1033,17 @@ func (p *pool) fail(d *delivery, policy RetryPolicy, herr error, took time.Durat
 		started = now
 	}
 	msg := herr.Error()
+	due := addClamped(now, dec.Delay)
+	if dec.Retry && dec.Delay > 0 && due-now.UnixNano() != int64(dec.Delay) {
+		q.log.Warn("litequeue: retry delay runs past the latest time the queue can store; the retry is due then",
+			LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogDelay, dec.Delay, "due", time.Unix(0, due).UTC())
+		dec.Delay = time.Duration(due - now.UnixNano())
+	}
 	err := q.w.do(context.Background(), func(ctx context.Context, tx execer) error {
 		var res sql.Result
 		var err error
 		if dec.Retry {
-			res, err = tx.ExecContext(ctx, retrySQL, now.Add(dec.Delay).UnixNano(), msg, d.id, d.lease)
+			res, err = tx.ExecContext(ctx, retrySQL, due, msg, d.id, d.lease)
 		} else {
 			res, err = tx.ExecContext(ctx, buryFailedSQL, now.UnixNano(), msg, reason, d.id, d.lease)
 		}
@@ -924,9 +1063,9 @@ func (p *pool) fail(d *delivery, policy RetryPolicy, herr error, took time.Durat
 		q.log.Error("litequeue: recording a failure failed; the job runs again when its lease expires",
 			LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogError, err.Error())
 	case dec.Retry:
+		p.dueAt(time.Unix(0, due))
 		q.emit(Event{Type: EventRetrying, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
 			Delay: dec.Delay, Decision: decision, Err: herr, Duration: took})
-		p.signal() // recompute the next due time
 	default:
 		q.emit(Event{Type: EventDead, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
 			Decision: decision, Err: herr, Duration: took})
@@ -982,6 +1121,9 @@ func (q *Queue) writeCompletions(ctx context.Context, tx execer, cs []completion
 		if n, _ := res.RowsAffected(); n != 1 {
 			results[i] = ErrLeaseLost
 		}
+	}
+	if len(cs) > 0 {
+		q.noteRetained(cs[0].at)
 	}
 	return results, nil
 }
@@ -1042,101 +1184,169 @@ func deleteCompleted(ctx context.Context, tx execer, cs []completion, results []
 const extendSQL = `UPDATE lq_jobs SET visible_at = ? WHERE id = ? AND lease = ? AND state = 1`
 
 // extendLeases pushes the leases of p's claimed jobs forward every third of
-// the visibility timeout. A job whose lease was lost has its handler's
-// context cancelled with ErrLeaseLost and its result dropped.
+// the visibility timeout while p holds any, until every handler has returned
+// or been released (also during a graceful Stop). A job whose lease was lost
+// has its handler's context cancelled with ErrLeaseLost and its result
+// dropped. With nothing claimed it sets no timer.
 func (p *pool) extendLeases() {
-	defer p.r.bg.Done()
-	t := p.q.clock.Ticker(max(p.cfg.VisibilityTimeout/3, time.Millisecond))
-	defer t.Stop()
+	defer p.r.keep.Done()
+	period := max(p.cfg.VisibilityTimeout/3, time.Millisecond)
 	for {
+		p.mu.Lock()
+		idle := len(p.inflight) == 0
+		p.mu.Unlock()
+		if idle {
+			select {
+			case <-p.r.settled:
+				return
+			case <-p.busy:
+			}
+			continue
+		}
+		t := p.q.clock.Timer(period)
 		select {
-		case <-p.r.stopping:
+		case <-p.r.settled:
+			t.Stop()
 			return
 		case <-t.C:
 		}
-		p.mu.Lock()
-		ds := make([]*delivery, 0, len(p.inflight))
-		for _, d := range p.inflight {
-			ds = append(ds, d)
-		}
-		p.mu.Unlock()
-		if len(ds) == 0 {
-			continue
-		}
-		until := p.q.clock.Now().Add(p.cfg.VisibilityTimeout).UnixNano()
-		var lost []*delivery
-		err := p.q.w.do(context.Background(), func(ctx context.Context, tx execer) error {
-			lost = lost[:0]
-			for _, d := range ds {
-				res, err := tx.ExecContext(ctx, extendSQL, until, d.id, d.lease)
-				if err != nil {
-					return err
-				}
-				if n, _ := res.RowsAffected(); n != 1 {
-					lost = append(lost, d)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			p.q.log.Error("litequeue: extending leases failed", LogQueue, p.cfg.Name, LogError, err.Error())
-			continue
-		}
-		for _, d := range lost {
-			if d.released.Swap(true) {
-				continue
-			}
-			d.mu.Lock()
-			if d.cancel != nil {
-				d.cancel(ErrLeaseLost)
-			}
-			d.mu.Unlock()
-			p.q.log.Warn("litequeue: lease lost; the handler's result will be dropped", LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind)
-		}
+		p.extend()
 	}
 }
 
-// maintain polls for other connections' writes and cleans up retained
-// completed jobs.
-func (r *runState) maintain() {
+// extend pushes the lease of every claimed job of p forward by the
+// visibility timeout.
+func (p *pool) extend() {
+	p.mu.Lock()
+	ds := make([]*delivery, 0, len(p.inflight))
+	for d := range p.inflight {
+		ds = append(ds, d)
+	}
+	p.mu.Unlock()
+	if len(ds) == 0 {
+		return
+	}
+	until := addClamped(p.q.clock.Now(), p.cfg.VisibilityTimeout)
+	var lost []*delivery
+	err := p.q.w.do(context.Background(), func(ctx context.Context, tx execer) error {
+		lost = lost[:0]
+		for _, d := range ds {
+			res, err := tx.ExecContext(ctx, extendSQL, until, d.id, d.lease)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				lost = append(lost, d)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		p.q.log.Error("litequeue: extending leases failed", LogQueue, p.cfg.Name, LogError, err.Error())
+		return
+	}
+	for _, d := range lost {
+		if d.released.Swap(true) {
+			continue
+		}
+		d.mu.Lock()
+		if d.cancel != nil {
+			d.cancel(ErrLeaseLost)
+		}
+		d.mu.Unlock()
+		p.q.log.Warn("litequeue: lease lost; the handler's result will be dropped", LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind)
+	}
+}
+
+// dataVersion reads PRAGMA data_version on the writer's connection, where it
+// changes only for other connections' commits.
+func (q *Queue) dataVersion(ctx context.Context) (int64, error) {
+	var v int64
+	err := q.w.read(ctx, func(ctx context.Context, tx execer) error {
+		return tx.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v)
+	})
+	return v, err
+}
+
+// maintain polls for other connections' writes, from the baseline version
+// read by Start (-1: polling is off), and deletes retained completed jobs
+// when they expire.
+//
+// The poll runs on real time, not the Clock: it watches other processes,
+// which write in real time, and decides no schedule. Retention runs on the
+// cleanup alarm, set for the next expiry (by completions, and here after each
+// cleanup), so a queue with nothing retained sets no timer.
+func (r *runState) maintain(version int64) {
 	defer r.bg.Done()
 	q := r.q
 	var pollC <-chan time.Time
 	if q.opts.PollInterval > 0 {
-		t := q.clock.Ticker(q.opts.PollInterval)
+		t := time.NewTicker(q.opts.PollInterval)
 		defer t.Stop()
 		pollC = t.C
 	}
-	var cleanC <-chan time.Time
-	if q.opts.CompletedRetention > 0 {
-		t := q.clock.Ticker(DefaultCleanupInterval)
-		defer t.Stop()
-		cleanC = t.C
+	armClean := func(after time.Time) {
+		if q.opts.CompletedRetention <= 0 {
+			return
+		}
+		oldest, ok, err := q.oldestCompleted(context.Background())
+		if err != nil {
+			q.log.Error("litequeue: finding the next retained job to clean up", LogError, err.Error())
+			return
+		}
+		if ok {
+			// Expiries closer together than the cleanup interval share a run.
+			q.cleanup.set(latest(time.Unix(0, addClamped(oldest, q.opts.CompletedRetention)), after), true)
+		}
 	}
-	var last int64 = -1
+	armClean(time.Time{})
 	for {
 		select {
 		case <-r.stopping:
 			return
 		case <-pollC:
-			var v int64
-			err := q.w.read(context.Background(), func(ctx context.Context, tx execer) error {
-				return tx.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v)
-			})
+			v, err := q.dataVersion(context.Background())
 			if err != nil {
 				continue
 			}
-			if last >= 0 && v != last {
+			if v != version {
 				r.wakeAll()
 			}
-			last = v
-		case <-cleanC:
-			cutoff := q.clock.Now().Add(-q.opts.CompletedRetention).UnixNano()
+			version = v
+		case <-q.cleanup.C:
+			now := q.clock.Now()
+			cutoff := now.Add(-q.opts.CompletedRetention).UnixNano()
 			if _, err := q.purgeCompletedBefore(context.Background(), cutoff); err != nil {
 				q.log.Error("litequeue: cleaning up completed jobs", LogError, err.Error())
 			}
+			armClean(now.Add(DefaultCleanupInterval))
 		}
 	}
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// oldestCompletedSQL finds the earliest finish of a retained completed job
+// with one seek of lq_jobs_finished.
+const oldestCompletedSQL = `SELECT min(finished_at) FROM lq_jobs WHERE state = 2`
+
+func (q *Queue) oldestCompleted(ctx context.Context) (time.Time, bool, error) {
+	var v sql.NullInt64
+	if err := q.db.QueryRowContext(ctx, oldestCompletedSQL).Scan(&v); err != nil || !v.Valid {
+		return time.Time{}, false, err
+	}
+	return time.Unix(0, v.Int64), true, nil
+}
+
+// noteRetained sets the cleanup alarm for a job completed at the Unix
+// nanosecond at and kept for CompletedRetention, unless it is set earlier.
+func (q *Queue) noteRetained(at int64) {
+	q.cleanup.set(time.Unix(0, addClamped(time.Unix(0, at), q.opts.CompletedRetention)), true)
 }
 
 // Running reports how many handlers of the named queue run in this process
