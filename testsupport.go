@@ -126,7 +126,7 @@ func runStored(ctx context.Context, hv any, qv any, payload []byte, spec testbri
 	}
 	q.emit(Event{Type: EventEnqueued, JobID: id, Queue: queue, Kind: h.kind})
 	d := &delivery{q: q, p: p, id: id, lease: lease, queue: queue, kind: h.kind, attempt: attempt,
-		priority: spec.Priority, payload: payload, key: spec.Key, createdAt: nj.createdAt, runAt: nj.runAt,
+		priority: spec.Priority, payload: payload, key: spec.Key, createdAt: nj.createdAt, dueAt: nj.visibleAt,
 		lastErr: spec.LastError, started: now}
 	own, run, decodeErr := h.prepare(payload)
 	policy := p.policy(own)
@@ -190,7 +190,7 @@ func runHandler(ctx context.Context, hv any, cfgQueue any, payload []byte, spec 
 	}
 	d := &delivery{q: q, p: p, id: spec.ID, queue: queue, kind: h.kind, attempt: max(spec.Attempt, 1),
 		priority: spec.Priority, payload: payload, key: spec.Key, createdAt: created.UnixNano(),
-		runAt: created.UnixNano(), lastErr: spec.LastError, started: q.clock.Now()}
+		dueAt: created.UnixNano(), lastErr: spec.LastError, started: q.clock.Now()}
 	_, run, err := h.prepare(payload)
 	if err != nil {
 		return Permanent(err)
