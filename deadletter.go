@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -30,7 +29,8 @@ type DeadFilter struct {
 }
 
 // DeadLetters lists dead letters, newest first unless f.Order says
-// otherwise. f.States is ignored.
+// otherwise. f.States is ignored. Like Jobs it returns every match unless
+// f.Limit asks for fewer: a zero JobFilter lists them all.
 func (q *Queue) DeadLetters(ctx context.Context, f JobFilter) ([]JobInfo, error) {
 	f.States = []State{StateDead}
 	return q.Jobs(ctx, f)
@@ -44,7 +44,7 @@ func (q *Queue) DeadLetter(ctx context.Context, id int64) (JobInfo, error) {
 		return JobInfo{}, err
 	}
 	if j.State != StateDead {
-		return JobInfo{}, fmt.Errorf("litequeue: job %d is %s, not a dead letter: %w", id, j.State, ErrWrongState)
+		return JobInfo{}, wrapf("litequeue: job %d is %s, not a dead letter: %w", id, j.State, ErrWrongState)
 	}
 	return j, nil
 }
@@ -72,17 +72,17 @@ func (q *Queue) Requeue(ctx context.Context, ids ...int64) (int, error) {
 			err := tx.QueryRowContext(ctx, `SELECT state, queue, kind, idem_key FROM lq_jobs WHERE id = ?`, id).Scan(&state, &queue, &kind, &key)
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
-				return fmt.Errorf("litequeue: requeue job %d: %w", id, ErrNotFound)
+				return wrapf("litequeue: requeue job %d: %w", id, ErrNotFound)
 			case err != nil:
 				return err
 			case state != 3:
-				return fmt.Errorf("litequeue: requeue job %d: it is %s, not dead: %w", id, stateName(state), ErrWrongState)
+				return wrapf("litequeue: requeue job %d: it is %s, not dead: %w", id, stateName(state), ErrWrongState)
 			}
 			if key.Valid {
 				var holder int64
 				err := tx.QueryRowContext(ctx, `SELECT id FROM lq_jobs WHERE idem_key = ? AND state IN (0, 1)`, key.String).Scan(&holder)
 				if err == nil {
-					return fmt.Errorf("litequeue: requeue job %d: %w", id, &DuplicateError{Key: key.String, ID: holder})
+					return wrapf("litequeue: requeue job %d: %w", id, &DuplicateError{Key: key.String, ID: holder})
 				}
 				if !errors.Is(err, sql.ErrNoRows) {
 					return err
@@ -131,7 +131,7 @@ func (q *Queue) RequeueAll(ctx context.Context, f DeadFilter) (int, error) {
 		return rows.Err()
 	})
 	if err != nil {
-		return 0, fmt.Errorf("litequeue: requeue dead letters: %w", err)
+		return 0, wrapf("litequeue: requeue dead letters: %w", classifyWriteError(err))
 	}
 	q.afterRequeue(moved)
 	return len(moved), nil
@@ -165,7 +165,7 @@ func (q *Queue) PurgeDead(ctx context.Context, f DeadFilter) (int, error) {
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("litequeue: purge dead letters: %w", err)
+		return 0, wrapf("litequeue: purge dead letters: %w", classifyWriteError(err))
 	}
 	return int(n), nil
 }

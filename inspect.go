@@ -66,7 +66,9 @@ type JobInfo struct {
 	Attempts []AttemptRecord `json:"attempts,omitempty"`
 }
 
-// AttemptRecord is one failed attempt in a job's history.
+// AttemptRecord is one failed attempt in a job's history. In JSON, Delay is
+// a Go duration string ("30s", "1m30s"), as every duration in the package's
+// JSON (see RetryPolicy).
 type AttemptRecord struct {
 	Attempt    int           `json:"attempt"`
 	StartedAt  time.Time     `json:"started_at"`
@@ -84,13 +86,14 @@ const (
 	OrderNextDue Order = "next-due" // earliest visible_at first, then priority
 )
 
-// JobFilter selects jobs for Jobs and DeadLetters. Zero fields select all.
+// JobFilter selects jobs for Jobs and DeadLetters. Zero fields select all:
+// the zero JobFilter lists every job, however many there are.
 type JobFilter struct {
 	Queue  string
 	Kind   string
 	States []State // any of these; empty means every state
 	Order  Order   // default OrderNewest
-	Limit  int     // at most this many; 0 means 100, negative means no limit
+	Limit  int     // at most this many; 0 or negative means no limit (all)
 	Offset int     // skip this many, for paging
 }
 
@@ -184,14 +187,14 @@ func (q *Queue) Jobs(ctx context.Context, f JobFilter) ([]JobInfo, error) {
 		return nil, fmt.Errorf("litequeue: unknown order %q; use %q or %q", f.Order, OrderNewest, OrderNextDue)
 	}
 	limit := f.Limit
-	if limit == 0 {
-		limit = 100
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
 	}
 	query += " LIMIT :limit OFFSET :offset"
 	args = append(args, sql.Named("limit", limit), sql.Named("offset", max(f.Offset, 0)))
 	rows, err := q.db.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("litequeue: list jobs: %w", err)
+		return nil, wrapf("litequeue: list jobs: %w", err)
 	}
 	defer rows.Close()
 	var out []JobInfo
@@ -216,7 +219,7 @@ func (q *Queue) Job(ctx context.Context, id int64) (JobInfo, error) {
 	defer tx.Rollback()
 	j, err := scanJob(tx.QueryRowContext(ctx, "SELECT "+jobColumns+" FROM lq_jobs WHERE id = ?", id), now)
 	if errors.Is(err, sql.ErrNoRows) {
-		return JobInfo{}, fmt.Errorf("litequeue: job %d: %w", id, ErrNotFound)
+		return JobInfo{}, wrapf("litequeue: job %d: %w", id, ErrNotFound)
 	}
 	if err != nil {
 		return JobInfo{}, err
@@ -255,13 +258,13 @@ func (q *Queue) Cancel(ctx context.Context, ids ...int64) (int, error) {
 			err := tx.QueryRowContext(ctx, `SELECT state FROM lq_jobs WHERE id = ?`, id).Scan(&state)
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
-				return fmt.Errorf("litequeue: cancel job %d: %w", id, ErrNotFound)
+				return wrapf("litequeue: cancel job %d: %w", id, ErrNotFound)
 			case err != nil:
 				return err
 			case state == 1:
-				return fmt.Errorf("litequeue: cancel job %d: %w; wait for it to finish, or stop its worker first", id, ErrJobRunning)
+				return wrapf("litequeue: cancel job %d: %w; wait for it to finish, or stop its worker first", id, ErrJobRunning)
 			case state != 0:
-				return fmt.Errorf("litequeue: cancel job %d: it is %s: %w", id, stateName(state), ErrWrongState)
+				return wrapf("litequeue: cancel job %d: it is %s: %w", id, stateName(state), ErrWrongState)
 			}
 			res, err := tx.ExecContext(ctx, `DELETE FROM lq_jobs WHERE id = ? AND state = 0`, id)
 			if err != nil {
@@ -319,7 +322,9 @@ func (q *Queue) purgeCompletedBefore(ctx context.Context, cutoff int64) (int, er
 	return int(n), err
 }
 
-// QueueStats counts one queue's jobs by state.
+// QueueStats counts one queue's jobs by state. In JSON, OldestReady is a Go
+// duration string ("1m30s"; "0s" when none is ready), as every duration in
+// the package's JSON.
 type QueueStats struct {
 	Queue     string `json:"queue"`
 	Ready     int    `json:"ready"`
@@ -346,7 +351,7 @@ func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
 		min(CASE WHEN state = 0 AND visible_at > :now THEN visible_at END)
 		FROM lq_jobs GROUP BY queue ORDER BY queue`, sql.Named("now", now))
 	if err != nil {
-		return nil, fmt.Errorf("litequeue: stats: %w", err)
+		return nil, wrapf("litequeue: stats: %w", err)
 	}
 	defer rows.Close()
 	var out []QueueStats
@@ -365,4 +370,103 @@ func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
 		out = append(out, s)
 	}
 	return out, rows.Err()
+}
+
+// errPrefix begins the text of every error of the package.
+const errPrefix = "litequeue: "
+
+// wrapf is fmt.Errorf for errors that wrap the package's own errors, whose
+// texts begin with errPrefix too: the prefix is said once, at the start
+// ("litequeue: requeue job 9: job not found", not "litequeue: requeue job 9:
+// litequeue: job not found"). errors.Is and errors.As see what fmt.Errorf's
+// %w verbs wrap.
+func wrapf(format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, errPrefix); ok {
+		msg = errPrefix + strings.ReplaceAll(rest, ": "+errPrefix, ": ")
+	}
+	return &prefixedError{msg: msg, err: err}
+}
+
+// prefixedError is an error of wrapf: its text with the prefix said once.
+type prefixedError struct {
+	msg string
+	err error // what fmt.Errorf made
+}
+
+func (e *prefixedError) Error() string { return e.msg }
+
+// Unwrap returns what the format's %w verbs wrapped.
+func (e *prefixedError) Unwrap() []error {
+	switch u := e.err.(type) {
+	case interface{ Unwrap() error }:
+		return []error{u.Unwrap()}
+	case interface{ Unwrap() []error }:
+		return u.Unwrap()
+	}
+	return nil
+}
+
+// MarshalJSON writes Delay as a Go duration string.
+func (a AttemptRecord) MarshalJSON() ([]byte, error) {
+	type plain AttemptRecord
+	return json.Marshal(struct {
+		plain
+		Delay string `json:"delay"`
+	}{plain(a), a.Delay.String()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (a *AttemptRecord) UnmarshalJSON(data []byte) error {
+	type plain AttemptRecord
+	var v struct {
+		plain
+		Delay string `json:"delay"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	d, err := parseJSONDuration("delay", v.Delay)
+	*a = AttemptRecord(v.plain)
+	a.Delay = d
+	return err
+}
+
+// MarshalJSON writes OldestReady as a Go duration string.
+func (s QueueStats) MarshalJSON() ([]byte, error) {
+	type plain QueueStats
+	return json.Marshal(struct {
+		plain
+		OldestReady string `json:"oldest_ready"`
+	}{plain(s), s.OldestReady.String()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *QueueStats) UnmarshalJSON(data []byte) error {
+	type plain QueueStats
+	var v struct {
+		plain
+		OldestReady string `json:"oldest_ready"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	d, err := parseJSONDuration("oldest_ready", v.OldestReady)
+	*s = QueueStats(v.plain)
+	s.OldestReady = d
+	return err
+}
+
+// parseJSONDuration parses a duration string of the package's JSON; empty
+// (a missing key) is 0.
+func parseJSONDuration(key, s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("litequeue: JSON key %q: %q is not a duration like \"1m30s\"", key, s)
+	}
+	return d, nil
 }

@@ -377,9 +377,11 @@ func Open(name string, opts *Options) (*Queue, error) {
 // (Delivery.CompleteTx).
 //
 // The queue keeps one connection of db for its writer, so db must allow at
-// least two open connections. Open db with a busy timeout (for example
-// "file:app.db?_pragma=busy_timeout(5000)") so the application's own writes
-// wait for the queue's instead of failing; New puts the file in WAL mode.
+// least two open connections. db's connections must have a busy timeout, so
+// that the application's own writes wait for the queue's instead of failing
+// at once with SQLITE_BUSY: New refuses a db whose connections have
+// busy_timeout 0 (SQLite's default) and says how to set it, for example
+// "file:app.db?_pragma=busy_timeout(5000)". New puts the file in WAL mode.
 // Close does not close db.
 func New(db *sql.DB, opts *Options) (*Queue, error) {
 	if db == nil {
@@ -398,7 +400,18 @@ func New(db *sql.DB, opts *Options) (*Queue, error) {
 	ctx := context.Background()
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("litequeue: New: %w", err)
+		return nil, wrapf("litequeue: New: %w", err)
+	}
+	// The connection is as db's DSN made it: its busy timeout is what the
+	// application's connections have.
+	var appBusy int64
+	if err := conn.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&appBusy); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("litequeue: New: PRAGMA busy_timeout: %w", err)
+	}
+	if appBusy <= 0 {
+		conn.Close()
+		return nil, errors.New(`litequeue: New: db's connections have busy_timeout 0, so the application's writes would fail at once with SQLITE_BUSY whenever the queue writes; open db with a busy timeout, e.g. sql.Open("sqlite", "file:app.db?_pragma=busy_timeout(5000)")`)
 	}
 	for _, p := range []string{
 		fmt.Sprintf("PRAGMA busy_timeout = %d", o.BusyTimeout.Milliseconds()),
@@ -407,12 +420,12 @@ func New(db *sql.DB, opts *Options) (*Queue, error) {
 	} {
 		if _, err := conn.ExecContext(ctx, p); err != nil {
 			conn.Close()
-			return nil, fmt.Errorf("litequeue: New: %s: %w", p, err)
+			return nil, wrapf("litequeue: New: %s: %w", p, err)
 		}
 	}
 	if err := prepareFile(ctx, conn, false); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("litequeue: New: %w", err)
+		return nil, wrapf("litequeue: New: %w", err)
 	}
 	return newQueue(o, db, nil, false, conn), nil
 }
@@ -783,9 +796,11 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 
 // EnqueueTx is Enqueue inside the application's transaction tx, on the
 // database the queue was made with by New (the transactional outbox): the
-// job exists if and only if tx commits. Workers of this process notice the
-// job within Options.PollInterval after the commit; call q.Notify after
-// committing to wake them at once.
+// job exists if and only if tx commits. Workers of this process start the
+// job promptly after the commit, with no call to Notify: EnqueueTx wakes the
+// job's queue at once, and the wake-up's claim waits for the write lock that
+// tx holds until it commits or rolls back (a rolled-back job is simply not
+// found). Other processes notice the job within Options.PollInterval.
 func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, job Job, opts *EnqueueOptions) (int64, error) {
 	if tx == nil {
 		return 0, ErrNoTx
@@ -803,8 +818,12 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, job Job, opts *Enqueu
 		if errors.As(err, &dup) {
 			return dup.ID, err
 		}
-		return 0, fmt.Errorf("litequeue: enqueue %s: %w", nj.kind, err)
+		return 0, wrapf("litequeue: enqueue %s: %w", nj.kind, classifyWriteError(err))
 	}
+	// tx holds the write lock from the insert until it ends, and a claim
+	// begins with BEGIN IMMEDIATE: the claim this wakes runs after tx's
+	// commit and sees the job, or after its rollback and finds nothing.
+	q.wake(nj.queue)
 	return id, nil
 }
 
@@ -858,7 +877,8 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []BatchItem) ([]int64, e
 }
 
 // EnqueueBatchTx is EnqueueBatch inside the application's transaction tx (see
-// EnqueueTx).
+// EnqueueTx): the jobs exist if and only if tx commits, and this process's
+// workers start them promptly after the commit without a call to Notify.
 func (q *Queue) EnqueueBatchTx(ctx context.Context, tx *sql.Tx, items []BatchItem) ([]int64, error) {
 	if tx == nil {
 		return nil, ErrNoTx
@@ -872,7 +892,14 @@ func (q *Queue) EnqueueBatchTx(ctx context.Context, tx *sql.Tx, items []BatchIte
 	}
 	ids, dups, err := insertBatch(ctx, tx, jobs)
 	if err != nil {
-		return nil, fmt.Errorf("litequeue: enqueue batch: %w", err)
+		return nil, wrapf("litequeue: enqueue batch: %w", classifyWriteError(err))
+	}
+	queues := map[string]bool{}
+	for _, nj := range jobs {
+		if !queues[nj.queue] {
+			queues[nj.queue] = true
+			q.wake(nj.queue) // as in EnqueueTx: the claim waits for tx to end
+		}
 	}
 	return ids, errors.Join(dups...)
 }
@@ -930,8 +957,9 @@ func insertBatch(ctx context.Context, tx execer, jobs []newJob) (ids []int64, du
 }
 
 // Notify wakes this process's idle workers to look for due jobs now, for
-// example after committing a transaction that called EnqueueTx. Without it
-// they notice within Options.PollInterval.
+// example after another connection of this process wrote jobs without the
+// queue (EnqueueTx and EnqueueBatchTx need no Notify). Without it they
+// notice within Options.PollInterval.
 func (q *Queue) Notify() {
 	q.mu.Lock()
 	run := q.run

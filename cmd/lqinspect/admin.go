@@ -60,7 +60,7 @@ job now holds moves nothing. --all moves every dead letter (of --queue and
 		if !*all {
 			return f.q.Requeue(ctx, ids...)
 		}
-		if err := f.checkQueue(ctx, *queue); err != nil {
+		if err := a.noteQueue(fs, f, *queue); err != nil {
 			return 0, err
 		}
 		return f.q.RequeueAll(ctx, litequeue.DeadFilter{Queue: *queue, Kind: *kind})
@@ -102,7 +102,7 @@ terminal; otherwise pass --yes.`)
 	completed := fs.Bool("completed", false, "delete retained completed jobs")
 	queue := fs.String("queue", "", "with --dead: only dead letters of this queue")
 	kind := fs.String("kind", "", "with --dead: only dead letters of this kind")
-	olderThan := fs.Duration("older-than", 0, "only jobs that died or completed more than this long ago, like 24h (0: any age)")
+	olderThan := fs.durationFlag("older-than", 0, "only jobs that died or completed more than this long ago, like 7d, 36h or 90m (0: any age)")
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
 	fs.jsonFlag()
 	fs.fileFlags(true)
@@ -130,7 +130,7 @@ terminal; otherwise pass --yes.`)
 		})
 	}
 	return a.mutation(fs, path, "purged", "dead letter", func(ctx context.Context, f *file) (int, error) {
-		if err := f.checkQueue(ctx, *queue); err != nil {
+		if err := a.noteQueue(fs, f, *queue); err != nil {
 			return 0, err
 		}
 		for _, id := range ids {

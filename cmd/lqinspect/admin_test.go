@@ -90,7 +90,7 @@ func TestCancelRefusesRunningJobsAndChangesNothing(t *testing.T) {
 	fx := newFixture(t)
 	r := lq(t, "", "cancel", fx.path, "2", "9")
 	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "cancel job 9: litequeue: job is running; wait for it to finish, or stop its worker first; nothing was cancelled")
+	require.Contains(t, r.stderr, "lqinspect cancel: cancel job 9: job is running; wait for it to finish, or stop its worker first; nothing was cancelled")
 	r = lq(t, "", "cancel", fx.path, "3")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "cancel job 3: it is dead")

@@ -167,26 +167,96 @@ type nopWriter struct{}
 
 func (*nopWriter) Write(p []byte) (int, error) { return len(p), nil }
 
-func TestUnknownIDOrQueueIsAnError(t *testing.T) {
+func TestUnknownIDIsAnError(t *testing.T) {
 	fx := newFixture(t)
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"show", fx.path, "99"}, "no job with id 99"},
-		{[]string{"jobs", fx.path, "--queue", "nope"}, `unknown queue "nope": the file has jobs of queues "default", "imports", "media"`},
-		{[]string{"dead", fx.path, "--queue", "nope"}, `unknown queue "nope"`},
-		{[]string{"requeue", fx.path, "99"}, "job 99"},
-		{[]string{"requeue", fx.path, "--all", "--queue", "nope"}, `unknown queue "nope"`},
-		{[]string{"cancel", fx.path, "99"}, "job 99"},
+		{[]string{"requeue", fx.path, "99"}, "lqinspect requeue: requeue job 99: job not found"},
+		{[]string{"cancel", fx.path, "99"}, "lqinspect cancel: cancel job 99: job not found"},
 		{[]string{"purge", fx.path, "--dead", "--yes", "99"}, "job 99"},
-		{[]string{"purge", fx.path, "--dead", "--yes", "--queue", "nope"}, `unknown queue "nope"`},
 	} {
 		r := lq(t, "", tc.args...)
 		require.Equal(t, 1, r.code, "%v: %s", tc.args, r.stderr)
 		require.Contains(t, r.stderr, tc.want, "%v", tc.args)
+		require.NotContains(t, r.stderr, "litequeue:", "%v: the command's name is the prefix", tc.args)
 	}
 	requireStates(t, fx.path, map[int64]litequeue.State{3: litequeue.StateDead, 4: litequeue.StateDead, 5: litequeue.StateDead})
+}
+
+// A queue with no jobs today is not an error: a monitoring script gets an
+// empty result and exit 0; stderr notes the queues the file has, in case
+// of a typo.
+func TestQueueWithoutJobsIsAnEmptyResult(t *testing.T) {
+	fx := newFixture(t)
+	note := `note: no jobs of queue "nope"; the file has jobs of queues "default", "imports", "media"`
+	for _, tc := range []struct {
+		args   []string
+		stdout string
+	}{
+		{[]string{"dead", fx.path, "--queue", "nope", "--json"}, "[]\n"},
+		{[]string{"jobs", fx.path, "--queue", "nope", "--json"}, "[]\n"},
+		{[]string{"dead", fx.path, "--queue", "nope"}, "no dead letters\n"},
+		{[]string{"requeue", fx.path, "--all", "--queue", "nope"}, "requeued 0 dead letters\n"},
+		{[]string{"purge", fx.path, "--dead", "--yes", "--queue", "nope"}, "purged 0 dead letters\n"},
+	} {
+		r := lq(t, "", tc.args...)
+		require.Equal(t, 0, r.code, "%v: %s", tc.args, r.stderr)
+		require.Equal(t, tc.stdout, r.stdout, "%v", tc.args)
+		require.Contains(t, r.stderr, note, "%v", tc.args)
+	}
+	requireStates(t, fx.path, map[int64]litequeue.State{3: litequeue.StateDead, 4: litequeue.StateDead, 5: litequeue.StateDead})
+}
+
+// Typos and misplaced words are understood or answered.
+func TestCommandLineForgivesOrderAndAnswersTypos(t *testing.T) {
+	fx := newFixture(t)
+	want := lq(t, "", "stats", fx.path, "--json")
+	require.Equal(t, 0, want.code, want.stderr)
+	for _, args := range [][]string{
+		{fx.path, "stats", "--json"},
+		{"--json", "stats", fx.path},
+		{"--json", fx.path, "stats"},
+		{"--now", fixtureNow.Format(time.RFC3339), "--json", "stats", fx.path},
+	} {
+		r := lq(t, "", args...)
+		require.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
+		require.Equal(t, want.stdout, r.stdout, "%v", args)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"stat", fx.path}, `unknown command "stat"; did you mean "stats"?`},
+		{[]string{fx.path, "stat"}, `unknown command "stat"; did you mean "stats"?`},
+		{[]string{"--stat", fx.path}, `--stat is not a flag; did you mean the command "stats"?`},
+		{[]string{"deads", fx.path}, `did you mean "dead"?`},
+		{[]string{"stats", fx.path, "--jsn"}, "did you mean --json?"},
+		{[]string{"jobs", fx.path, "--stat", "dead"}, "did you mean --state?"},
+	} {
+		r := lq(t, "", tc.args...)
+		require.Equal(t, 2, r.code, "%v: %s", tc.args, r.stderr)
+		require.Contains(t, r.stderr, tc.want, "%v", tc.args)
+	}
+}
+
+// --older-than takes days as well as Go durations.
+func TestOlderThanTakesDays(t *testing.T) {
+	for in, want := range map[string]time.Duration{"7d": 7 * 24 * time.Hour, "1d12h": 36 * time.Hour, "36h": 36 * time.Hour, "90m": 90 * time.Minute, "0": 0} {
+		got, err := parseDuration(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"d", "7days", "1.5d", "-1d", "x"} {
+		_, err := parseDuration(in)
+		require.Error(t, err, in)
+	}
+	fx := newFixture(t)
+	r := lq(t, "", "purge", fx.path, "--dead", "--yes", "--older-than", "1d", "--now", fixtureNow.Add(25*time.Hour).Format(time.RFC3339))
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "purged 3 dead letters\n", r.stdout)
 }
 
 // holdWriteLock takes the write lock of the file at path on another

@@ -10,9 +10,6 @@ import (
 	"github.com/litequeue/litequeue"
 )
 
-// defaultLimit is how many jobs a listing shows unless --limit says.
-const defaultLimit = 100
-
 // lastErrorWidth is how many characters of a last error a table shows.
 const lastErrorWidth = 40
 
@@ -26,7 +23,7 @@ func (l *listFlags) add(fs *flagSet) {
 	fs.StringVar(&l.queue, "queue", "", "only jobs of this queue")
 	fs.StringVar(&l.kind, "kind", "", "only jobs of this kind")
 	fs.StringVar(&l.order, "order", string(litequeue.OrderNewest), `"newest" (highest id first) or "next-due" (earliest due first)`)
-	fs.IntVar(&l.limit, "limit", defaultLimit, "show at most this many (0: all)")
+	fs.IntVar(&l.limit, "limit", 0, "show at most this many (0: all); when more match, stderr says so")
 	fs.IntVar(&l.offset, "offset", 0, "skip this many, for paging")
 }
 
@@ -42,8 +39,8 @@ func (l *listFlags) filter() (litequeue.JobFilter, error) {
 	switch {
 	case l.limit < 0:
 		return f, usagef("--limit %d is negative; use 0 for all", l.limit)
-	case l.limit == 0:
-		f.Limit = -1
+	case l.limit > 0:
+		f.Limit = l.limit + 1 // one more, to tell whether more match
 	}
 	if l.offset < 0 {
 		return f, usagef("--offset %d is negative", l.offset)
@@ -95,21 +92,29 @@ func (a *app) list(fs *flagSet, args []string, l *listFlags, states func() ([]li
 		return err
 	}
 	defer f.Close()
-	if err := f.checkQueue(a.ctx, l.queue); err != nil {
+	if err := a.noteQueue(fs, f, l.queue); err != nil {
 		return err
 	}
 	jobs, err := f.q.Jobs(a.ctx, filter)
 	if err != nil {
 		return err
 	}
-	if fs.json {
-		return writeList(a.stdout, jobs)
+	more := l.limit > 0 && len(jobs) > l.limit
+	if more {
+		jobs = jobs[:l.limit]
 	}
-	if err := table(a.stdout, jobs, f.now()); err != nil {
+	if fs.json {
+		err = writeList(a.stdout, jobs)
+	} else {
+		err = table(a.stdout, jobs, f.now())
+	}
+	if err != nil {
 		return err
 	}
-	if l.limit > 0 && len(jobs) == l.limit {
-		fmt.Fprintf(a.stderr, "showing %d from offset %d; there may be more: --offset %d\n", len(jobs), l.offset, l.offset+len(jobs))
+	if more {
+		// Never cut a listing silently, with --json neither: stdout stays
+		// one JSON document, stderr says there is more.
+		fmt.Fprintf(a.stderr, "showing %d from offset %d; more match: --offset %d for the next page, --limit 0 for all\n", len(jobs), l.offset, l.offset+len(jobs))
 	}
 	return nil
 }

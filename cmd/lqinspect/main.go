@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,6 +52,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		getenv:     os.Getenv,
 		isTerminal: isTerminal,
 		newTicker:  realTicker,
+		isTerminalOut: func(w io.Writer) bool {
+			f, ok := w.(*os.File)
+			return ok && isTerminal(f)
+		},
 	}
 	return a.run(args)
 }
@@ -65,6 +70,9 @@ type app struct {
 	isTerminal func(io.Reader) bool
 	// newTicker returns a channel that ticks every d and a stop function.
 	newTicker func(d time.Duration) (<-chan time.Time, func())
+	// isTerminalOut reports whether w is a terminal (nil: never), so that
+	// screen control codes go only to terminals, never to pipes and files.
+	isTerminalOut func(w io.Writer) bool
 }
 
 func realTicker(d time.Duration) (<-chan time.Time, func()) {
@@ -121,23 +129,158 @@ func (a *app) run(args []string) int {
 		a.usage(a.stderr)
 		return exitUsage
 	}
-	name := args[0]
-	switch name {
+	switch args[0] {
 	case "-h", "-help", "--help", "help":
-		if len(args) > 1 && name == "help" {
+		if len(args) > 1 && args[0] == "help" {
 			return a.run([]string{args[1], "-h"})
 		}
 		a.usage(a.stdout)
 		return exitOK
 	}
-	for _, c := range commands {
-		if c.name == name {
-			return a.exit(name, c.run(a, args[1:]))
+	c, rest, err := findCommand(args)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "lqinspect: %v\n", err)
+		if strings.Contains(err.Error(), "did you mean") {
+			fmt.Fprintln(a.stderr, "Run 'lqinspect help' for the commands.")
+		} else {
+			fmt.Fprintln(a.stderr)
+			a.usage(a.stderr)
+		}
+		return exitUsage
+	}
+	return a.exit(c.name, c.run(a, rest))
+}
+
+// findCommand finds the command in args, wherever it stands: flags may come
+// before it ("lqinspect --json stats FILE") and so may the file
+// ("lqinspect FILE stats"); every other argument goes to the command, in
+// order. A word that is no command is answered with the commands it may
+// have meant.
+func findCommand(args []string) (*command, []string, error) {
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		if arg == "--" {
+			break
+		}
+		if strings.HasPrefix(arg, "-") && len(arg) > 1 {
+			rest = append(rest, arg)
+			if name := strings.TrimLeft(arg, "-"); !strings.Contains(name, "=") && valueFlags[name] && i+1 < len(args) {
+				i++
+				rest = append(rest, args[i])
+			}
+			continue
+		}
+		if c := lookup(arg); c != nil {
+			return c, append(rest, args[i+1:]...), nil
+		}
+		rest = append(rest, arg)
+	}
+	// No command: explain with the first word (or flag) that might be one.
+	for _, arg := range args {
+		if arg == "--" {
+			break
+		}
+		word := strings.TrimLeft(arg, "-")
+		if word == "" || valueFlags[word] || boolFlags[word] || looksLikeFile(arg) {
+			continue
+		}
+		if m := suggest(word, commandNames()); len(m) > 0 {
+			if strings.HasPrefix(arg, "-") {
+				return nil, nil, fmt.Errorf("no command given, and %s is not a flag; did you mean the command %s?", arg, quoteList(m))
+			}
+			return nil, nil, fmt.Errorf("unknown command %q; did you mean %s?", arg, quoteList(m))
+		}
+		if !strings.HasPrefix(arg, "-") {
+			return nil, nil, fmt.Errorf("unknown command %q", arg)
 		}
 	}
-	fmt.Fprintf(a.stderr, "lqinspect: unknown command %q\n\n", name)
-	a.usage(a.stderr)
-	return exitUsage
+	return nil, nil, errors.New("no command given")
+}
+
+// lookup returns the command called name, or nil.
+func lookup(name string) *command {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
+	}
+	return nil
+}
+
+// allCommandNames lists the commands for flag parsing, which the commands
+// themselves use (so it cannot refer to commands in its initializer).
+var allCommandNames []string
+
+func init() { allCommandNames = commandNames() }
+
+func commandNames() []string {
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	return names
+}
+
+// looksLikeFile reports whether arg names an existing file or has a file
+// extension: a queue file, not a mistyped command.
+func looksLikeFile(arg string) bool {
+	if _, err := os.Stat(arg); err == nil {
+		return true
+	}
+	return strings.ContainsAny(arg, "./\\")
+}
+
+// valueFlags and boolFlags are the flag names of all commands, so that
+// flags given before the command are moved after it with their values.
+// A command's own flag set still checks them.
+var (
+	valueFlags = map[string]bool{"now": true, "busy-timeout": true, "queue": true, "kind": true, "state": true,
+		"order": true, "limit": true, "offset": true, "older-than": true, "policy": true, "policy-file": true, "interval": true}
+	boolFlags = map[string]bool{"json": true, "watch": true, "all": true, "dead": true, "completed": true, "yes": true}
+)
+
+// suggest returns the candidates within a small edit distance of word, or
+// that word is a prefix of, closest first.
+func suggest(word string, candidates []string) []string {
+	type scored struct {
+		name string
+		d    int
+	}
+	var found []scored
+	for _, c := range candidates {
+		d := editDistance(strings.ToLower(word), c)
+		if d <= max(1, len(c)/3) || (len(word) >= 2 && strings.HasPrefix(c, word)) {
+			found = append(found, scored{c, d})
+		}
+	}
+	sort.SliceStable(found, func(i, j int) bool { return found[i].d < found[j].d })
+	out := make([]string, len(found))
+	for i, f := range found {
+		out[i] = f.name
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // exit prints err for command name and returns the exit code.
@@ -156,7 +299,9 @@ func (a *app) exit(name string, err error) int {
 		fmt.Fprintf(a.stderr, "Run 'lqinspect %s -h' for usage.\n", name)
 		return exitUsage
 	default:
-		fmt.Fprintf(a.stderr, "lqinspect %s: %v\n", name, err)
+		// The command's name says where the error comes from; the
+		// library's own "litequeue: " prefix would say it twice.
+		fmt.Fprintf(a.stderr, "lqinspect %s: %s\n", name, strings.TrimPrefix(err.Error(), "litequeue: "))
 		return exitError
 	}
 }
@@ -206,7 +351,8 @@ func (fs *flagSet) jsonFlag() {
 func (fs *flagSet) fileFlags(mutating bool) {
 	fs.StringVar(&fs.now, "now", "", "show times relative to this RFC 3339 time instead of the clock (also $"+envNow+")")
 	if mutating {
-		fs.DurationVar(&fs.busyTimeout, "busy-timeout", 5*time.Second, "how long to wait for another process's write lock before failing")
+		fs.busyTimeout = 5 * time.Second
+		fs.Var((*durationValue)(&fs.busyTimeout), "busy-timeout", "how long to wait for another process's write lock before failing")
 	}
 }
 
@@ -220,7 +366,18 @@ func (fs *flagSet) parse(args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
-			return nil, usageError{} // the flag package printed the error and the usage
+			// The flag package printed the error and the usage; add what
+			// the flag may have meant.
+			if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+				var flags []string
+				fs.VisitAll(func(f *flag.Flag) { flags = append(flags, f.Name) })
+				if m := suggest(name, flags); len(m) > 0 {
+					fmt.Fprintf(fs.Output(), "did you mean --%s?\n", m[0])
+				} else if m := suggest(name, allCommandNames); len(m) > 0 {
+					fmt.Fprintf(fs.Output(), "--%s is not a flag of %s; did you mean the command %q?\n", name, fs.Name(), m[0])
+				}
+			}
+			return nil, usageError{}
 		}
 		used := len(args) - fs.NArg()
 		rest := fs.Args()
@@ -259,4 +416,52 @@ func parseIDs(args []string) ([]int64, error) {
 		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+// durationValue is a flag.Value for durations that, besides Go's units
+// (time.ParseDuration: "90m", "36h", "1h30m"), takes days: "7d", "1d12h".
+type durationValue time.Duration
+
+func (d *durationValue) String() string { return time.Duration(*d).String() }
+
+func (d *durationValue) Set(s string) error {
+	v, err := parseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = durationValue(v)
+	return nil
+}
+
+// parseDuration parses a duration with an optional leading count of days.
+func parseDuration(s string) (time.Duration, error) {
+	days, rest, found := strings.Cut(s, "d")
+	var d time.Duration
+	if found {
+		n, err := strconv.ParseUint(days, 10, 16)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a duration like 7d, 36h or 1h30m", s)
+		}
+		d = time.Duration(n) * 24 * time.Hour
+		if rest == "" {
+			return d, nil
+		}
+	} else {
+		rest = s
+	}
+	r, err := time.ParseDuration(rest)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration like 7d, 36h or 1h30m", s)
+	}
+	if found && r < 0 {
+		return 0, fmt.Errorf("%q mixes days with a negative duration", s)
+	}
+	return d + r, nil
+}
+
+// durationFlag defines a duration flag that also takes days.
+func (fs *flagSet) durationFlag(name string, value time.Duration, usage string) *time.Duration {
+	d := durationValue(value)
+	fs.Var(&d, name, usage)
+	return (*time.Duration)(&d)
 }

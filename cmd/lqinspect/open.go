@@ -18,6 +18,17 @@ type file struct {
 	path string
 	now  func() time.Time
 	busy time.Duration // bounds a mutating call
+	info os.FileInfo   // the file opened, to notice it being replaced
+}
+
+// replaced reports whether path now names another file than the one f
+// opened (a restore or a rename over it); err when it names none.
+func (f *file) replaced() (bool, error) {
+	st, err := os.Stat(f.path)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w; the file was removed or renamed", f.path, err)
+	}
+	return !os.SameFile(st, f.info), nil
 }
 
 // open opens the queue file at path: read-only unless mutating. It refuses a
@@ -61,7 +72,7 @@ func (a *app) open(path string, fs *flagSet, mutating bool) (*file, error) {
 	if err != nil {
 		return nil, openError(path, err)
 	}
-	f := &file{q: q, path: path, now: time.Now, busy: fs.busyTimeout}
+	f := &file{q: q, path: path, now: time.Now, busy: fs.busyTimeout, info: st}
 	if !now.IsZero() {
 		f.now = func() time.Time { return now }
 	}
@@ -116,12 +127,15 @@ func (f *file) lockedError(err error) error {
 	return err
 }
 
-// checkQueue fails unless the file holds jobs of the queue name ("" passes).
-func (f *file) checkQueue(ctx context.Context, name string) error {
+// noteQueue tells on stderr when the file holds no job of the queue name
+// ("" selects all): most likely a typo, but maybe a healthy queue with
+// nothing in it today, so it is a note and the command goes on — an empty
+// result is not an error (exit 0) and stdout stays the command's output.
+func (a *app) noteQueue(fs *flagSet, f *file, name string) error {
 	if name == "" {
 		return nil
 	}
-	stats, err := f.q.Stats(ctx)
+	stats, err := f.q.Stats(a.ctx)
 	if err != nil {
 		return err
 	}
@@ -133,7 +147,9 @@ func (f *file) checkQueue(ctx context.Context, name string) error {
 		names = append(names, s.Queue)
 	}
 	if len(names) == 0 {
-		return fmt.Errorf("unknown queue %q: the file holds no jobs", name)
+		fmt.Fprintf(a.stderr, "lqinspect %s: note: no jobs of queue %q; the file holds no jobs at all\n", fs.Name(), name)
+		return nil
 	}
-	return fmt.Errorf("unknown queue %q: the file has jobs of queues %s", name, quoteList(names))
+	fmt.Fprintf(a.stderr, "lqinspect %s: note: no jobs of queue %q; the file has jobs of queues %s\n", fs.Name(), name, quoteList(names))
+	return nil
 }

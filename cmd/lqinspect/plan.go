@@ -20,13 +20,26 @@ type planStep struct {
 	Retry bool `json:"retry"`
 	// Ceiling is the backoff's wait before any jitter; MinDelay and MaxDelay
 	// bound the wait actually drawn (equal to Ceiling without jitter).
-	Ceiling  time.Duration `json:"ceiling_ns"`
-	MinDelay time.Duration `json:"min_delay_ns"`
-	MaxDelay time.Duration `json:"max_delay_ns"`
+	Ceiling  time.Duration `json:"ceiling"`
+	MinDelay time.Duration `json:"min_delay"`
+	MaxDelay time.Duration `json:"max_delay"`
 	// Cumulative is the sum of the ceilings so far: the longest time since
 	// the first failure until the next attempt is due (with jitter it may
 	// be as little as 0).
-	Cumulative time.Duration `json:"cumulative_max_ns"`
+	Cumulative time.Duration `json:"cumulative_max"`
+}
+
+// MarshalJSON writes the durations as Go duration strings ("1m30s"), the
+// convention of all of litequeue's JSON.
+func (s planStep) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Attempt    int    `json:"attempt"`
+		Retry      bool   `json:"retry"`
+		Ceiling    string `json:"ceiling"`
+		MinDelay   string `json:"min_delay"`
+		MaxDelay   string `json:"max_delay"`
+		Cumulative string `json:"cumulative_max"`
+	}{s.Attempt, s.Retry, s.Ceiling.String(), s.MinDelay.String(), s.MaxDelay.String(), s.Cumulative.String()})
 }
 
 // retryPlan is the document plan --json prints.

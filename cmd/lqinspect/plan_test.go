@@ -75,8 +75,8 @@ func TestPlanCommand(t *testing.T) {
 	steps := got["steps"].([]any)
 	require.Len(t, steps, 5)
 	require.Equal(t, map[string]any{
-		"attempt": 2.0, "retry": true, "ceiling_ns": float64(2 * time.Second), "min_delay_ns": 0.0,
-		"max_delay_ns": float64(2 * time.Second), "cumulative_max_ns": float64(3 * time.Second),
+		"attempt": 2.0, "retry": true, "ceiling": "2s", "min_delay": "0s",
+		"max_delay": "2s", "cumulative_max": "3s",
 	}, steps[1])
 	require.Equal(t, false, steps[4].(map[string]any)["retry"])
 

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,7 +66,26 @@ func TestJobsPagingTellsHowToSeeMore(t *testing.T) {
 	require.Len(t, lines, 3)
 	require.True(t, strings.HasPrefix(lines[1], "9 "), r.stdout)
 	require.True(t, strings.HasPrefix(lines[2], "8 "), r.stdout)
-	require.Equal(t, "showing 2 from offset 1; there may be more: --offset 3\n", r.stderr)
+	require.Equal(t, "showing 2 from offset 1; more match: --offset 3 for the next page, --limit 0 for all\n", r.stderr)
+
+	// The last page is not said to have more.
+	r = lq(t, "", "jobs", fx.path, "--limit", "2", "--offset", "8")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Empty(t, r.stderr)
+
+	// --json is never cut silently either: stdout stays one document.
+	r = lq(t, "", "jobs", fx.path, "--limit", "2", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var page []litequeue.JobInfo
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &page))
+	require.Len(t, page, 2)
+	require.Contains(t, r.stderr, "more match")
+
+	// Without --limit every job is listed.
+	r = lq(t, "", "jobs", fx.path, "--json")
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &page))
+	require.Len(t, page, 10)
+	require.Empty(t, r.stderr)
 
 	r = lq(t, "", "jobs", fx.path, "--limit", "0")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -93,11 +114,11 @@ func TestStatsJSON(t *testing.T) {
 	require.Len(t, got, 3)
 	require.Equal(t, map[string]any{
 		"queue": "default", "ready": 2.0, "scheduled": 0.0, "running": 0.0, "completed": 1.0, "dead": 0.0,
-		"oldest_ready": float64(10*time.Minute + 10*time.Second),
+		"oldest_ready": "10m10s",
 	}, got[0])
 	require.Equal(t, map[string]any{
 		"queue": "imports", "ready": 0.0, "scheduled": 1.0, "running": 0.0, "completed": 0.0, "dead": 3.0,
-		"oldest_ready": 0.0, "next_due": "2026-01-01T00:10:30Z",
+		"oldest_ready": "0s", "next_due": "2026-01-01T00:10:30Z",
 	}, got[1])
 	require.Equal(t, "media", got[2]["queue"])
 	require.Equal(t, 1.0, got[2]["running"])
@@ -160,7 +181,7 @@ func TestDeadAndShowJSON(t *testing.T) {
 	require.Equal(t, "dial tcp 10.0.0.7:443: connection refused", show["last_error"])
 	require.Equal(t, []any{map[string]any{
 		"attempt": 1.0, "started_at": "2026-01-01T00:10:00Z", "finished_at": "2026-01-01T00:10:00Z",
-		"error": "dial tcp 10.0.0.7:443: connection refused", "decision": "retry", "delay": float64(30 * time.Second),
+		"error": "dial tcp 10.0.0.7:443: connection refused", "decision": "retry", "delay": "30s",
 	}}, show["attempts"])
 }
 
@@ -173,29 +194,43 @@ func TestReadCommandsWorkWhileAnotherConnectionHoldsTheWriteLock(t *testing.T) {
 	}
 }
 
-func TestStatsWatchRefreshesOnEveryTickUntilInterrupted(t *testing.T) {
-	fx := newFixture(t)
+// watch runs stats --watch with args, lets it refresh ticks times, then
+// interrupts it; adjust sets the app's seams.
+func watch(t *testing.T, ticks int, adjust func(a *app), args ...string) (result, time.Duration, bool) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	tick := make(chan time.Time)
+	var interval time.Duration
 	stopped := false
 	done := make(chan result)
 	go func() {
 		done <- lqApp(t, func(a *app) {
 			a.ctx = ctx
 			a.newTicker = func(d time.Duration) (<-chan time.Time, func()) {
-				require.Equal(t, time.Second, d)
+				interval = d
 				return tick, func() { stopped = true }
 			}
-		}, "", "stats", "--watch", fx.path)
+			if adjust != nil {
+				adjust(a)
+			}
+		}, "", append([]string{"stats", "--watch"}, args...)...)
 	}()
 	// An unbuffered send completes only when the loop waits for the next
 	// tick, that is after a refresh.
-	tick <- time.Time{}
-	tick <- time.Time{}
+	for range ticks {
+		tick <- time.Time{}
+	}
 	cancel()
 	r := <-done
+	return r, interval, stopped
+}
+
+func TestStatsWatchRefreshesOnEveryTickUntilInterrupted(t *testing.T) {
+	fx := newFixture(t)
+	r, interval, stopped := watch(t, 2, func(a *app) { a.isTerminalOut = func(io.Writer) bool { return true } }, fx.path)
 	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, time.Second, interval)
 	require.True(t, stopped, "the ticker was not stopped")
 	frames := strings.Split(r.stdout, clearScreen)[1:]
 	require.GreaterOrEqual(t, len(frames), 2)
@@ -203,4 +238,90 @@ func TestStatsWatchRefreshesOnEveryTickUntilInterrupted(t *testing.T) {
 		require.Contains(t, f, "Every 1s: lqinspect stats "+fx.path)
 		require.Contains(t, f, "imports  0      1          0        3")
 	}
+}
+
+// To a pipe, --watch writes no screen control codes; with --json it writes
+// one compact JSON document per line; --interval sets the refresh.
+func TestStatsWatchToAPipe(t *testing.T) {
+	fx := newFixture(t)
+	r, interval, _ := watch(t, 2, nil, fx.path, "--interval", "5s")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 5*time.Second, interval)
+	require.NotContains(t, r.stdout, "\x1b")
+	require.GreaterOrEqual(t, strings.Count(r.stdout, "Every 5s: lqinspect stats "+fx.path), 2)
+
+	r, _, _ = watch(t, 2, nil, "--json", fx.path)
+	require.Equal(t, 0, r.code, r.stderr)
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	require.GreaterOrEqual(t, len(lines), 2)
+	for _, line := range lines {
+		var stats []litequeue.QueueStats
+		require.NoError(t, json.Unmarshal([]byte(line), &stats), line)
+		require.Len(t, stats, 3)
+	}
+
+	r = lq(t, "", "stats", fx.path, "--watch", "--interval", "0s")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "--interval 0s is not positive")
+}
+
+// A file replaced under a running --watch (restored from a backup) is
+// opened again, and stderr says so.
+func TestStatsWatchNoticesAReplacedFile(t *testing.T) {
+	fx := newFixture(t)
+	watched := filepath.Join(t.TempDir(), "copy.db")
+	copyFile(t, fx.path, watched) // 3 dead letters
+	_, err := fx.q.Enqueue(context.Background(), Import{File: "d.csv"}, nil)
+	require.NoError(t, err)
+	waitDead(t, fx.q, 4)
+	copyFile(t, fx.path, watched+".new") // 4 dead letters
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tick := make(chan time.Time)
+	done := make(chan result)
+	go func() {
+		done <- lqApp(t, func(a *app) {
+			a.ctx = ctx
+			a.newTicker = func(time.Duration) (<-chan time.Time, func()) { return tick, func() {} }
+		}, "", "stats", "--watch", "--json", watched)
+	}()
+	tick <- time.Time{} // the first frame is written
+	require.NoError(t, os.Rename(watched+".new", watched))
+	tick <- time.Time{} // the frame after it began after the rename
+	tick <- time.Time{} // and has been written
+	cancel()
+	r := <-done
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "was replaced; showing the new file")
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	var first, last []litequeue.QueueStats
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &first))
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &last))
+	require.Equal(t, 3, first[1].Dead, "the old file's counts")
+	require.Equal(t, 4, last[1].Dead, "the new file's counts")
+}
+
+func waitDead(t *testing.T, q *litequeue.Queue, n int) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		dead, err := q.DeadLetters(context.Background(), litequeue.JobFilter{})
+		require.NoError(t, err)
+		if len(dead) >= n {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "waiting for %d dead letters", n)
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// copyFile copies a queue file consistently, with SQLite's VACUUM INTO.
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+from+"?_pragma=busy_timeout(5000)")
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec("VACUUM INTO ?", to)
+	require.NoError(t, err)
 }

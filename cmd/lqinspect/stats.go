@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -9,7 +10,7 @@ import (
 	"github.com/litequeue/litequeue"
 )
 
-// watchInterval is how often stats --watch refreshes.
+// watchInterval is how often stats --watch refreshes unless --interval says.
 const watchInterval = time.Second
 
 // clearScreen moves the cursor home and clears the terminal.
@@ -19,10 +20,17 @@ func (a *app) stats(args []string) error {
 	fs := a.newFlags("stats", "FILE", `
 Print one row per queue: jobs ready (due now), scheduled (due later),
 running (leased), dead (dead letters) and completed (retained), how long the
-oldest ready job has waited, and when the next scheduled job is due.`)
+oldest ready job has waited, and when the next scheduled job is due.
+
+With --watch it refreshes every --interval until interrupted: on a terminal
+it redraws the screen; to a pipe or a file it writes plain frames, one after
+the other (with --json: one compact JSON array per line). When the file is
+replaced (restored from a backup, renamed over) it opens the new one and
+says so on stderr.`)
 	fs.jsonFlag()
 	fs.fileFlags(false)
-	watch := fs.Bool("watch", false, "refresh every second until interrupted (with --json: one document per refresh)")
+	watch := fs.Bool("watch", false, "refresh until interrupted")
+	interval := fs.durationFlag("interval", watchInterval, "with --watch: the time between refreshes")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -30,17 +38,31 @@ oldest ready job has waited, and when the next scheduled job is due.`)
 	if len(pos) != 1 {
 		return usagef("want one FILE, got %d arguments", len(pos))
 	}
+	if *interval <= 0 {
+		return usagef("--interval %s is not positive", *interval)
+	}
 	f, err := a.open(pos[0], fs, false)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { f.Close() }()
 	render := func() error {
 		stats, err := f.q.Stats(a.ctx)
 		if err != nil {
 			return err
 		}
-		if fs.json {
+		switch {
+		case fs.json && *watch:
+			if stats == nil {
+				stats = []litequeue.QueueStats{}
+			}
+			line, err := json.Marshal(stats)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(a.stdout, "%s\n", line)
+			return err
+		case fs.json:
 			return writeList(a.stdout, stats)
 		}
 		return statsTable(a.stdout, stats, f.now())
@@ -48,11 +70,33 @@ oldest ready job has waited, and when the next scheduled job is due.`)
 	if !*watch {
 		return render()
 	}
-	tick, stop := a.newTicker(watchInterval)
+	tty := a.isTerminalOut != nil && a.isTerminalOut(a.stdout)
+	tick, stop := a.newTicker(*interval)
 	defer stop()
-	for {
+	for frame := 0; ; frame++ {
+		if frame > 0 {
+			replaced, err := f.replaced()
+			if err != nil {
+				return err
+			}
+			if replaced {
+				nf, err := a.open(f.path, fs, false)
+				if err != nil {
+					return err
+				}
+				f.Close()
+				f = nf
+				fmt.Fprintf(a.stderr, "lqinspect stats: note: %s was replaced; showing the new file\n", f.path)
+			}
+		}
 		if !fs.json {
-			fmt.Fprintf(a.stdout, "%sEvery %s: lqinspect stats %s\t%s\n\n", clearScreen, watchInterval, f.path, absTime(f.now()))
+			switch {
+			case tty:
+				fmt.Fprint(a.stdout, clearScreen)
+			case frame > 0:
+				fmt.Fprintln(a.stdout)
+			}
+			fmt.Fprintf(a.stdout, "Every %s: lqinspect stats %s\t%s\n\n", *interval, f.path, absTime(f.now()))
 		}
 		if err := render(); err != nil {
 			if a.ctx.Err() != nil {

@@ -1,7 +1,10 @@
 // Command quickstart shows litequeue end to end in a few seconds: it enqueues
 // jobs of two kinds, lets some fail and come back on an exponential retry
 // schedule, sends one to the dead letters with a permanent error, prints live
-// progress and a summary, and leaves its queue file for lqinspect.
+// progress and a summary, and leaves its queue file for lqinspect — with its
+// history: completed jobs are kept for a day (Options.CompletedRetention)
+// with their failed attempts, and one job stays scheduled for tomorrow, so
+// every queue and state shows up in "lqinspect stats".
 //
 //	go run ./examples/quickstart
 package main
@@ -60,6 +63,9 @@ func run() error {
 
 	var done, retried, dead atomic.Int64
 	q, err := litequeue.Open(path, &litequeue.Options{
+		// Keep succeeded jobs (state completed) for a day instead of
+		// deleting them, so the file shows what ran.
+		CompletedRetention: 24 * time.Hour,
 		Queues: []litequeue.QueueConfig{
 			// Without a Retry policy a queue does not retry at all.
 			{Name: "email", Retry: quickRetry, Concurrency: 4},
@@ -115,7 +121,12 @@ func run() error {
 		return err
 	}
 	total := int64(len(items))
-	fmt.Printf("litequeue quickstart: %d jobs of 2 kinds in %s\n", total, path)
+	// A job for tomorrow: it stays scheduled in the file.
+	reminder, err := q.Enqueue(ctx, SendWelcome{UserID: 100, Email: "later@example.com"}, &litequeue.EnqueueOptions{Delay: 24 * time.Hour})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("litequeue quickstart: %d jobs of 2 kinds in %s, and job %d scheduled for tomorrow\n", total, path, reminder)
 
 	if err := q.Start(ctx); err != nil {
 		return err
@@ -144,7 +155,15 @@ func run() error {
 	for _, j := range dl {
 		fmt.Printf("  dead letter %d (%s): %s — %s\n", j.ID, j.Kind, j.DeadReason, j.LastError)
 	}
-	fmt.Printf("\nlook inside the queue file:\n  go run ./cmd/lqinspect stats %s\n  go run ./cmd/lqinspect dead %s\n", path, path)
+	fmt.Printf("\nlook inside the queue file:\n")
+	for _, cmd := range []string{
+		"stats " + path,
+		"jobs " + path + " --state completed --limit 5",
+		"show " + path + " 4   # a job that failed once, then succeeded",
+		"dead " + path,
+	} {
+		fmt.Printf("  go run ./cmd/lqinspect %s\n", cmd)
+	}
 	return nil
 }
 

@@ -1,0 +1,535 @@
+// Package litequeuetest runs litequeue handlers in tests, deterministically
+// and fast: a real queue on a real SQLite file in t.TempDir(), a mock clock
+// that the kit moves from one due time to the next, and seeded jitter, so a
+// job goes through its real retry schedule — hours of backoff, a timeout, a
+// dead letter — in milliseconds of real time.
+//
+// The pieces:
+//
+//   - New makes a Kit: Kit.Queue (register handlers on it) and Kit.Clock.
+//     Everything is closed when the test ends, and goroutines left behind
+//     fail the test.
+//   - Kit.Drain runs every due job through the registered handlers and moves
+//     the clock to each next due time until nothing is due or scheduled;
+//     Kit.Next does one such step; Kit.Settle drives one job until it
+//     succeeds or dies.
+//   - Kit.WaitFor and Kit.Wait wait (in real time, bounded) for an event;
+//     Kit.History and Kit.Events report what happened.
+//   - Work runs one handler call synchronously, without a queue, with a real
+//     Delivery; RequireEnqueued and RequireNotEnqueued check what a piece of
+//     code enqueued.
+//
+// The kit drives the queue only through what production code runs: the
+// workers, the dispatcher's Clock timers and the store. Nothing is stubbed.
+package litequeuetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/testbridge"
+	"go.uber.org/goleak"
+)
+
+// Epoch is the time a Kit's clock starts at: a fixed, realistic date, so
+// that due times, ages and retry schedules in a test are the same on every
+// run and read like real ones.
+var Epoch = time.Date(2026, time.March, 2, 9, 0, 0, 0, time.UTC)
+
+// Defaults of the Kit's bounds.
+const (
+	// DefaultTimeout bounds, in real time, how long the kit waits for the
+	// queue's goroutines to make progress.
+	DefaultTimeout = 10 * time.Second
+	// DefaultMaxAttempts bounds how many handler calls one Drain or Settle
+	// may start.
+	DefaultMaxAttempts = 10_000
+)
+
+// ErrLimit is returned (wrapped) by Drain and Settle when they reach
+// Kit.MaxAttempts handler calls: a job that enqueues itself forever, or a
+// retry policy of very many attempts.
+var ErrLimit = errors.New("litequeuetest: attempt limit reached")
+
+// ErrStuck is returned (wrapped) when jobs stay ready or running for
+// Kit.Timeout of real time without any event: a handler that blocks (for
+// example on a context whose timeout only the mock clock can end — advance
+// Kit.Clock), or a job claimed by nobody.
+var ErrStuck = errors.New("litequeuetest: no progress")
+
+// Kit is a queue under test: a real Queue on a file in t.TempDir(), driven
+// by a mock clock.
+type Kit struct {
+	// Queue is the queue under test. Register handlers on it before the kit
+	// starts it (Start, or the first Drain, Next or Settle).
+	Queue *litequeue.Queue
+	// Clock is the queue's clock, at Epoch when New returns (unless the
+	// Options gave a *clock.Mock of their own). Advance it by hand, or let
+	// Drain, Next and Settle move it to each next due time.
+	Clock *clock.Mock
+	// Path is the queue file.
+	Path string
+	// Timeout bounds every wait of the kit, in real time, for the queue to
+	// make progress. Default DefaultTimeout (10s).
+	Timeout time.Duration
+	// MaxAttempts bounds the handler calls of one Drain or Settle. Default
+	// DefaultMaxAttempts.
+	MaxAttempts int
+
+	t      testing.TB
+	userFn func(litequeue.Event)
+
+	mu      sync.Mutex
+	events  []litequeue.Event
+	changed chan struct{} // closed and replaced at every event
+	started bool
+}
+
+// leak bookkeeping: goroutines are checked only for a kit whose life did
+// not overlap another kit's (tests run with t.Parallel share the process).
+var live struct {
+	sync.Mutex
+	kits map[*Kit]*bool // kit -> overlapped
+}
+
+// New returns a Kit: a queue opened with opts (nil means defaults) on a new
+// file in t.TempDir(), with these filled in when opts leaves them zero:
+// Clock, a *clock.Mock set to Epoch (a Clock that is not a *clock.Mock
+// fails the test); Rand, a source with a fixed seed, so jitter is the same
+// on every run. Options.OnEvent, when set, is called for every event after
+// the kit records it. Every other option keeps its meaning and default.
+//
+// When the test ends the queue is stopped and closed, and — unless another
+// Kit lived at the same time (parallel tests) — any goroutine started
+// during the kit's life and still running fails the test: a handler that
+// ignores its context, or a goroutine a handler started and left.
+func New(t testing.TB, opts *litequeue.Options) *Kit {
+	t.Helper()
+	var o litequeue.Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.ReadOnly {
+		t.Fatal("litequeuetest.New: Options.ReadOnly makes a queue that cannot run jobs")
+	}
+	k := &Kit{t: t, Timeout: DefaultTimeout, MaxAttempts: DefaultMaxAttempts, changed: make(chan struct{}), userFn: o.OnEvent}
+	switch c := o.Clock.(type) {
+	case nil:
+		k.Clock = clock.NewMock()
+		k.Clock.Set(Epoch)
+	case *clock.Mock:
+		k.Clock = c
+	default:
+		t.Fatalf("litequeuetest.New: Options.Clock is a %T; leave it nil or pass a *clock.Mock", o.Clock)
+	}
+	o.Clock = k.Clock
+	if o.Rand == nil {
+		o.Rand = rand.New(rand.NewPCG(1, 2))
+	}
+	o.OnEvent = k.record
+	ignore := goleak.IgnoreCurrent()
+	overlapped := new(bool)
+	live.Lock()
+	if live.kits == nil {
+		live.kits = map[*Kit]*bool{}
+	}
+	for _, other := range live.kits {
+		*other, *overlapped = true, true
+	}
+	live.kits[k] = overlapped
+	live.Unlock()
+
+	k.Path = filepath.Join(t.TempDir(), "queue.db")
+	q, err := litequeue.Open(k.Path, &o)
+	if err != nil {
+		t.Fatalf("litequeuetest.New: %v", err)
+	}
+	k.Queue = q
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), k.timeout())
+		defer cancel()
+		if err := q.Stop(ctx); err != nil {
+			t.Errorf("litequeuetest: stopping the queue: %v", err)
+		}
+		if ctx.Err() != nil {
+			t.Errorf("litequeuetest: a handler was still running %s after the test ended; it ignores its context", k.timeout())
+		}
+		if err := q.Close(); err != nil {
+			t.Errorf("litequeuetest: closing the queue: %v", err)
+		}
+		live.Lock()
+		delete(live.kits, k)
+		check := !*overlapped
+		live.Unlock()
+		if check {
+			if err := goleak.Find(ignore); err != nil {
+				t.Errorf("litequeuetest: goroutines still running after the queue closed (a handler that ignores its context, or a goroutine it started): %v", err)
+			}
+		}
+	})
+	return k
+}
+
+func (k *Kit) timeout() time.Duration {
+	if k.Timeout > 0 {
+		return k.Timeout
+	}
+	return DefaultTimeout
+}
+
+func (k *Kit) maxAttempts() int {
+	if k.MaxAttempts > 0 {
+		return k.MaxAttempts
+	}
+	return DefaultMaxAttempts
+}
+
+func (k *Kit) record(e litequeue.Event) {
+	k.mu.Lock()
+	k.events = append(k.events, e)
+	close(k.changed)
+	k.changed = make(chan struct{})
+	k.mu.Unlock()
+	if k.userFn != nil {
+		k.userFn(e)
+	}
+}
+
+// since returns the events from index i on, the number of events, and a
+// channel closed at the next event.
+func (k *Kit) since(i int) ([]litequeue.Event, int, <-chan struct{}) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Clone(k.events[i:]), len(k.events), k.changed
+}
+
+// Events returns every event of the queue so far, oldest first.
+func (k *Kit) Events() []litequeue.Event {
+	ev, _, _ := k.since(0)
+	return ev
+}
+
+// History returns the events of job id so far, oldest first: enqueued,
+// then for each attempt started and succeeded, retrying or dead, and any
+// requeue. Unlike Queue.Job it covers a job whose success deleted it.
+func (k *Kit) History(id int64) []litequeue.Event {
+	var out []litequeue.Event
+	for _, e := range k.Events() {
+		if e.JobID == id {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Start starts the queue's workers, if the kit has not started them yet.
+// Register every handler first. Drain, Next and Settle call it.
+func (k *Kit) Start() {
+	k.t.Helper()
+	if err := k.start(); err != nil {
+		k.t.Fatal(err)
+	}
+}
+
+func (k *Kit) start() error {
+	k.mu.Lock()
+	started := k.started
+	k.started = true
+	k.mu.Unlock()
+	if started {
+		return nil
+	}
+	if err := k.Queue.Start(context.Background()); err != nil && !errors.Is(err, litequeue.ErrAlreadyStarted) {
+		return fmt.Errorf("litequeuetest: starting the queue: %w", err)
+	}
+	return nil
+}
+
+// Wait waits until an event that match accepts has happened — at any time
+// since New, so an event that came before the call counts — and returns
+// the first such event. It fails with ctx's error, or with ErrStuck after
+// Kit.Timeout of real time.
+func (k *Kit) Wait(ctx context.Context, match func(litequeue.Event) bool) (litequeue.Event, error) {
+	timer := time.NewTimer(k.timeout())
+	defer timer.Stop()
+	from := 0
+	for {
+		evs, n, changed := k.since(from)
+		for _, e := range evs {
+			if match(e) {
+				return e, nil
+			}
+		}
+		from = n
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return litequeue.Event{}, ctx.Err()
+		case <-timer.C:
+			return litequeue.Event{}, fmt.Errorf("%w: no matching event within %s of real time; events so far:\n%s", ErrStuck, k.timeout(), describe(k.Events()))
+		}
+	}
+}
+
+// WaitFor waits for the first event of type typ for job id (0: any job),
+// and returns it; it fails the test after Kit.Timeout of real time. Events
+// that came before the call count.
+func (k *Kit) WaitFor(typ litequeue.EventType, id int64) litequeue.Event {
+	k.t.Helper()
+	e, err := k.Wait(context.Background(), func(e litequeue.Event) bool {
+		return e.Type == typ && (id == 0 || e.JobID == id)
+	})
+	if err != nil {
+		k.t.Fatalf("litequeuetest: waiting for %q of job %d: %v", typ, id, err)
+	}
+	return e
+}
+
+// DrainResult reports what a Drain (or Next) did.
+type DrainResult struct {
+	Ran       int           // handler calls started
+	Succeeded int           // successes committed
+	Retried   int           // failures that scheduled another attempt
+	Died      int           // jobs that became dead letters
+	Elapsed   time.Duration // how far the kit moved the clock
+	// Unhandled counts the live jobs left whose queue and kind no
+	// registered handler serves (a typo in a queue name, a kind registered
+	// in another process): Drain cannot run them.
+	Unhandled int
+	// Events are the events of the drain, oldest first.
+	Events []litequeue.Event
+}
+
+// Dead returns the ids of the jobs that died during the drain.
+func (r DrainResult) Dead() []int64 { return r.ids(litequeue.EventDead) }
+
+// SucceededIDs returns the ids of the jobs that succeeded during the drain.
+func (r DrainResult) SucceededIDs() []int64 { return r.ids(litequeue.EventSucceeded) }
+
+func (r DrainResult) ids(typ litequeue.EventType) []int64 {
+	var out []int64
+	for _, e := range r.Events {
+		if e.Type == typ {
+			out = append(out, e.JobID)
+		}
+	}
+	return out
+}
+
+func (k *Kit) result(from int, t0 time.Time, unhandled int) DrainResult {
+	evs, _, _ := k.since(from)
+	r := DrainResult{Elapsed: k.Clock.Now().Sub(t0), Unhandled: unhandled, Events: evs}
+	for _, e := range evs {
+		switch e.Type {
+		case litequeue.EventStarted:
+			r.Ran++
+		case litequeue.EventSucceeded:
+			r.Succeeded++
+		case litequeue.EventRetrying:
+			r.Retried++
+		case litequeue.EventDead:
+			r.Died++
+		}
+	}
+	return r
+}
+
+// nudge is how long the kit waits for an event before it wakes the
+// queue's dispatchers itself (Queue.Notify): a safety net, for example
+// after a claim failed and the dispatcher waits on a mock-clock timer.
+const nudge = 20 * time.Millisecond
+
+// quiet waits until no handled job is ready or running, and returns the
+// queue's load then.
+func (k *Kit) quiet(ctx context.Context) (testbridge.Load, error) {
+	deadline := time.Now().Add(k.timeout())
+	for {
+		_, seen, changed := k.since(0)
+		l, err := testbridge.LoadOf(ctx, k.Queue)
+		if err != nil || l.Busy == 0 {
+			return l, err
+		}
+		t := time.NewTimer(nudge)
+		select {
+		case <-changed:
+		case <-t.C:
+			k.Queue.Notify()
+		case <-ctx.Done():
+			t.Stop()
+			return l, ctx.Err()
+		}
+		t.Stop()
+		if _, n, _ := k.since(0); n != seen {
+			deadline = time.Now().Add(k.timeout())
+		} else if time.Now().After(deadline) {
+			return l, fmt.Errorf("%w: %d jobs stayed ready or running for %s of real time with no event; a handler blocks (on a context only the mock clock can end? advance Kit.Clock) — events so far:\n%s",
+				ErrStuck, l.Busy, k.timeout(), describe(k.Events()))
+		}
+	}
+}
+
+// Next runs what is due now; if nothing is, it first moves the clock to
+// the next due time of a handled job. It returns once no handled job is
+// ready or running. A queue with nothing due or scheduled is left as it
+// is (Elapsed 0, Ran 0).
+func (k *Kit) Next(ctx context.Context) (DrainResult, error) {
+	from, t0 := k.mark()
+	if err := k.start(); err != nil {
+		return DrainResult{}, err
+	}
+	l, err := k.quiet(ctx)
+	if err == nil && k.countSince(from, litequeue.EventStarted) == 0 && l.HasNext {
+		k.Clock.Set(l.Next.In(k.Clock.Now().Location()))
+		l, err = k.quiet(ctx)
+	}
+	return k.result(from, t0, l.Unhandled), err
+}
+
+func (k *Kit) mark() (int, time.Time) {
+	_, n, _ := k.since(0)
+	return n, k.Clock.Now()
+}
+
+func (k *Kit) countSince(from int, typ litequeue.EventType) int {
+	evs, _, _ := k.since(from)
+	n := 0
+	for _, e := range evs {
+		if e.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// Drain runs every due job through the registered handlers and moves the
+// clock to each next due time, until no job of a registered handler is due,
+// scheduled or running. Retries run on their real schedule and jobs that
+// handlers enqueue run too. It starts the queue if the kit has not.
+//
+// Drain is bounded: it stops with an error wrapping ErrLimit after
+// Kit.MaxAttempts handler calls, and with ErrStuck when the queue makes no
+// progress for Kit.Timeout of real time; the result reports what ran until
+// then. Jobs whose queue and kind no registered handler serves are left
+// alone and counted in DrainResult.Unhandled.
+func (k *Kit) Drain(ctx context.Context) (DrainResult, error) {
+	from, t0 := k.mark()
+	if err := k.start(); err != nil {
+		return DrainResult{}, err
+	}
+	for {
+		l, err := k.quiet(ctx)
+		if err != nil {
+			return k.result(from, t0, l.Unhandled), err
+		}
+		if n := k.countSince(from, litequeue.EventStarted); n >= k.maxAttempts() {
+			return k.result(from, t0, l.Unhandled), fmt.Errorf("%w: Drain started %d handler calls (Kit.MaxAttempts)", ErrLimit, n)
+		}
+		if !l.HasNext {
+			return k.result(from, t0, l.Unhandled), nil
+		}
+		k.Clock.Set(l.Next.In(k.Clock.Now().Location()))
+	}
+}
+
+// JobResult is how one job ended, as Settle reports it.
+type JobResult struct {
+	ID int64
+	// Outcome is litequeue.EventSucceeded or litequeue.EventDead.
+	Outcome litequeue.EventType
+	// Attempts is the number of the last attempt.
+	Attempts int
+	// Elapsed is how far Settle moved the clock.
+	Elapsed time.Duration
+	// History is the job's events since New, oldest first.
+	History []litequeue.Event
+	// Job is the stored job after it ended: a dead letter with its attempt
+	// history, or a completed job kept by Options.CompletedRetention. Zero
+	// when the success deleted it.
+	Job litequeue.JobInfo
+}
+
+// Settle drives job id until it succeeds or dies, moving the clock through
+// its retries as Drain does (other due jobs run too), and returns how it
+// ended. It fails if the job is not found and has no end among the events,
+// if the queue runs out of work before the job ends (its queue and kind
+// have no handler here), or at the bounds of Drain.
+func (k *Kit) Settle(ctx context.Context, id int64) (JobResult, error) {
+	from, t0 := k.mark()
+	if err := k.start(); err != nil {
+		return JobResult{}, err
+	}
+	for {
+		if e, ok := k.end(id); ok {
+			r := JobResult{ID: id, Outcome: e.Type, Attempts: e.Attempt, Elapsed: k.Clock.Now().Sub(t0), History: k.History(id)}
+			if j, err := k.Queue.Job(ctx, id); err == nil {
+				r.Job = j
+			} else if !errors.Is(err, litequeue.ErrNotFound) {
+				return r, err
+			}
+			return r, nil
+		}
+		if n := k.countSince(from, litequeue.EventStarted); n >= k.maxAttempts() {
+			return JobResult{ID: id}, fmt.Errorf("%w: Settle started %d handler calls (Kit.MaxAttempts) and job %d has not ended", ErrLimit, n, id)
+		}
+		r, err := k.Next(ctx)
+		if err != nil {
+			return JobResult{ID: id}, err
+		}
+		if r.Ran == 0 {
+			if _, ok := k.end(id); ok {
+				continue
+			}
+			j, err := k.Queue.Job(ctx, id)
+			if err != nil {
+				return JobResult{ID: id}, fmt.Errorf("litequeuetest: settle job %d: %w", id, err)
+			}
+			return JobResult{ID: id, Job: j}, fmt.Errorf("litequeuetest: settle job %d: nothing is left to run, and the job is %s in queue %q with kind %q: no handler registered here serves that queue and kind",
+				id, j.State, j.Queue, j.Kind)
+		}
+	}
+}
+
+// end returns the event that ended job id's latest life (after its latest
+// requeue), if any.
+func (k *Kit) end(id int64) (litequeue.Event, bool) {
+	var last litequeue.Event
+	var ok bool
+	for _, e := range k.History(id) {
+		switch e.Type {
+		case litequeue.EventSucceeded, litequeue.EventDead:
+			last, ok = e, true
+		case litequeue.EventRequeued, litequeue.EventEnqueued:
+			ok = false
+		}
+	}
+	return last, ok
+}
+
+// describe lists events one a line for failure messages.
+func describe(evs []litequeue.Event) string {
+	if len(evs) == 0 {
+		return "  (none)"
+	}
+	var b strings.Builder
+	for _, e := range evs {
+		fmt.Fprintf(&b, "  %s job %d (%s/%s) attempt %d", e.Type, e.JobID, e.Queue, e.Kind, e.Attempt)
+		if e.Delay != 0 {
+			fmt.Fprintf(&b, " delay %s", e.Delay)
+		}
+		if e.Err != nil {
+			fmt.Fprintf(&b, ": %v", e.Err)
+		}
+		b.WriteByte('\n')
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}

@@ -1,0 +1,209 @@
+package litequeue
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/litequeue/litequeue/internal/testbridge"
+)
+
+// The test kit (package litequeuetest) reaches the queue through
+// internal/testbridge; nothing here is exported.
+func init() {
+	testbridge.Handled = func(q any) []testbridge.Pair { return q.(*Queue).handledPairs() }
+	testbridge.LoadOf = func(ctx context.Context, q any) (testbridge.Load, error) { return q.(*Queue).load(ctx) }
+	testbridge.Capture = captureHandler
+	testbridge.Run = runHandler
+	testbridge.RunStored = runStored
+}
+
+// handledPairs lists the queue and kind of every registered handler.
+func (q *Queue) handledPairs() []testbridge.Pair {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]testbridge.Pair, 0, len(q.handlers))
+	for kind, h := range q.handlers {
+		out = append(out, testbridge.Pair{Queue: h.queue, Kind: kind})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Kind < out[j].Kind })
+	return out
+}
+
+// loadSQL counts, at :now, the live jobs of the handled pairs (a JSON array
+// of [queue, kind]) that are ready or running, finds the earliest due time of
+// their scheduled ones, and counts the live jobs of no handled pair.
+const loadSQL = `WITH h(queue, kind) AS (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(:pairs))
+SELECT
+  count(*) FILTER (WHERE handled AND (state = 1 OR visible_at <= :now)),
+  min(visible_at) FILTER (WHERE handled AND state = 0 AND visible_at > :now),
+  count(*) FILTER (WHERE NOT handled)
+FROM (SELECT state, visible_at, (queue, kind) IN (SELECT queue, kind FROM h) AS handled
+      FROM lq_jobs WHERE state IN (0, 1))`
+
+func (q *Queue) load(ctx context.Context) (testbridge.Load, error) {
+	pairs := q.handledPairs()
+	b := []byte{'['}
+	for i, p := range pairs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = fmt.Appendf(b, "[%q,%q]", p.Queue, p.Kind)
+	}
+	b = append(b, ']')
+	var l testbridge.Load
+	var next *int64
+	err := q.db.QueryRowContext(ctx, loadSQL, sql.Named("pairs", string(b)), sql.Named("now", unixNanos(q.clock))).
+		Scan(&l.Busy, &next, &l.Unhandled)
+	if err != nil {
+		return l, wrapf("litequeue: reading the queue's load: %w", err)
+	}
+	if next != nil {
+		l.Next, l.HasNext = time.Unix(0, *next), true
+	}
+	return l, nil
+}
+
+// captureHandler registers on a bare queue (no file) and returns what was
+// registered.
+func captureHandler(register func(q any)) (any, string, string) {
+	bare := &Queue{handlers: map[string]*handler{}, configs: map[string]QueueConfig{}}
+	register(bare)
+	for kind, h := range bare.handlers {
+		return h, kind, h.queue
+	}
+	panic("litequeuetest: the register function registered no handler")
+}
+
+// claimStoredSQL makes the job just inserted a claimed one: running under
+// a lease, at the given attempt.
+const claimStoredSQL = `UPDATE lq_jobs SET state = 1, lease = ?1, attempt = ?2, attempted_at = ?3, visible_at = ?4, last_error = ?5
+WHERE id = ?6 AND state = 0`
+
+// runStored stores the job in q as claimed (a running row under a new
+// lease, at spec.Attempt), runs h on it, and records the outcome as a
+// worker would: a success completes the job (unless CompleteTx did), a
+// failure schedules the retry or makes the dead letter, with the attempt in
+// the job's history, and events are emitted.
+func runStored(ctx context.Context, hv any, qv any, payload []byte, spec testbridge.Spec) (int64, error) {
+	h := hv.(*handler)
+	q := qv.(*Queue)
+	if err := q.writable(); err != nil {
+		return 0, err
+	}
+	queue := spec.Queue
+	if queue == "" {
+		queue = h.queue
+	}
+	p := &pool{q: q, cfg: q.config(queue)}
+	now := q.clock.Now()
+	created := spec.EnqueuedAt
+	if created.IsZero() {
+		created = now
+	}
+	nj := newJob{queue: queue, kind: h.kind, priority: spec.Priority, visibleAt: created.UnixNano(), runAt: created.UnixNano(),
+		createdAt: created.UnixNano(), payload: payload, key: spec.Key}
+	attempt := max(spec.Attempt, 1)
+	lease := q.nextLease()
+	var id int64
+	err := q.w.do(ctx, func(ctx context.Context, tx execer) error {
+		var err error
+		if id, err = insert(ctx, tx, &nj, nil); err != nil {
+			return err
+		}
+		var lastErr any
+		if spec.LastError != "" {
+			lastErr = spec.LastError
+		}
+		_, err = tx.ExecContext(ctx, claimStoredSQL, lease, attempt, now.UnixNano(), now.Add(p.cfg.VisibilityTimeout).UnixNano(), lastErr, id)
+		return err
+	})
+	if err != nil {
+		return 0, wrapf("litequeue: storing the job for the test: %w", classifyWriteError(err))
+	}
+	q.emit(Event{Type: EventEnqueued, JobID: id, Queue: queue, Kind: h.kind})
+	d := &delivery{q: q, p: p, id: id, lease: lease, queue: queue, kind: h.kind, attempt: attempt,
+		priority: spec.Priority, payload: payload, key: spec.Key, createdAt: nj.createdAt, dueAt: nj.visibleAt,
+		lastErr: spec.LastError, started: now}
+	own, run, decodeErr := h.prepare(payload)
+	policy := p.policy(own)
+	if decodeErr != nil {
+		herr := Permanent(decodeErr)
+		p.fail(d, policy, herr, 0)
+		return id, herr
+	}
+	q.emit(Event{Type: EventStarted, JobID: id, Queue: queue, Kind: h.kind, Attempt: attempt})
+	hctx := ctx
+	if t := p.cfg.Timeout; t > 0 {
+		var cancel context.CancelFunc
+		hctx, cancel = q.clock.WithTimeout(ctx, t)
+		defer cancel()
+	}
+	herr := safeCall(hctx, d, run)
+	took := q.clock.Since(now)
+	if herr != nil && p.cfg.Timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) {
+		herr = fmt.Errorf("job timeout %s passed: %w", p.cfg.Timeout, herr)
+	}
+	switch {
+	case herr != nil:
+		p.fail(d, policy, herr, took)
+	case d.inTx.Load():
+		p.finishTx(d, policy, took)
+	default:
+		var results []error
+		err := q.w.do(ctx, func(ctx context.Context, tx execer) error {
+			var err error
+			results, err = q.writeCompletions(ctx, tx, []completion{{id: id, lease: lease, queue: queue, kind: h.kind, at: unixNanos(q.clock)}})
+			return err
+		})
+		if err == nil {
+			err = results[0]
+		}
+		if err != nil {
+			return id, wrapf("litequeue: recording the success of job %d: %w", id, err)
+		}
+		q.emit(Event{Type: EventSucceeded, JobID: id, Queue: queue, Kind: h.kind, Attempt: attempt, Duration: took})
+	}
+	return id, herr
+}
+
+// runHandler runs one attempt of h on payload as a worker would, without a
+// claim: the delivery has no lease.
+func runHandler(ctx context.Context, hv any, cfgQueue any, payload []byte, spec testbridge.Spec) error {
+	h := hv.(*handler)
+	q, _ := cfgQueue.(*Queue)
+	if q == nil {
+		o := (*Options)(nil).withDefaults()
+		q = &Queue{opts: o, clock: o.Clock, log: o.Logger, rnd: o.Rand, handlers: map[string]*handler{}, configs: map[string]QueueConfig{}}
+	}
+	queue := spec.Queue
+	if queue == "" {
+		queue = h.queue
+	}
+	p := &pool{q: q, cfg: q.config(queue)}
+	created := spec.EnqueuedAt
+	if created.IsZero() {
+		created = q.clock.Now()
+	}
+	d := &delivery{q: q, p: p, id: spec.ID, queue: queue, kind: h.kind, attempt: max(spec.Attempt, 1),
+		priority: spec.Priority, payload: payload, key: spec.Key, createdAt: created.UnixNano(),
+		dueAt: created.UnixNano(), lastErr: spec.LastError, started: q.clock.Now()}
+	_, run, err := h.prepare(payload)
+	if err != nil {
+		return Permanent(err)
+	}
+	if t := p.cfg.Timeout; t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = q.clock.WithTimeout(ctx, t)
+		defer cancel()
+		err := safeCall(ctx, d, run)
+		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("job timeout %s passed: %w", t, err)
+		}
+		return err
+	}
+	return safeCall(ctx, d, run)
+}
