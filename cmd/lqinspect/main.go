@@ -94,6 +94,7 @@ var commands = []command{
 	{"purge", "delete dead letters or retained completed jobs", (*app).purge},
 	{"cancel", "remove pending or scheduled jobs", (*app).cancel},
 	{"plan", "print the retry schedule of a RetryPolicy", (*app).plan},
+	serveCommand,
 }
 
 func (a *app) usage(w io.Writer) {
