@@ -73,6 +73,13 @@ func newFixture(t *testing.T, dead map[string]string) *fixture {
 	return f
 }
 
+// closeServer drops the open connections first: a live-refresh stream
+// ends only with its connection, and Close waits for every request.
+func closeServer(srv *httptest.Server) {
+	srv.CloseClientConnections()
+	srv.Close()
+}
+
 // client is an HTTP client with a cookie jar that does not follow redirects.
 func client(t *testing.T) *http.Client {
 	jar, err := cookiejar.New(nil)
@@ -118,7 +125,7 @@ func TestEveryPageRendersWithSecurityHeaders(t *testing.T) {
 	_, err := f.q.Enqueue(context.Background(), Email{To: "later"}, &litequeue.EnqueueOptions{Delay: time.Hour})
 	require.NoError(t, err)
 	srv := httptest.NewServer(web.Handler(f.q, nil))
-	defer srv.Close()
+	defer closeServer(srv)
 	c := client(t)
 	for _, p := range []string{"/", "/jobs", "/jobs?state=dead", "/jobs/1", "/dead", "/plan", "/plan?policy=%7B%22max_attempts%22%3A3%7D"} {
 		code, body, h := get(t, c, srv.URL+p)
@@ -139,7 +146,7 @@ func TestPayloadAndErrorAreEscaped(t *testing.T) {
 	const evil = `<script>alert("x")</script><img src=x onerror=alert(1)>`
 	f := newFixture(t, map[string]string{evil: evil})
 	srv := httptest.NewServer(web.Handler(f.q, nil))
-	defer srv.Close()
+	defer closeServer(srv)
 	c := client(t)
 	for _, p := range []string{"/jobs", "/jobs/1", "/dead", "/jobs?q=" + url.QueryEscape(evil)} {
 		code, body, _ := get(t, c, srv.URL+p)
@@ -153,7 +160,7 @@ func TestPayloadAndErrorAreEscaped(t *testing.T) {
 func TestActionsNeedPOSTWithTheCSRFToken(t *testing.T) {
 	f := newFixture(t, map[string]string{"a": "boom"})
 	srv := httptest.NewServer(web.Handler(f.q, nil))
-	defer srv.Close()
+	defer closeServer(srv)
 	c := client(t)
 	_, body, _ := get(t, c, srv.URL+"/jobs/1")
 	tok := csrfOf(t, body)
@@ -181,7 +188,7 @@ func TestActionsNeedPOSTWithTheCSRFToken(t *testing.T) {
 func TestReadOnlyHidesAndRefusesActions(t *testing.T) {
 	f := newFixture(t, map[string]string{"a": "boom"})
 	srv := httptest.NewServer(web.Handler(f.q, &web.Options{ReadOnly: true}))
-	defer srv.Close()
+	defer closeServer(srv)
 	c := client(t)
 	for _, p := range []string{"/jobs", "/jobs/1", "/dead"} {
 		_, body, _ := get(t, c, srv.URL+p)
@@ -200,7 +207,7 @@ func TestReadOnlyHidesAndRefusesActions(t *testing.T) {
 func TestTokenIsRequiredAndComparedBeforeAnything(t *testing.T) {
 	f := newFixture(t, nil)
 	srv := httptest.NewServer(web.Handler(f.q, &web.Options{Token: "s3cret"}))
-	defer srv.Close()
+	defer closeServer(srv)
 	c := client(t)
 	code, body, _ := get(t, c, srv.URL+"/jobs")
 	require.Equal(t, http.StatusUnauthorized, code)
@@ -226,7 +233,7 @@ func TestMountsUnderAPrefixEitherWay(t *testing.T) {
 	mux.Handle("/stripped/", http.StripPrefix("/stripped", web.Handler(f.q, nil)))
 	mux.Handle("/full/", web.Handler(f.q, &web.Options{Prefix: "/full"}))
 	srv := httptest.NewServer(mux)
-	defer srv.Close()
+	defer closeServer(srv)
 	c := client(t)
 	for _, root := range []string{"/stripped", "/full"} {
 		code, body, _ := get(t, c, srv.URL+root+"/jobs")
@@ -249,7 +256,7 @@ func TestBulkActionAsksThenActsOnTheFilter(t *testing.T) {
 		require.NoError(t, err)
 	}
 	srv := httptest.NewServer(web.Handler(f.q, nil))
-	defer srv.Close()
+	defer closeServer(srv)
 	c := client(t)
 	_, body, _ := get(t, c, srv.URL+"/jobs")
 	tok := csrfOf(t, body)
