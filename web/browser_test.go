@@ -124,6 +124,8 @@ func TestDashboardInABrowser(t *testing.T) {
 		require.Contains(t, text, "default")
 		require.Contains(t, text, "media")
 		require.Equal(t, "5", run(t, ctx, chromedp.Text(chromedp.CSS(`[data-live="default/dead"]`))))
+		require.Contains(t, run(t, ctx, chromedp.Text(chromedp.CSS(".chart-box h2"))), "5 attempts, 100.0% failed", "the history chart")
+		require.Positive(t, run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg.chart rect.fail").length`)))
 		shoot(t, ctx, shots, "overview.png")
 	})
 

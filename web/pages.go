@@ -149,7 +149,7 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	s.render(w, r, "overview", &page{Title: "Overview", Nav: "overview", Data: overviewData{Queues: sums}})
+	s.render(w, r, "overview", &page{Title: "Overview", Nav: "overview", Data: overviewData{Queues: sums, Charts: s.charts(r)}})
 }
 
 type overviewData struct {

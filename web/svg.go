@@ -209,3 +209,69 @@ type chart struct {
 	Title string
 	SVG   template.HTML
 }
+
+// charts draws the overview's throughput charts from the queue's history:
+// the last hour by minute and the last day by 20 minutes, attempts that
+// succeeded stacked under those that failed (retried or dead), with the
+// failure rate in the title. No chart when the file has no history yet.
+func (s *server) charts(r *http.Request) []chart {
+	now := s.q.Now()
+	pts, err := s.q.History(r.Context(), "", now.Add(-24*time.Hour))
+	if err != nil || len(pts) == 0 {
+		return nil
+	}
+	return []chart{
+		throughput("Last hour, per minute", pts, now, time.Minute, 60),
+		throughput("Last day, per 20 minutes", pts, now, 20*time.Minute, 72),
+	}
+}
+
+func throughput(title string, pts []litequeue.HistoryPoint, now time.Time, step time.Duration, n int) chart {
+	end := now.Truncate(step).Add(step)
+	start := end.Add(-time.Duration(n) * step)
+	ok := make([]int, n)
+	bad := make([]int, n)
+	var okSum, badSum int
+	for _, p := range pts {
+		if p.Minute.Before(start) || !p.Minute.Before(end) {
+			continue
+		}
+		i := int(p.Minute.Sub(start) / step)
+		ok[i] += p.Succeeded
+		bad[i] += p.Retried + p.Dead
+		okSum += p.Succeeded
+		badSum += p.Retried + p.Dead
+	}
+	top := 1
+	for i := range ok {
+		top = max(top, ok[i]+bad[i])
+	}
+	const w, h, left, bottom = 600.0, 120.0, 40.0, 16.0
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %.0f %.0f" role="img" aria-label="%s">`, w+left+4, h+bottom+4, esc(title))
+	y := func(v int) float64 { return h - h*float64(v)/float64(top) + 2 }
+	fmt.Fprintf(&b, `<line class="grid" x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f"/><text class="axis" x="%.0f" y="%.1f" text-anchor="end">%d</text>`,
+		left, y(top), w+left, y(top), left-4, y(top)+8, top)
+	fmt.Fprintf(&b, `<line class="grid" x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f"/><text class="axis" x="%.0f" y="%.1f" text-anchor="end">0</text>`,
+		left, y(0), w+left, y(0), left-4, y(0))
+	bw := w / float64(n)
+	for i := range ok {
+		x := left + float64(i)*bw
+		at := start.Add(time.Duration(i) * step).UTC().Format("15:04")
+		if ok[i] > 0 {
+			fmt.Fprintf(&b, `<rect class="ok" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s: %d succeeded</title></rect>`,
+				x+bw*0.1, y(ok[i]), bw*0.8, y(0)-y(ok[i]), at, ok[i])
+		}
+		if bad[i] > 0 {
+			fmt.Fprintf(&b, `<rect class="fail" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s: %d failed</title></rect>`,
+				x+bw*0.1, y(ok[i]+bad[i]), bw*0.8, y(ok[i])-y(ok[i]+bad[i]), at, bad[i])
+		}
+	}
+	fmt.Fprintf(&b, `<text class="axis" x="%.0f" y="%.0f">%s</text><text class="axis" x="%.0f" y="%.0f" text-anchor="end">%s UTC</text></svg>`,
+		left, h+bottom+2, start.UTC().Format("15:04"), w+left, h+bottom+2, end.UTC().Format("15:04"))
+	rate := "no attempts"
+	if okSum+badSum > 0 {
+		rate = fmt.Sprintf("%d attempts, %.1f%% failed", okSum+badSum, 100*float64(badSum)/float64(okSum+badSum))
+	}
+	return chart{Title: title + ": " + rate, SVG: template.HTML(b.String())}
+}
