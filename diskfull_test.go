@@ -49,8 +49,9 @@ func TestDiskFullFailsEnqueuesClearlyAndRecovers(t *testing.T) {
 	require.ErrorIs(t, full, ErrStorageFull)
 	require.ErrorContains(t, full, "full")
 	t.Logf("full after %d jobs: %v", len(ids), full)
-	// Still full: a second try fails the same way, and reads work.
-	_, err = h.q.Enqueue(ctx, SendEmail{To: pad}, nil)
+	// Still full: a second try as large as a batch fails the same way, and
+	// reads work.
+	_, err = h.q.EnqueueBatch(ctx, []BatchItem{{Job: SendEmail{To: pad}}, {Job: SendEmail{To: pad}}})
 	require.ErrorIs(t, err, ErrStorageFull)
 	requireJobs(t, h.q, ids)
 
