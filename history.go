@@ -252,4 +252,3 @@ func (q *Queue) History(ctx context.Context, queue string, since time.Time) ([]H
 // Now returns the time of the queue's Clock, for callers (such as a
 // dashboard) that show times relative to the queue's.
 func (q *Queue) Now() time.Time { return q.clock.Now() }
-
