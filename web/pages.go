@@ -144,7 +144,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, code int, err erro
 
 // overview shows the per-queue counts.
 func (s *server) overview(w http.ResponseWriter, r *http.Request) {
-	sums, err := s.q.QueueSummaries(r.Context(), 0)
+	sums, err := s.q.QueueSummaries(r.Context(), countLimit)
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
@@ -464,7 +464,7 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 	defer tick.Stop()
 	var last []byte
 	for {
-		sums, err := s.q.QueueSummaries(r.Context(), 0)
+		sums, err := s.q.QueueSummaries(r.Context(), countLimit)
 		if err != nil {
 			return
 		}
@@ -504,3 +504,8 @@ func liveFrom(sums []litequeue.QueueSummary) map[string]string {
 	m["*/dead"] = strconv.Itoa(total)
 	return m
 }
+
+// countLimit bounds the live counts of the overview and the live refresh:
+// exact below it, shown with a "+" at it (about 0.3s per page on a file of
+// a million jobs; see BenchmarkPagesOnAMillionJobs).
+const countLimit = 10_000
