@@ -206,6 +206,11 @@ type QueueSummary struct {
 	// Capped says a count reached the limit given to QueueSummaries: the
 	// live counts (ready, scheduled, running) are then "at least" figures.
 	Capped bool `json:"capped,omitempty"`
+	// CompletedCapped and DeadCapped say that the file holds at least limit
+	// completed (or dead) jobs in all: Completed (or Dead) then counts this
+	// queue's among the most recent limit of them, an "at least" figure.
+	CompletedCapped bool `json:"completed_capped,omitempty"`
+	DeadCapped      bool `json:"dead_capped,omitempty"`
 	// OldestReady is how long the longest-waiting ready job has been due;
 	// 0 when none is ready.
 	OldestReady time.Duration `json:"oldest_ready"`
@@ -292,6 +297,7 @@ func (q *Queue) QueueSummaries(ctx context.Context, limit int) ([]QueueSummary, 
 		if err != nil {
 			return nil, fmt.Errorf("litequeue: queue summaries: %w", err)
 		}
+		total := 0
 		for rows.Next() {
 			var name string
 			var n int
@@ -299,6 +305,7 @@ func (q *Queue) QueueSummaries(ctx context.Context, limit int) ([]QueueSummary, 
 				rows.Close()
 				return nil, err
 			}
+			total += n
 			if st == 2 {
 				get(name).Completed = n
 			} else {
@@ -308,6 +315,15 @@ func (q *Queue) QueueSummaries(ctx context.Context, limit int) ([]QueueSummary, 
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return nil, err
+		}
+		if total >= limit {
+			for _, sum := range byName {
+				if st == 2 {
+					sum.CompletedCapped = true
+				} else {
+					sum.DeadCapped = true
+				}
+			}
 		}
 	}
 	out := make([]QueueSummary, 0, len(names))
