@@ -135,7 +135,7 @@ func (r *runState) reserveDirect(queue, kind string) *pool {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stopped || p.ready.Len() > 0 || p.running.Load() >= int64(p.cfg.Concurrency) ||
+	if p.stopped || p.paused.Load() || p.ready.Len() > 0 || p.running.Load() >= int64(p.cfg.Concurrency) ||
 		p.capacity-len(p.inflight)-p.reserved <= 0 {
 		return nil
 	}
@@ -180,6 +180,9 @@ func (p *pool) dispatch() {
 		case <-p.r.stopping:
 			return
 		default:
+		}
+		if dirty && p.holdForControl() {
+			dirty = false // paused: a Resume or another process's write wakes it
 		}
 		if dirty {
 			p.mu.Lock()

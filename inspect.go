@@ -21,10 +21,11 @@ const (
 	StateRunning   State = "running"   // claimed under a lease
 	StateCompleted State = "completed" // succeeded, kept for Options.CompletedRetention
 	StateDead      State = "dead"      // gave up: a dead letter
+	// StateCancelled (control.go): cancelled by Cancel, kept until PurgeCancelled.
 )
 
 // States lists every State in life order.
-var States = []State{StateReady, StateScheduled, StateRunning, StateCompleted, StateDead}
+var States = []State{StateReady, StateScheduled, StateRunning, StateCompleted, StateDead, StateCancelled}
 
 // ParseState returns the State named s, or an error listing the valid names.
 func ParseState(s string) (State, error) {
@@ -154,21 +155,6 @@ func (q *Queue) Job(ctx context.Context, id int64) (JobInfo, error) {
 	return info, nil
 }
 
-// Cancel deletes pending (ready or scheduled) jobs by id and returns how many
-// it deleted. It is all or nothing: if any id is unknown (ErrNotFound), running
-// (ErrJobRunning) or completed or dead (ErrWrongState), nothing is deleted
-// and the error names the id.
-func (q *Queue) Cancel(ctx context.Context, ids ...int64) (int, error) {
-	if err := q.writable(); err != nil {
-		return 0, err
-	}
-	n, err := q.store.Cancel(ctx, ids)
-	if err != nil {
-		return 0, wrapf("litequeue: %w", err)
-	}
-	return n, nil
-}
-
 // PurgeCompleted deletes retained completed jobs that finished more than
 // olderThan ago (0: all of them) and returns how many.
 func (q *Queue) PurgeCompleted(ctx context.Context, olderThan time.Duration) (int, error) {
@@ -199,6 +185,11 @@ type QueueStats struct {
 	Running   int    `json:"running"`
 	Completed int    `json:"completed"`
 	Dead      int    `json:"dead"`
+	Cancelled int    `json:"cancelled"`
+	// Paused is true while the queue is paused (see Queue.Pause), since
+	// PausedAt. A paused queue is listed even when it has no jobs.
+	Paused   bool      `json:"paused"`
+	PausedAt time.Time `json:"paused_at,omitzero"`
 	// OldestReady is how long the longest-waiting ready job has been due;
 	// 0 when none is ready.
 	OldestReady time.Duration `json:"oldest_ready"`
@@ -218,7 +209,7 @@ func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
 	out := make([]QueueStats, 0, len(rows))
 	for _, r := range rows {
 		s := QueueStats{Queue: r.Queue, Ready: r.Ready, Scheduled: r.Scheduled, Running: r.Running,
-			Completed: r.Completed, Dead: r.Dead}
+			Completed: r.Completed, Dead: r.Dead, Cancelled: r.Cancelled}
 		if r.OldestReadySince != 0 {
 			s.OldestReady = time.Duration(now - r.OldestReadySince)
 		}
@@ -227,7 +218,7 @@ func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
 		}
 		out = append(out, s)
 	}
-	return out, nil
+	return q.addPaused(ctx, out)
 }
 
 // errPrefix begins the text of every error of the package.

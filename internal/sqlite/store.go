@@ -336,6 +336,9 @@ func priorities(ctx context.Context, tx Execer, queue string, fn func(prio int64
 
 // claimTx claims per q on tx, most urgent first.
 func claimTx(ctx context.Context, tx Execer, q store.ClaimQuery) ([]store.Claimed, error) {
+	if paused, err := isPaused(ctx, tx, q.Queue); err != nil || paused {
+		return nil, err // a paused queue hands out nothing (see store.Control)
+	}
 	var cs []store.Claimed
 	err := priorities(ctx, tx, q.Queue, func(prio int64) (bool, error) {
 		rows, err := tx.QueryContext(ctx, claimSQL, q.Until, q.Lease, q.Now, q.Queue, q.KindsJSON, q.N-len(cs), prio)
@@ -389,6 +392,9 @@ func (s *Store) NextDue(ctx context.Context, queue string, kinds []string, kinds
 		return 0, false, err
 	}
 	defer tx.Rollback()
+	if paused, err := isPaused(ctx, tx, queue); err != nil || paused {
+		return 0, false, err // nothing of a paused queue is due (see store.Control)
+	}
 	var earliest int64
 	ok := false
 	err = priorities(ctx, tx, queue, func(prio int64) (bool, error) {
