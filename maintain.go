@@ -3,8 +3,6 @@ package litequeue
 import (
 	"context"
 	"time"
-
-	"github.com/litequeue/litequeue/internal/store"
 )
 
 // Maintenance: lease extension while handlers run, and the cleanup of
@@ -44,21 +42,12 @@ func (p *pool) extendLeases() {
 // extend pushes the lease of every claimed job of p forward by the
 // visibility timeout.
 func (p *pool) extend() {
-	p.mu.Lock()
-	ds := make([]*delivery, 0, len(p.inflight))
-	for d := range p.inflight {
-		ds = append(ds, d)
-	}
-	p.mu.Unlock()
+	ds := p.claimed()
 	if len(ds) == 0 {
 		return
 	}
 	until := addClamped(p.q.clock.Now(), p.cfg.VisibilityTimeout)
-	leases := make([]store.Lease, len(ds))
-	for i, d := range ds {
-		leases[i] = store.Lease{ID: d.id, Lease: d.lease}
-	}
-	lostIdx, err := p.q.store.Extend(context.Background(), leases, until)
+	lostIdx, err := p.q.store.Extend(context.Background(), leasesOf(ds), until)
 	if err != nil {
 		p.q.log.Error("litequeue: extending leases failed", LogQueue, p.cfg.Name, LogError, err.Error())
 		return
