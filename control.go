@@ -87,12 +87,12 @@ func (q *Queue) Resume(ctx context.Context, queue string) error {
 	if err != nil {
 		return wrapf("litequeue: resume queue %q: %w", queue, err)
 	}
+	if changed { // before the pool starts anything: events keep their order
+		q.emit(Event{Type: EventResumed, Queue: queue})
+	}
 	if p := q.localPool(queue); p != nil {
 		p.paused.Store(false)
 		p.signal()
-	}
-	if changed {
-		q.emit(Event{Type: EventResumed, Queue: queue})
 	}
 	return nil
 }
@@ -199,11 +199,7 @@ func (p *pool) stopLost(lost []*delivery) {
 		return
 	}
 	cancelled := map[*delivery]bool{}
-	leases := make([]store.Lease, len(lost))
-	for i, d := range lost {
-		leases[i] = store.Lease{ID: d.id, Lease: d.lease}
-	}
-	idx, err := p.q.store.WhichCancelled(context.Background(), leases)
+	idx, err := p.q.store.WhichCancelled(context.Background(), leasesOf(lost))
 	if err != nil {
 		p.q.log.Error("litequeue: checking lost leases for cancelled jobs", LogQueue, p.cfg.Name, LogError, err.Error())
 	}
@@ -250,18 +246,8 @@ func (p *pool) holdForControl() bool {
 			_, ok := paused[p.cfg.Name]
 			p.paused.Store(ok)
 		}
-		p.mu.Lock()
-		ds := make([]*delivery, 0, len(p.inflight))
-		for d := range p.inflight {
-			ds = append(ds, d)
-		}
-		p.mu.Unlock()
-		if len(ds) > 0 {
-			leases := make([]store.Lease, len(ds))
-			for i, d := range ds {
-				leases[i] = store.Lease{ID: d.id, Lease: d.lease}
-			}
-			idx, err := p.q.store.WhichCancelled(ctx, leases)
+		if ds := p.claimed(); len(ds) > 0 {
+			idx, err := p.q.store.WhichCancelled(ctx, leasesOf(ds))
 			if err != nil {
 				p.q.log.Error("litequeue: looking for cancelled jobs", LogQueue, p.cfg.Name, LogError, err.Error())
 			}
