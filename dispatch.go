@@ -244,7 +244,9 @@ func (p *pool) dispatch() {
 // is already set to claim earlier. It sets the Clock timer before returning,
 // so the caller may report the job's new due time as an event right after.
 func (p *pool) dueAt(t time.Time) {
-	p.due.set(t, true)
+	if p.due != nil { // nil in the pool of a test's stored attempt (testsupport.go)
+		p.due.set(t, true)
+	}
 }
 
 // freed is called when a delivery finishes: if the last claim was full there
