@@ -12,19 +12,6 @@ import (
 // Live control: paused queues (table lq_queues), cancelled jobs (state 4)
 // and snoozes.
 
-// pausedSQL finds a queue's pause with one seek of lq_queues' primary key.
-const pausedSQL = `SELECT 1 FROM lq_queues WHERE queue = ? AND paused_at IS NOT NULL`
-
-// isPaused reports whether queue is paused, read on tx.
-func isPaused(ctx context.Context, tx Execer, queue string) (bool, error) {
-	var one int
-	err := tx.QueryRowContext(ctx, pausedSQL, queue).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
 // Pause implements store.Control.
 func (s *Store) Pause(ctx context.Context, queue string, at int64) (bool, error) {
 	if s.w == nil {
