@@ -197,7 +197,8 @@ type QueueStats struct {
 	NextDue time.Time `json:"next_due,omitzero"`
 }
 
-// Stats returns the counts of every queue in the file, sorted by queue name,
+// Stats returns the counts of every queue in the file (and of every paused
+// queue, jobs or not, with Paused set), sorted by queue name,
 // at the queue's Clock's now. It scans the table; call it for dashboards and
 // inspection, not per job.
 func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
