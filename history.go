@@ -3,7 +3,6 @@ package litequeue
 import (
 	"context"
 	"errors"
-	"fmt"
 	"runtime"
 	"slices"
 	"strings"
@@ -11,7 +10,7 @@ import (
 	"time"
 	"weak"
 
-	"github.com/litequeue/litequeue/internal/sqlite"
+	"github.com/litequeue/litequeue/internal/store"
 )
 
 // The history is a small per-minute record of outcomes per queue, kept in
@@ -138,33 +137,20 @@ func (h *history) take(m int64) map[histKey]*histCounts {
 }
 
 // errNoHistoryTable is the error of a file whose schema predates lq_history.
-var errNoHistoryTable = errors.New("litequeue: the file has no lq_history table (its schema predates the history)")
+var errNoHistoryTable = store.ErrNoHistory
 
 func (q *Queue) writeHistory(ctx context.Context, counts map[histKey]*histCounts, now int64) error {
-	err := q.lite.Do(ctx, func(ctx context.Context, tx sqlite.Execer) error {
-		for k, c := range counts {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO lq_history (queue, minute, enqueued, succeeded, retried, dead)
-				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (queue, minute) DO UPDATE SET
-				enqueued = enqueued + excluded.enqueued, succeeded = succeeded + excluded.succeeded,
-				retried = retried + excluded.retried, dead = dead + excluded.dead`,
-				k.queue, k.minute, c.enqueued, c.succeeded, c.retried, c.dead); err != nil {
-				return err
-			}
-		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM lq_history WHERE minute < ?`, now-int64(HistoryRetention/time.Minute))
-		return err
-	})
-	if err != nil && strings.Contains(err.Error(), "no such table: lq_history") {
-		err = errNoHistoryTable
+	rows := make([]store.HistoryCount, 0, len(counts))
+	for k, c := range counts {
+		rows = append(rows, store.HistoryCount{Queue: k.queue, Minute: k.minute,
+			Enqueued: c.enqueued, Succeeded: c.succeeded, Retried: c.retried, Dead: c.dead})
 	}
+	err := q.store.AddHistory(ctx, rows, now-int64(HistoryRetention/time.Minute))
 	if err != nil {
 		q.log.Warn("litequeue: history counts not written", LogError, err.Error())
 	}
 	return err
 }
-
-// historySQL reads history rows from a minute on, through the minute index.
-const historySQL = `SELECT queue, minute, enqueued, succeeded, retried, dead FROM lq_history WHERE minute >= ?`
 
 // FlushHistory writes every count of the history held in memory, the
 // current minute's included, and waits for writes already under way. Call
@@ -192,32 +178,17 @@ func (q *Queue) FlushHistory(ctx context.Context) error {
 // read-only queue (without in-memory counts).
 func (q *Queue) History(ctx context.Context, queue string, since time.Time) ([]HistoryPoint, error) {
 	from := minuteOf(since)
-	query := historySQL
-	args := []any{from}
-	if queue != "" {
-		query += ` AND queue = ?`
-		args = append(args, queue)
-	}
-	rows, err := q.lite.DB().QueryContext(ctx, query, args...)
+	rows, err := q.store.History(ctx, queue, from)
 	if err != nil {
-		if strings.Contains(err.Error(), "no such table") {
-			return nil, fmt.Errorf("%w", errNoHistoryTable)
-		}
-		return nil, fmt.Errorf("litequeue: history: %w", err)
-	}
-	defer rows.Close()
-	byKey := map[histKey]*HistoryPoint{}
-	for rows.Next() {
-		var p HistoryPoint
-		var m int64
-		if err := rows.Scan(&p.Queue, &m, &p.Enqueued, &p.Succeeded, &p.Retried, &p.Dead); err != nil {
+		if errors.Is(err, store.ErrNoHistory) {
 			return nil, err
 		}
-		p.Minute = time.Unix(0, m*int64(time.Minute))
-		byKey[histKey{p.Queue, m}] = &p
+		return nil, wrapf("litequeue: history: %w", err)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
+	byKey := map[histKey]*HistoryPoint{}
+	for _, r := range rows {
+		byKey[histKey{r.Queue, r.Minute}] = &HistoryPoint{Queue: r.Queue, Minute: time.Unix(0, r.Minute*int64(time.Minute)),
+			Enqueued: r.Enqueued, Succeeded: r.Succeeded, Retried: r.Retried, Dead: r.Dead}
 	}
 	if !q.historyOff() {
 		h := q.history()
@@ -255,6 +226,5 @@ func (q *Queue) History(ctx context.Context, queue string, since time.Time) ([]H
 // dashboard) that show times relative to the queue's.
 func (q *Queue) Now() time.Time { return q.clock.Now() }
 
-// historyOff reports whether the queue keeps no history: it is read-only,
-// or its store is not SQLite (where the history table lives for now).
-func (q *Queue) historyOff() bool { return q.lite == nil || q.readOnly }
+// historyOff reports whether the queue keeps no history: it is read-only.
+func (q *Queue) historyOff() bool { return q.readOnly }
