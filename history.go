@@ -47,7 +47,11 @@ type history struct {
 	mu      sync.Mutex
 	current int64 // the latest minute seen
 	pending map[histKey]*histCounts
-	flights sync.WaitGroup
+	// flying counts the writes of taken counts under way, started counts
+	// every write ever started; idle is signalled (on mu) when flying drops
+	// to zero.
+	flying, started int
+	idle            sync.Cond
 }
 
 // histories holds each open queue's history, keyed weakly so that a queue
@@ -60,7 +64,9 @@ func (q *Queue) history() *history {
 	if h, ok := histories.Load(key); ok {
 		return h.(*history)
 	}
-	h, loaded := histories.LoadOrStore(key, &history{pending: map[histKey]*histCounts{}})
+	fresh := &history{pending: map[histKey]*histCounts{}}
+	fresh.idle.L = &fresh.mu
+	h, loaded := histories.LoadOrStore(key, fresh)
 	if !loaded {
 		runtime.AddCleanup(q, func(k weak.Pointer[Queue]) { histories.Delete(k) }, key)
 	}
@@ -112,15 +118,43 @@ func (q *Queue) recordHistory(e Event) {
 		h.current = m
 	}
 	if len(done) > 0 {
-		h.flights.Add(1)
+		h.flying++
+		h.started++
 	}
 	h.mu.Unlock()
 	if len(done) > 0 {
 		go func() {
-			defer h.flights.Done()
+			defer h.landed()
 			q.writeHistory(context.Background(), done, m)
 		}()
 	}
+}
+
+// landed ends a write started by recordHistory.
+func (h *history) landed() {
+	h.mu.Lock()
+	h.flying--
+	if h.flying == 0 {
+		h.idle.Broadcast()
+	}
+	h.mu.Unlock()
+}
+
+// settle waits until no write of taken counts is under way and returns the
+// number of writes started so far. h.mu is held (and released while it
+// waits).
+func (h *history) settle() int {
+	for h.flying > 0 {
+		h.idle.Wait()
+	}
+	return h.started
+}
+
+// wait waits for the writes of taken counts under way.
+func (h *history) wait() {
+	h.mu.Lock()
+	h.settle()
+	h.mu.Unlock()
 }
 
 // take removes and returns the pending counts of minutes before m (all of
@@ -163,8 +197,8 @@ func (q *Queue) FlushHistory(ctx context.Context) error {
 	h := q.history()
 	h.mu.Lock()
 	all := h.take(0)
+	h.settle()
 	h.mu.Unlock()
-	h.flights.Wait()
 	if len(all) == 0 {
 		return nil
 	}
@@ -176,23 +210,55 @@ func (q *Queue) FlushHistory(ctx context.Context) error {
 // counts still held in memory by this process. It reads through the
 // history's minute index, at most 7 days of rows per queue. It works on a
 // read-only queue (without in-memory counts).
+//
+// Counts taken from memory to be written are never missed nor counted
+// twice: it waits for writes under way before it reads, and reads again if
+// another write started meanwhile.
 func (q *Queue) History(ctx context.Context, queue string, since time.Time) ([]HistoryPoint, error) {
 	from := minuteOf(since)
-	rows, err := q.store.History(ctx, queue, from)
-	if err != nil {
-		if errors.Is(err, store.ErrNoHistory) {
-			return nil, err
-		}
-		return nil, wrapf("litequeue: history: %w", err)
+	var h *history
+	if !q.historyOff() {
+		h = q.history()
 	}
+	for {
+		gen := 0
+		if h != nil {
+			h.mu.Lock()
+			gen = h.settle()
+			h.mu.Unlock()
+		}
+		rows, err := q.store.History(ctx, queue, from)
+		if err != nil {
+			if errors.Is(err, store.ErrNoHistory) {
+				return nil, err
+			}
+			return nil, wrapf("litequeue: history: %w", err)
+		}
+		if h != nil {
+			h.mu.Lock()
+			if h.started != gen {
+				h.mu.Unlock()
+				continue
+			}
+		}
+		pts := mergeHistory(rows, h, queue, from)
+		if h != nil {
+			h.mu.Unlock()
+		}
+		return pts, nil
+	}
+}
+
+// mergeHistory adds the counts of h (nil for none; h.mu held) of queue (""
+// for every queue) from minute from on to the stored rows, and sorts the
+// points by minute then queue.
+func mergeHistory(rows []store.HistoryCount, h *history, queue string, from int64) []HistoryPoint {
 	byKey := map[histKey]*HistoryPoint{}
 	for _, r := range rows {
 		byKey[histKey{r.Queue, r.Minute}] = &HistoryPoint{Queue: r.Queue, Minute: time.Unix(0, r.Minute*int64(time.Minute)),
 			Enqueued: r.Enqueued, Succeeded: r.Succeeded, Retried: r.Retried, Dead: r.Dead}
 	}
-	if !q.historyOff() {
-		h := q.history()
-		h.mu.Lock()
+	if h != nil {
 		for k, c := range h.pending {
 			if k.minute < from || (queue != "" && k.queue != queue) {
 				continue
@@ -207,7 +273,6 @@ func (q *Queue) History(ctx context.Context, queue string, since time.Time) ([]H
 			p.Retried += c.retried
 			p.Dead += c.dead
 		}
-		h.mu.Unlock()
 	}
 	out := make([]HistoryPoint, 0, len(byKey))
 	for _, p := range byKey {
@@ -219,7 +284,7 @@ func (q *Queue) History(ctx context.Context, queue string, since time.Time) ([]H
 		}
 		return strings.Compare(a.Queue, b.Queue)
 	})
-	return out, nil
+	return out
 }
 
 // Now returns the time of the queue's Clock, for callers (such as a

@@ -77,7 +77,11 @@ func runStored(ctx context.Context, hv any, qv any, payload []byte, spec testbri
 	if queue == "" {
 		queue = h.queue
 	}
-	p := &pool{q: q, cfg: q.config(queue)}
+	// The pool is a stand-in for the dispatcher's: its alarm (which a retry
+	// sets) has no listener; a retry wakes the queue's running dispatcher,
+	// if any, instead.
+	p := &pool{q: q, cfg: q.config(queue), due: newAlarm(q.clock)}
+	defer p.due.stop()
 	now := q.clock.Now()
 	created := spec.EnqueuedAt
 	if created.IsZero() {
@@ -118,6 +122,7 @@ func runStored(ctx context.Context, hv any, qv any, payload []byte, spec testbri
 	switch {
 	case herr != nil:
 		p.fail(d, policy, herr, took)
+		q.wake(queue)
 	case d.inTx.Load():
 		p.finishTx(d, policy, took)
 	default:
