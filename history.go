@@ -48,10 +48,9 @@ type history struct {
 	current int64 // the latest minute seen
 	pending map[histKey]*histCounts
 	// flying counts the writes of taken counts under way, started counts
-	// every write ever started; idle is signalled (on mu) when flying drops
-	// to zero.
+	// every write ever started; idle is closed when flying drops to zero.
 	flying, started int
-	idle            sync.Cond
+	idle            chan struct{}
 }
 
 // histories holds each open queue's history, keyed weakly so that a queue
@@ -64,9 +63,7 @@ func (q *Queue) history() *history {
 	if h, ok := histories.Load(key); ok {
 		return h.(*history)
 	}
-	fresh := &history{pending: map[histKey]*histCounts{}}
-	fresh.idle.L = &fresh.mu
-	h, loaded := histories.LoadOrStore(key, fresh)
+	h, loaded := histories.LoadOrStore(key, &history{pending: map[histKey]*histCounts{}})
 	if !loaded {
 		runtime.AddCleanup(q, func(k weak.Pointer[Queue]) { histories.Delete(k) }, key)
 	}
@@ -118,6 +115,9 @@ func (q *Queue) recordHistory(e Event) {
 		h.current = m
 	}
 	if len(done) > 0 {
+		if h.flying == 0 {
+			h.idle = make(chan struct{})
+		}
 		h.flying++
 		h.started++
 	}
@@ -135,26 +135,49 @@ func (h *history) landed() {
 	h.mu.Lock()
 	h.flying--
 	if h.flying == 0 {
-		h.idle.Broadcast()
+		close(h.idle)
 	}
 	h.mu.Unlock()
 }
 
-// settle waits until no write of taken counts is under way and returns the
-// number of writes started so far. h.mu is held (and released while it
-// waits).
-func (h *history) settle() int {
-	for h.flying > 0 {
-		h.idle.Wait()
+// settle waits until no write of taken counts is under way, or ctx ends,
+// and returns the number of writes started so far.
+func (h *history) settle(ctx context.Context) (int, error) {
+	for {
+		h.mu.Lock()
+		if h.flying == 0 {
+			n := h.started
+			h.mu.Unlock()
+			return n, nil
+		}
+		idle := h.idle
+		h.mu.Unlock()
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
 	}
-	return h.started
 }
 
 // wait waits for the writes of taken counts under way.
-func (h *history) wait() {
+func (h *history) wait() { _, _ = h.settle(context.Background()) }
+
+// putBack returns counts taken but not written to the pending ones.
+func (h *history) putBack(counts map[histKey]*histCounts) {
 	h.mu.Lock()
-	h.settle()
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	for k, c := range counts {
+		p := h.pending[k]
+		if p == nil {
+			h.pending[k] = c
+			continue
+		}
+		p.enqueued += c.enqueued
+		p.succeeded += c.succeeded
+		p.retried += c.retried
+		p.dead += c.dead
+	}
 }
 
 // take removes and returns the pending counts of minutes before m (all of
@@ -197,8 +220,11 @@ func (q *Queue) FlushHistory(ctx context.Context) error {
 	h := q.history()
 	h.mu.Lock()
 	all := h.take(0)
-	h.settle()
 	h.mu.Unlock()
+	if _, err := h.settle(ctx); err != nil {
+		h.putBack(all)
+		return wrapf("litequeue: flush history: %w", err)
+	}
 	if len(all) == 0 {
 		return nil
 	}
@@ -212,8 +238,8 @@ func (q *Queue) FlushHistory(ctx context.Context) error {
 // read-only queue (without in-memory counts).
 //
 // Counts taken from memory to be written are never missed nor counted
-// twice: it waits for writes under way before it reads, and reads again if
-// another write started meanwhile.
+// twice: it waits (until ctx ends) for their writes under way before it
+// reads, and reads again if another write started meanwhile.
 func (q *Queue) History(ctx context.Context, queue string, since time.Time) ([]HistoryPoint, error) {
 	from := minuteOf(since)
 	var h *history
@@ -223,9 +249,10 @@ func (q *Queue) History(ctx context.Context, queue string, since time.Time) ([]H
 	for {
 		gen := 0
 		if h != nil {
-			h.mu.Lock()
-			gen = h.settle()
-			h.mu.Unlock()
+			var err error
+			if gen, err = h.settle(ctx); err != nil {
+				return nil, wrapf("litequeue: history: %w", err)
+			}
 		}
 		rows, err := q.store.History(ctx, queue, from)
 		if err != nil {
