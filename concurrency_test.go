@@ -33,6 +33,11 @@ func TestBusyHandlersLeaveTheJobClaimedAheadUnstarted(t *testing.T) {
 	require.NoError(t, err)
 	h.start(t)
 	h.ev.wait(t, EventStarted, 0, limit)
+	require.Eventually(t, func() bool { // the claims run one job at a time
+		st, err := h.q.Stats(ctx)
+		require.NoError(t, err)
+		return st[0].Running == limit+1
+	}, waitLimit, time.Millisecond, "the queue claims Concurrency + ClaimBatch jobs")
 
 	stopped := make(chan error, 1)
 	go func() { stopped <- h.q.Stop(context.Background()) }()
