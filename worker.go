@@ -174,6 +174,7 @@ type runState struct {
 	stopOnce sync.Once
 	escOnce  sync.Once
 	stopErr  error
+	sched    *scheduler // enqueues the stored schedules' occurrences
 }
 
 func (r *runState) wake(queue string) {
@@ -183,6 +184,7 @@ func (r *runState) wake(queue string) {
 }
 
 func (r *runState) wakeAll() {
+	r.sched.wake()
 	for _, p := range r.pools {
 		p.signal()
 	}
@@ -268,6 +270,7 @@ func (q *Queue) Start(ctx context.Context) error {
 		}
 		version = v
 	}
+	r.sched = startScheduler(q, r)
 	q.run = r
 	for _, p := range r.pools {
 		for range p.cfg.Concurrency {
