@@ -122,7 +122,9 @@ func scheduledRunAts(t *testing.T, q *Queue, name string) []time.Time {
 	return out
 }
 
-func utc(y int, mo time.Month, d, h, mi int) time.Time { return time.Date(y, mo, d, h, mi, 0, 0, time.UTC) }
+func utc(y int, mo time.Month, d, h, mi int) time.Time {
+	return time.Date(y, mo, d, h, mi, 0, 0, time.UTC)
+}
 
 func scheduleInfo(t *testing.T, q *Queue, name string) ScheduleInfo {
 	t.Helper()
