@@ -11,10 +11,13 @@ import (
 
 	"context"
 	"errors"
-	"github.com/benbjohnson/clock"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/litequeue/litequeue/internal/sqlite"
 
 	"github.com/stretchr/testify/require"
 )
@@ -198,7 +201,7 @@ func claimAsDeadProcess(t *testing.T, path, queue string, kinds string, now time
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
 	require.NoError(t, err)
 	defer db.Close()
-	rows, err := db.Query(claimSQL, now.Add(lease).UnixNano(), 424242, now.UnixNano(), queue, kinds, 1000, 0)
+	rows, err := db.Query(sqlite.ClaimSQL, now.Add(lease).UnixNano(), 424242, now.UnixNano(), queue, kinds, 1000, 0)
 	require.NoError(t, err)
 	n := 0
 	for rows.Next() {

@@ -1,13 +1,14 @@
 package litequeue
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/litequeue/litequeue/internal/store"
 )
 
 // Schedule is a recurring job: a cron expression or a fixed interval, and
@@ -155,7 +156,7 @@ var (
 	// names the schedule and the field. Nothing was stored.
 	ErrInvalidSchedule = errors.New("litequeue: invalid schedule")
 	// ErrScheduleNotFound: no schedule has the name.
-	ErrScheduleNotFound = errors.New("litequeue: schedule not found")
+	ErrScheduleNotFound = store.ErrScheduleNotFound
 )
 
 // ScheduleError reports an invalid field of a Schedule. errors.Is(err,
@@ -247,41 +248,33 @@ func nanoTime(n int64) time.Time {
 	return time.Unix(0, n)
 }
 
-// scheduleKeyPrefix is the start of the idempotency keys of a schedule's
-// jobs: "lq-schedule:" and the name with '%' and ':' escaped, then ':'. An
-// occurrence's key adds its Unix nanoseconds; a trigger's adds "t" and its.
-func scheduleKeyPrefix(name string) string {
-	name = strings.ReplaceAll(name, "%", "%25")
-	name = strings.ReplaceAll(name, ":", "%3A")
-	return "lq-schedule:" + name + ":"
-}
-
+// occurrenceKey is the idempotency key of a schedule's occurrence at at.
 func occurrenceKey(name string, at time.Time) string {
-	return fmt.Sprintf("%s%d", scheduleKeyPrefix(name), at.UnixNano())
+	return fmt.Sprintf("%s%d", store.ScheduleKeyPrefix(name), at.UnixNano())
 }
 
 // validate checks s and returns its stored form, with the timing from now.
-func (q *Queue) validateSchedule(s Schedule, now time.Time) (storedSchedule, *timing, error) {
+func (q *Queue) validateSchedule(s Schedule, now time.Time) (store.Schedule, *timing, error) {
 	bad := func(field string, err error) error {
 		return &ScheduleError{Schedule: s.Name, Field: field, Err: err}
 	}
 	if err := validName("schedule", s.Name); err != nil {
-		return storedSchedule{}, nil, bad("Name", err)
+		return store.Schedule{}, nil, bad("Name", err)
 	}
 	switch {
 	case s.Cron == "" && s.Every == 0:
-		return storedSchedule{}, nil, bad("Cron", errors.New("neither Cron nor Every is set; set one"))
+		return store.Schedule{}, nil, bad("Cron", errors.New("neither Cron nor Every is set; set one"))
 	case s.Cron != "" && s.Every != 0:
-		return storedSchedule{}, nil, bad("Every", errors.New("both Cron and Every are set; set one"))
+		return store.Schedule{}, nil, bad("Every", errors.New("both Cron and Every are set; set one"))
 	case s.Cron == "" && s.Every < MinScheduleInterval:
 		hint := ""
 		if s.Every > 0 && s.Every < time.Microsecond {
 			hint = fmt.Sprintf(" (did you mean %d * time.Second?)", int64(s.Every))
 		}
-		return storedSchedule{}, nil, bad("Every", fmt.Errorf("interval %s is not positive or shorter than %s%s", s.Every, MinScheduleInterval, hint))
+		return store.Schedule{}, nil, bad("Every", fmt.Errorf("interval %s is not positive or shorter than %s%s", s.Every, MinScheduleInterval, hint))
 	}
 	if _, err := loadZone(s.TimeZone); err != nil {
-		return storedSchedule{}, nil, bad("TimeZone", err)
+		return store.Schedule{}, nil, bad("TimeZone", err)
 	}
 	tz := s.TimeZone
 	if tz == "" {
@@ -289,37 +282,37 @@ func (q *Queue) validateSchedule(s Schedule, now time.Time) (storedSchedule, *ti
 	}
 	t, err := newTiming(s.Cron, s.Every, tz, now)
 	if err != nil {
-		return storedSchedule{}, nil, bad("Cron", fmt.Errorf("invalid cron expression %q: %v", s.Cron, err))
+		return store.Schedule{}, nil, bad("Cron", fmt.Errorf("invalid cron expression %q: %v", s.Cron, err))
 	}
 	next := t.next(now)
 	if next.IsZero() {
-		return storedSchedule{}, nil, bad("Cron", fmt.Errorf("cron expression %q matches no date in the next five years", s.Cron))
+		return store.Schedule{}, nil, bad("Cron", fmt.Errorf("cron expression %q matches no date in the next five years", s.Cron))
 	}
 	switch {
 	case s.Missed < MissedRunOnce || s.Missed > MissedCatchUp:
-		return storedSchedule{}, nil, bad("Missed", fmt.Errorf("unknown policy %d", int(s.Missed)))
+		return store.Schedule{}, nil, bad("Missed", fmt.Errorf("unknown policy %d", int(s.Missed)))
 	case s.Missed == MissedCatchUp && (s.CatchUp < 1 || s.CatchUp > MaxCatchUp):
-		return storedSchedule{}, nil, bad("CatchUp", fmt.Errorf("%d is outside 1..%d", s.CatchUp, MaxCatchUp))
+		return store.Schedule{}, nil, bad("CatchUp", fmt.Errorf("%d is outside 1..%d", s.CatchUp, MaxCatchUp))
 	case s.Missed != MissedCatchUp && s.CatchUp != 0:
-		return storedSchedule{}, nil, bad("CatchUp", fmt.Errorf("set only with MissedCatchUp (Missed is %s)", s.Missed))
+		return store.Schedule{}, nil, bad("CatchUp", fmt.Errorf("set only with MissedCatchUp (Missed is %s)", s.Missed))
 	case s.Overlap < OverlapAllow || s.Overlap > OverlapWait:
-		return storedSchedule{}, nil, bad("Overlap", fmt.Errorf("unknown policy %d", int(s.Overlap)))
+		return store.Schedule{}, nil, bad("Overlap", fmt.Errorf("unknown policy %d", int(s.Overlap)))
 	case s.Grace < 0:
-		return storedSchedule{}, nil, bad("Grace", fmt.Errorf("negative grace %s; use 0 for the default (%s)", s.Grace, DefaultScheduleGrace))
+		return store.Schedule{}, nil, bad("Grace", fmt.Errorf("negative grace %s; use 0 for the default (%s)", s.Grace, DefaultScheduleGrace))
 	}
 	if s.Queue != "" {
 		if err := validName("queue", s.Queue); err != nil {
-			return storedSchedule{}, nil, bad("Queue", err)
+			return store.Schedule{}, nil, bad("Queue", err)
 		}
 	}
 	nj, err := q.prepare(s.Job, &EnqueueOptions{Queue: s.Queue, Priority: s.Priority})
 	if err != nil {
-		return storedSchedule{}, nil, bad("Job", err)
+		return store.Schedule{}, nil, bad("Job", err)
 	}
-	st := storedSchedule{
+	st := store.Schedule{
 		Name: s.Name, Cron: s.Cron, Every: int64(s.Every), Anchor: now.UnixNano(), TZ: tz,
-		Queue: nj.queue, Kind: nj.kind, Payload: nj.payload, Priority: s.Priority,
-		Missed: s.Missed, CatchUp: s.CatchUp, Overlap: s.Overlap, Grace: int64(s.Grace), NextAt: next.UnixNano(),
+		Queue: nj.Queue, Kind: nj.Kind, Payload: nj.Payload, Priority: s.Priority,
+		Missed: int(s.Missed), CatchUp: s.CatchUp, Overlap: int(s.Overlap), Grace: int64(s.Grace), NextAt: next.UnixNano(),
 	}
 	if s.Cron != "" {
 		st.Anchor = 0
@@ -327,23 +320,14 @@ func (q *Queue) validateSchedule(s Schedule, now time.Time) (storedSchedule, *ti
 	return st, t, nil
 }
 
-func (s *storedSchedule) sameTiming(o *storedSchedule) bool {
-	return s.Cron == o.Cron && s.Every == o.Every && s.TZ == o.TZ
-}
-
-func (s *storedSchedule) sameDefinition(o *storedSchedule) bool {
-	return s.sameTiming(o) && s.Queue == o.Queue && s.Kind == o.Kind && bytes.Equal(s.Payload, o.Payload) &&
-		s.Priority == o.Priority && s.Missed == o.Missed && s.CatchUp == o.CatchUp && s.Overlap == o.Overlap && s.Grace == o.Grace
-}
-
 // summary describes a definition for the history and the log.
-func (s *storedSchedule) summary() string {
+func summary(s *store.Schedule) string {
 	when := "cron " + s.Cron
 	if s.Cron == "" {
 		when = "every " + time.Duration(s.Every).String()
 	}
 	return fmt.Sprintf("%s tz %s; job %s on queue %s, priority %d, payload %s; missed %s, overlap %s",
-		when, s.TZ, s.Kind, s.Queue, s.Priority, s.Payload, describeMissed(s.Missed, s.CatchUp), s.Overlap)
+		when, s.TZ, s.Kind, s.Queue, s.Priority, s.Payload, describeMissed(MissedPolicy(s.Missed), s.CatchUp), OverlapPolicy(s.Overlap))
 }
 
 func describeMissed(p MissedPolicy, n int) string {
@@ -353,8 +337,8 @@ func describeMissed(p MissedPolicy, n int) string {
 	return p.String()
 }
 
-// diff lists the fields of the definition that differ from o.
-func (s *storedSchedule) diff(o *storedSchedule) string {
+// diff lists the fields of the definition o that differ from s.
+func diff(s, o *store.Schedule) string {
 	var d []string
 	add := func(field string, a, b any) {
 		if fmt.Sprint(a) != fmt.Sprint(b) {
@@ -368,14 +352,14 @@ func (s *storedSchedule) diff(o *storedSchedule) string {
 	add("kind", s.Kind, o.Kind)
 	add("payload", string(s.Payload), string(o.Payload))
 	add("priority", s.Priority, o.Priority)
-	add("missed", describeMissed(s.Missed, s.CatchUp), describeMissed(o.Missed, o.CatchUp))
-	add("overlap", s.Overlap, o.Overlap)
+	add("missed", describeMissed(MissedPolicy(s.Missed), s.CatchUp), describeMissed(MissedPolicy(o.Missed), o.CatchUp))
+	add("overlap", OverlapPolicy(s.Overlap), OverlapPolicy(o.Overlap))
 	add("grace", time.Duration(s.Grace), time.Duration(o.Grace))
 	return strings.Join(d, "; ")
 }
 
-// timing returns the stored schedule's timing.
-func (s *storedSchedule) timing() (*timing, error) {
+// scheduleTiming returns a stored schedule's timing.
+func scheduleTiming(s *store.Schedule) (*timing, error) {
 	return newTiming(s.Cron, time.Duration(s.Every), s.TZ, time.Unix(0, s.Anchor))
 }
 
@@ -401,16 +385,17 @@ func (q *Queue) RegisterSchedule(ctx context.Context, s Schedule) (ScheduleChang
 	if err != nil {
 		return ScheduleUnchanged, err
 	}
-	prev, change, err := q.schedules().UpsertSchedule(ctx, def, now.UnixNano(), def.summary())
+	prev, stored, err := q.store.UpsertSchedule(ctx, def, now.UnixNano(), summary(&def))
 	if err != nil {
-		return ScheduleUnchanged, fmt.Errorf("litequeue: register schedule %q: %w", s.Name, classifyWriteError(err))
+		return ScheduleUnchanged, wrapf("litequeue: register schedule %q: %w", s.Name, err)
 	}
+	change := ScheduleChange(stored)
 	switch change {
 	case ScheduleCreated:
-		q.log.Info("litequeue: schedule registered", LogSchedule, s.Name, "definition", def.summary(),
+		q.log.Info("litequeue: schedule registered", LogSchedule, s.Name, "definition", summary(&def),
 			"next", time.Unix(0, def.NextAt))
 	case ScheduleUpdated:
-		q.log.Info("litequeue: schedule updated", LogSchedule, s.Name, "changes", prev.diff(&def))
+		q.log.Info("litequeue: schedule updated", LogSchedule, s.Name, "changes", diff(prev, &def))
 	}
 	if change != ScheduleUnchanged {
 		q.wakeScheduler()
@@ -429,8 +414,8 @@ func (q *Queue) RemoveSchedule(ctx context.Context, name string) error {
 	if err := q.writable(); err != nil {
 		return err
 	}
-	if err := q.schedules().RemoveSchedule(ctx, name); err != nil {
-		return fmt.Errorf("litequeue: remove schedule: %w", classifyWriteError(err))
+	if err := q.store.RemoveSchedule(ctx, name); err != nil {
+		return wrapf("litequeue: remove schedule: %w", err)
 	}
 	q.log.Info("litequeue: schedule removed", LogSchedule, name)
 	q.wakeScheduler()
@@ -456,18 +441,18 @@ func (q *Queue) setPaused(ctx context.Context, name string, paused bool) error {
 	if err := q.writable(); err != nil {
 		return err
 	}
-	st := q.schedules()
+	st := q.store
 	now := q.clock.Now()
 	var next int64
 	if !paused {
 		ss, err := st.Schedules(ctx, name)
 		if err != nil {
-			return fmt.Errorf("litequeue: resume schedule: %w", err)
+			return wrapf("litequeue: resume schedule: %w", err)
 		}
 		if len(ss) == 0 {
-			return fmt.Errorf("litequeue: resume schedule: %w: %q", ErrScheduleNotFound, name)
+			return wrapf("litequeue: resume schedule: %w: %q", ErrScheduleNotFound, name)
 		}
-		t, err := ss[0].timing()
+		t, err := scheduleTiming(&ss[0])
 		if err != nil {
 			return fmt.Errorf("litequeue: resume schedule %q: stored definition: %w", name, err)
 		}
@@ -475,7 +460,7 @@ func (q *Queue) setPaused(ctx context.Context, name string, paused bool) error {
 	}
 	verb := map[bool]string{true: "pause", false: "resume"}[paused]
 	if err := st.PauseSchedule(ctx, name, paused, next, now.UnixNano()); err != nil {
-		return fmt.Errorf("litequeue: %s schedule: %w", verb, classifyWriteError(err))
+		return wrapf("litequeue: %s schedule: %w", verb, err)
 	}
 	q.log.Info("litequeue: schedule "+verb+"d", LogSchedule, name)
 	q.wakeScheduler()
@@ -491,9 +476,9 @@ func (q *Queue) TriggerSchedule(ctx context.Context, name string) (int64, error)
 		return 0, err
 	}
 	now := q.clock.Now()
-	id, queue, kind, err := q.schedules().TriggerSchedule(ctx, name, now.UnixNano())
+	id, queue, kind, err := q.store.TriggerSchedule(ctx, name, now.UnixNano())
 	if err != nil {
-		return 0, fmt.Errorf("litequeue: trigger schedule: %w", classifyWriteError(err))
+		return 0, wrapf("litequeue: trigger schedule: %w", err)
 	}
 	q.log.Info("litequeue: schedule triggered", LogSchedule, name, LogJobID, id)
 	q.emit(Event{Type: EventEnqueued, JobID: id, Queue: queue, Kind: kind})
@@ -504,13 +489,13 @@ func (q *Queue) TriggerSchedule(ctx context.Context, name string) (int64, error)
 // Schedules returns every stored schedule, by name. It works on a
 // read-only queue too.
 func (q *Queue) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
-	ss, err := q.schedules().Schedules(ctx, "")
+	ss, err := q.store.Schedules(ctx, "")
 	if err != nil {
-		return nil, fmt.Errorf("litequeue: schedules: %w", err)
+		return nil, wrapf("litequeue: schedules: %w", err)
 	}
 	out := make([]ScheduleInfo, len(ss))
 	for i := range ss {
-		out[i] = ss[i].info()
+		out[i] = publicSchedule(&ss[i])
 	}
 	return out, nil
 }
@@ -519,15 +504,20 @@ func (q *Queue) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
 // at most limit (<= 0: all kept, the newest 200). An unknown name has no
 // events.
 func (q *Queue) ScheduleHistory(ctx context.Context, name string, limit int) ([]ScheduleEvent, error) {
-	ev, err := q.schedules().ScheduleHistory(ctx, name, limit)
+	ev, err := q.store.ScheduleHistory(ctx, name, limit)
 	if err != nil {
-		return nil, fmt.Errorf("litequeue: schedule history: %w", err)
+		return nil, wrapf("litequeue: schedule history: %w", err)
 	}
-	return ev, nil
+	out := make([]ScheduleEvent, len(ev))
+	for i, e := range ev {
+		out[i] = ScheduleEvent{ID: e.ID, Time: nanoTime(e.At), Type: e.Type, Occurrence: nanoTime(e.Occurrence),
+			Last: nanoTime(e.Last), JobID: e.JobID, Count: e.Count, Detail: e.Detail}
+	}
+	return out, nil
 }
 
-func (s *storedSchedule) info() ScheduleInfo {
-	t, _ := s.timing()
+func publicSchedule(s *store.Schedule) ScheduleInfo {
+	t, _ := scheduleTiming(s)
 	tz := s.TZ
 	outcome := ""
 	switch s.LastState {
@@ -544,8 +534,8 @@ func (s *storedSchedule) info() ScheduleInfo {
 	}
 	return ScheduleInfo{
 		Name: s.Name, Cron: s.Cron, Every: time.Duration(s.Every), TimeZone: tz, Queue: s.Queue, Kind: s.Kind,
-		Payload: json.RawMessage(s.Payload), Priority: s.Priority, Missed: s.Missed, CatchUp: s.CatchUp,
-		Overlap: s.Overlap, Grace: time.Duration(s.Grace), Paused: s.Paused, Waiting: s.Waiting,
+		Payload: json.RawMessage(s.Payload), Priority: s.Priority, Missed: MissedPolicy(s.Missed), CatchUp: s.CatchUp,
+		Overlap: OverlapPolicy(s.Overlap), Grace: time.Duration(s.Grace), Paused: s.Paused, Waiting: s.Waiting,
 		NextRun: nanoTime(s.NextAt), LastRun: nanoTime(s.LastAt), LastJobID: s.LastJob, LastOutcome: outcome,
 		MissedCount: s.MissedCount, Revision: s.Revision, Created: nanoTime(s.CreatedAt), Updated: nanoTime(s.UpdatedAt),
 		timing: t,

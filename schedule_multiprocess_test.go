@@ -196,6 +196,6 @@ func TestThreeProcessesEnqueueEveryOccurrenceExactlyOnce(t *testing.T) {
 	}
 	require.Equal(t, occurrences, total, "the processes' enqueue events add up to the occurrences")
 	var completed int
-	require.NoError(t, q.db.QueryRow(`SELECT count(*) FROM lq_jobs WHERE state = 2`).Scan(&completed))
+	require.NoError(t, q.lite.DB().QueryRow(`SELECT count(*) FROM lq_jobs WHERE state = 2`).Scan(&completed))
 	t.Logf("%d occurrences of 4 schedules over 3 hours, enqueued by the 3 processes as %v; %d jobs completed", occurrences, per, completed)
 }

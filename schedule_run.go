@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/litequeue/litequeue/internal/store"
 )
 
 // scheduler enqueues the occurrences of the stored schedules while the
@@ -26,13 +28,16 @@ type scheduler struct {
 	wakes  atomic.Uint64 // calls of wake, for tests to tell which rounds saw which changes
 }
 
-// startScheduler starts the scheduler of run r; Stop waits for it with the
+// newScheduler makes the scheduler of run r; start starts it.
+func newScheduler(q *Queue, r *runState) *scheduler {
+	return &scheduler{q: q, r: r, wakeCh: make(chan struct{}, 1), alarm: newAlarm(q.clock)}
+}
+
+// start runs the scheduler until r stops; Stop waits for it with the
 // dispatchers (r.bg).
-func startScheduler(q *Queue, r *runState) *scheduler {
-	s := &scheduler{q: q, r: r, wakeCh: make(chan struct{}, 1), alarm: newAlarm(q.clock)}
-	r.bg.Add(1)
+func (s *scheduler) start() {
+	s.r.bg.Add(1)
 	go s.loop()
-	return s
 }
 
 // wake makes the scheduler reload the schedules now. Safe on nil.
@@ -110,7 +115,7 @@ func (s *scheduler) loop() {
 // round fires every due schedule at now and returns the earliest moment
 // something is due next (zero: nothing).
 func (s *scheduler) round(ctx context.Context, now time.Time) (time.Time, error) {
-	st := s.q.schedules()
+	st := s.q.store
 	var earliest time.Time
 	soonest := func(t time.Time) {
 		if !t.IsZero() && (earliest.IsZero() || t.Before(earliest)) {
@@ -134,17 +139,17 @@ func (s *scheduler) round(ctx context.Context, now time.Time) (time.Time, error)
 				soonest(at)
 				continue
 			}
-			t, err := ss.timing()
+			t, err := scheduleTiming(ss)
 			if err != nil {
 				s.q.log.Error("litequeue: schedule has an unreadable definition; remove or register it again", LogSchedule, ss.Name, LogError, err.Error())
 				continue
 			}
-			f := ss.plan(t, now)
+			f := plan(ss, t, now)
 			res, err := st.FireSchedule(ctx, f)
 			switch {
 			case err != nil:
 				if firstErr == nil {
-					firstErr = fmt.Errorf("schedule %q: %w", ss.Name, classifyWriteError(err))
+					firstErr = wrapf("schedule %q: %w", ss.Name, err)
 				}
 				soonest(now.Add(scheduleRetry))
 			case res.Stale:
@@ -169,12 +174,12 @@ func (s *scheduler) round(ctx context.Context, now time.Time) (time.Time, error)
 
 // report logs a firing and tells the queue's dispatchers and OnEvent about
 // its jobs.
-func (s *scheduler) report(ss *storedSchedule, f *firing, res fireResult) {
+func (s *scheduler) report(ss *store.Schedule, f *store.Firing, res store.FireResult) {
 	q := s.q
 	if f.Skipped > 0 {
 		q.log.Warn("litequeue: schedule skipped missed occurrences", LogSchedule, ss.Name,
 			"count", f.Skipped, "first", time.Unix(0, f.SkipFirst), "last", time.Unix(0, f.SkipLast),
-			"missed_policy", describeMissed(ss.Missed, ss.CatchUp))
+			"missed_policy", describeMissed(MissedPolicy(ss.Missed), ss.CatchUp))
 	}
 	if res.OverlapHit {
 		q.log.Info("litequeue: schedule skipped an occurrence: its previous job is still pending or running",
@@ -185,7 +190,7 @@ func (s *scheduler) report(ss *storedSchedule, f *firing, res fireResult) {
 		if !res.New[i] {
 			continue
 		}
-		q.log.Info("litequeue: schedule enqueued", LogSchedule, ss.Name, "occurrence", time.Unix(0, f.Jobs[i].runAt), LogJobID, id)
+		q.log.Info("litequeue: schedule enqueued", LogSchedule, ss.Name, "occurrence", time.Unix(0, f.Jobs[i].VisibleAt), LogJobID, id)
 		q.emit(Event{Type: EventEnqueued, JobID: id, Queue: ss.Queue, Kind: ss.Kind})
 	}
 	if len(res.IDs) > 0 {
@@ -207,7 +212,7 @@ const scheduleKeep = 2*MaxCatchUp + 1
 // plan decides, at now, what to do with the schedule's due occurrences
 // (those from NextAt up to now). Occurrences at most Grace old are on time
 // and all enqueued; older ones were missed and go by the Missed policy.
-func (s *storedSchedule) plan(t *timing, now time.Time) firing {
+func plan(s *store.Schedule, t *timing, now time.Time) store.Firing {
 	first := time.Unix(0, s.NextAt)
 	latest, dropped, d0, d1, next := t.dueSlots(first, now, scheduleKeep)
 	grace := time.Duration(s.Grace)
@@ -227,7 +232,7 @@ func (s *storedSchedule) plan(t *timing, now time.Time) firing {
 		}
 	}
 	var fireLate []time.Time
-	switch s.Missed {
+	switch MissedPolicy(s.Missed) {
 	case MissedRunOnce:
 		if len(fire) == 0 && len(missed) > 0 {
 			fireLate = missed[len(missed)-1:]
@@ -238,7 +243,7 @@ func (s *storedSchedule) plan(t *timing, now time.Time) firing {
 		fireLate = missed[len(missed)-n:]
 		missed = missed[:len(missed)-n]
 	}
-	f := firing{Name: s.Name, Revision: s.Revision, NextAt: s.NextAt, Now: now.UnixNano(), Overlap: s.Overlap}
+	f := store.Firing{Name: s.Name, Revision: s.Revision, NextAt: s.NextAt, Now: now.UnixNano(), Overlap: s.Overlap}
 	if next.IsZero() {
 		f.NewNext = maxStoredTime.UnixNano()
 	} else {
@@ -255,12 +260,11 @@ func (s *storedSchedule) plan(t *timing, now time.Time) firing {
 		}
 		f.SkipFirst, f.SkipLast = first.UnixNano(), last.UnixNano()
 		f.SkipDetail = fmt.Sprintf("missed: %d occurrences from %s to %s were more than %s late (no process ran the schedule); missed policy %s",
-			f.Skipped, first.In(t.loc).Format(time.RFC3339), last.In(t.loc).Format(time.RFC3339), grace, describeMissed(s.Missed, s.CatchUp))
+			f.Skipped, first.In(t.loc).Format(time.RFC3339), last.In(t.loc).Format(time.RFC3339), grace, describeMissed(MissedPolicy(s.Missed), s.CatchUp))
 	}
 	add := func(at time.Time, isLate bool) {
-		f.Jobs = append(f.Jobs, newJob{queue: s.Queue, kind: s.Kind, priority: s.Priority,
-			visibleAt: at.UnixNano(), runAt: at.UnixNano(), createdAt: now.UnixNano(),
-			payload: s.Payload, key: occurrenceKey(s.Name, at)})
+		f.Jobs = append(f.Jobs, store.NewJob{Queue: s.Queue, Kind: s.Kind, Priority: s.Priority,
+			VisibleAt: at.UnixNano(), CreatedAt: now.UnixNano(), Payload: s.Payload, Key: occurrenceKey(s.Name, at)})
 		f.Late = append(f.Late, isLate)
 	}
 	for _, at := range fireLate {

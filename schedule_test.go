@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/litequeue/litequeue/internal/store"
 	"github.com/stretchr/testify/require"
 )
 
@@ -104,8 +105,8 @@ func (h *harness) runUntil(t *testing.T, p *schedProbe, end time.Time) int {
 // enqueued, checking that no occurrence has two jobs.
 func scheduledRunAts(t *testing.T, q *Queue, name string) []time.Time {
 	t.Helper()
-	prefix := scheduleKeyPrefix(name)
-	rows, err := q.db.Query(`SELECT run_at, idem_key FROM lq_jobs WHERE idem_key >= ? AND idem_key < ? ORDER BY run_at`, prefix, prefixEnd(prefix))
+	rows, err := q.lite.DB().Query(`SELECT run_at, idem_key FROM lq_jobs WHERE idem_key >= ? AND idem_key < ? ORDER BY run_at`,
+		store.ScheduleKeyPrefix(name), store.ScheduleKeyEnd(name))
 	require.NoError(t, err)
 	defer rows.Close()
 	var out []time.Time
@@ -330,7 +331,7 @@ func TestScheduleBadInputIsAClearErrorNamingTheFieldAndStoresNothing(t *testing.
 	require.NoError(t, err)
 	require.Empty(t, all, "nothing stored")
 	var n int
-	require.NoError(t, h.q.db.QueryRow(`SELECT count(*) FROM lq_schedule_events`).Scan(&n))
+	require.NoError(t, h.q.lite.DB().QueryRow(`SELECT count(*) FROM lq_schedule_events`).Scan(&n))
 	require.Zero(t, n)
 
 	// An existing schedule survives a bad update unchanged.

@@ -270,6 +270,9 @@ type Store interface {
 	// Stats counts every queue's rows, sorted by queue name.
 	Stats(ctx context.Context, now int64) ([]QueueStats, error)
 
+	// Durable schedules (schedule.go).
+	ScheduleStore
+
 	// Close stops the store's goroutines after writing what is queued. It
 	// closes the database only if the store opened it.
 	Close() error
@@ -289,6 +292,8 @@ var (
 	ErrJobRunning   = errors.New("litequeue: job is running")
 	ErrLeaseLost    = errors.New("litequeue: lease lost")
 	ErrWrongState   = errors.New("litequeue: job is not in the required state")
+	ErrStorageIO    = errors.New("litequeue: I/O error on the queue file")
+	ErrFileReplaced = errors.New("litequeue: the queue file was removed or replaced while open")
 )
 
 // DuplicateError reports an idempotency key held by a live job.
@@ -298,7 +303,7 @@ type DuplicateError struct {
 }
 
 func (e *DuplicateError) Error() string {
-	return fmt.Sprintf("litequeue: idempotency key %q is held by live job %d", e.Key, e.ID)
+	return fmt.Sprintf("litequeue: idempotency key %q is held by live job %d; nothing was enqueued", e.Key, e.ID)
 }
 
 // Is reports whether target is ErrDuplicate.
