@@ -253,7 +253,8 @@ func occurrenceKey(name string, at time.Time) string {
 	return fmt.Sprintf("%s%d", store.ScheduleKeyPrefix(name), at.UnixNano())
 }
 
-// validate checks s and returns its stored form, with the timing from now.
+// validateSchedule checks s and returns its stored form, with the timing
+// from now.
 func (q *Queue) validateSchedule(s Schedule, now time.Time) (store.Schedule, *timing, error) {
 	bad := func(field string, err error) error {
 		return &ScheduleError{Schedule: s.Name, Field: field, Err: err}
@@ -314,8 +315,8 @@ func (q *Queue) validateSchedule(s Schedule, now time.Time) (store.Schedule, *ti
 		Queue: nj.Queue, Kind: nj.Kind, Payload: nj.Payload, Priority: s.Priority,
 		Missed: int(s.Missed), CatchUp: s.CatchUp, Overlap: int(s.Overlap), Grace: int64(s.Grace), NextAt: next.UnixNano(),
 	}
-	if s.Cron != "" {
-		st.Anchor = 0
+	if t.spec != nil {
+		st.Anchor = 0 // a cron schedule has no anchor; "@every D" counts from now like Every
 	}
 	return st, t, nil
 }

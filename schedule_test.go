@@ -497,3 +497,14 @@ func TestScheduleErrorsAreValues(t *testing.T) {
 	require.True(t, errors.Is(err, ErrInvalidSchedule))
 	require.True(t, errors.Is(err, ErrInvalidJob))
 }
+
+func TestEveryDescriptorCountsFromRegistration(t *testing.T) {
+	ctx := context.Background()
+	h := setup(t, nil)
+	h.clock.Set(utc(2026, 1, 1, 0, 7))
+	_, err := h.q.RegisterSchedule(ctx, Schedule{Name: "e", Cron: "@every 90m", Job: Tick{}})
+	require.NoError(t, err)
+	info := scheduleInfo(t, h.q, "e")
+	require.Equal(t, utc(2026, 1, 1, 1, 37), info.NextRun.UTC())
+	require.Equal(t, []time.Time{utc(2026, 1, 1, 1, 37), utc(2026, 1, 1, 3, 7)}, utcAll(info.NextRuns(h.clock.Now(), 2)))
+}

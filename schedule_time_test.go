@@ -107,3 +107,38 @@ func TestIntervalOccurrencesAndDueSlots(t *testing.T) {
 	require.Equal(t, d1, d12)
 	require.Equal(t, next, next2)
 }
+
+// FuzzCronNext checks, for any expression the parser accepts, in zones with
+// and without daylight saving time, that next never panics and gives
+// strictly increasing occurrences, each at most one jump away from a
+// matching wall time.
+func FuzzCronNext(f *testing.F) {
+	for _, s := range []string{"30 2 * * *", "*/15 * * * *", "@hourly", "0 9 * * 1-5", "@every 90m", "0 0 29 2 *", "30 1 * 11 SUN"} {
+		f.Add(s, int64(1772949600), uint8(0))
+	}
+	zones := []string{"UTC", "America/New_York", "Australia/Lord_Howe", "Europe/Berlin", "Asia/Kolkata"}
+	f.Fuzz(func(t *testing.T, expr string, unix int64, zone uint8) {
+		tz := zones[int(zone)%len(zones)]
+		tm, err := newTiming(expr, 0, tz, time.Unix(1767225600, 0))
+		if err != nil || (tm.spec == nil && tm.every < MinScheduleInterval) {
+			return
+		}
+		at := time.Unix(unix%(1<<33), 0) // years 1697–2242
+		for range 20 {
+			next := tm.next(at)
+			if next.IsZero() {
+				return
+			}
+			require.True(t, next.After(at), "%q in %s: next(%s) = %s", expr, tz, at, next)
+			if tm.spec != nil {
+				w := wall(next.In(tm.loc))
+				// The wall time matches, or it is a skipped time moved by
+				// the jump (at most three hours in any zone).
+				matches := !tm.spec.Next(w.Add(-time.Second)).After(w)
+				moved := !tm.spec.Next(w.Add(-3*time.Hour - time.Second)).After(w)
+				require.True(t, matches || moved, "%q in %s: %s does not match", expr, tz, next)
+			}
+			at = next
+		}
+	})
+}
