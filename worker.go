@@ -200,7 +200,7 @@ type pool struct {
 	wakeCh chan struct{}
 	due    *alarm        // the dispatcher's wake-up at the next due time
 	tokens chan struct{} // one per delivery in ready; capacity bounds the claimed jobs
-	busy   chan struct{} // signalled when inflight stops being empty
+	ext    *alarm        // when the leases of the claimed jobs are next extended
 
 	mu       sync.Mutex
 	ready    readyHeap              // claimed, not yet started: most urgent first
@@ -320,9 +320,7 @@ func (q *Queue) checkQueueConfigs(byQueue map[string][]string) error {
 		var qe *QueueConfigError
 		errors.As(err, &qe)
 		q.log.Warn("litequeue: queue configuration", LogQueue, qe.Queue, LogError, err.Error())
-		if q.opts.OnEvent != nil {
-			q.opts.OnEvent(Event{Type: EventConfigWarning, Time: q.clock.Now(), Queue: qe.Queue, Err: err})
-		}
+		q.deliver(Event{Type: EventConfigWarning, Time: q.clock.Now(), Queue: qe.Queue, Err: err})
 	}
 	return nil
 }
@@ -344,7 +342,7 @@ func newPool(q *Queue, r *runState, cfg QueueConfig, kinds []string) *pool {
 		capacity: cfg.Concurrency + q.opts.ClaimBatch,
 		wakeCh:   make(chan struct{}, 1),
 		due:      newAlarm(q.clock),
-		busy:     make(chan struct{}, 1),
+		ext:      newAlarm(q.clock),
 		inflight: map[*delivery]struct{}{},
 		kinds:    map[string]bool{},
 	}
@@ -416,10 +414,12 @@ func (q *Queue) stopRun(ctx context.Context, r *runState) error {
 	}
 	close(r.settled)
 	r.keep.Wait() // lease extension ran until every handler returned or was released
-	// Commit pending successes (and anything else queued).
+	// Commit pending successes (and anything else queued), and hand their
+	// events to OnEvent.
 	if e := q.store.Flush(context.Background()); e != nil {
 		r.stopErr = e
 	}
+	_ = q.FlushEvents(context.Background())
 	q.mu.Lock()
 	q.run = nil
 	q.mu.Unlock()
