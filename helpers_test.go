@@ -22,6 +22,10 @@ type events struct {
 	mu  sync.Mutex
 	all []Event
 	ch  chan struct{}
+	// sync, when set, waits until the queue handed every event emitted so
+	// far to OnEvent (which runs on its own goroutine): count calls it, so
+	// that a count after an action sees the action's events.
+	sync func()
 }
 
 func newEvents() *events { return &events{ch: make(chan struct{}, 1)} }
@@ -43,6 +47,9 @@ func (e *events) snapshot() []Event {
 }
 
 func (e *events) count(typ EventType, id int64) int {
+	if e.sync != nil {
+		e.sync()
+	}
 	n := 0
 	for _, ev := range e.snapshot() {
 		if ev.Type == typ && (id == 0 || ev.JobID == id) {
@@ -119,27 +126,49 @@ func (c *testClock) record(at time.Time) {
 	}
 }
 
-// waitTimer blocks until a timer due at exactly at has been armed: the
-// queue is then waiting for that time, and moving the clock to it fires it.
-func (c *testClock) waitTimer(t testing.TB, at time.Time) {
+// waitTimer blocks until some timer due at or before the latest of ats has
+// been armed, and returns the earliest of ats. The queue sets its alarms
+// before it reports the events tests wait for (a retry's due time, an
+// enqueue's delay, the extension of a claimed job's lease), and an alarm
+// that fires early re-arms for what is still ahead, so once a timer is armed
+// moving the clock to the time the test expects runs what is due then.
+func (c *testClock) waitTimer(t testing.TB, ats ...time.Time) time.Time {
 	t.Helper()
+	earliest, latest := ats[0], ats[0]
+	for _, at := range ats {
+		if at.Before(earliest) {
+			earliest = at
+		}
+		if at.After(latest) {
+			latest = at
+		}
+	}
 	deadline := time.NewTimer(waitLimit)
 	defer deadline.Stop()
 	for {
 		c.mu.Lock()
-		armed := slices.Contains(c.armed, at)
+		armed := slices.ContainsFunc(c.armed, func(a time.Time) bool { return !a.After(latest) })
 		c.mu.Unlock()
 		if armed {
-			return
+			return earliest
 		}
 		select {
 		case <-c.ch:
 		case <-deadline.C:
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			t.Fatalf("timed out waiting for a timer due at %s; armed: %v", at, c.armed)
+			t.Fatalf("timed out waiting for a timer due by %v; armed: %v", latest, c.armed)
 		}
 	}
+}
+
+// stepTo moves the clock to target once a timer due by then is armed: the
+// alarms the queue sets on the way (such as the end of a lease it saw still
+// running) fire as the clock passes them and re-arm for what is still due.
+func (c *testClock) stepTo(t testing.TB, target time.Time, via ...time.Time) {
+	t.Helper()
+	c.waitTimer(t, append([]time.Time{target}, via...)...)
+	c.Mock.Add(target.Sub(c.Mock.Now()))
 }
 
 type harness struct {
@@ -165,6 +194,7 @@ func setup(t *testing.T, mod func(o *Options)) *harness {
 	q, err := Open(h.path, &h.opts)
 	require.NoError(t, err)
 	h.q = q
+	h.ev.sync = func() { _ = h.q.FlushEvents(context.Background()) }
 	t.Cleanup(func() {
 		require.NoError(t, q.Close())
 		checkInvariants(t, h.path)

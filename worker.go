@@ -174,6 +174,7 @@ type runState struct {
 	escOnce   sync.Once
 	stopErr   error
 	stopWatch context.CancelFunc // ends the store's watch for other processes' writes
+	sched     *scheduler         // enqueues the stored schedules' occurrences
 }
 
 func (r *runState) wake(queue string) {
@@ -183,6 +184,7 @@ func (r *runState) wake(queue string) {
 }
 
 func (r *runState) wakeAll() {
+	r.sched.wake()
 	for _, p := range r.pools {
 		p.signal()
 	}
@@ -262,6 +264,7 @@ func (q *Queue) Start(ctx context.Context) error {
 		}
 		r.pools[name] = newPool(q, r, cfg, kinds)
 	}
+	r.sched = newScheduler(q, r)
 	// The watch's baseline comes before the first claim, so that a write by
 	// another process at any moment after it is noticed.
 	if err := r.initPaused(ctx); err != nil {
@@ -273,6 +276,7 @@ func (q *Queue) Start(ctx context.Context) error {
 		return wrapf("litequeue: start: %w", err)
 	}
 	r.stopWatch = stopWatch
+	r.sched.start()
 	q.run = r
 	for _, p := range r.pools {
 		for range p.cfg.Concurrency {
@@ -324,9 +328,7 @@ func (q *Queue) checkQueueConfigs(byQueue map[string][]string) error {
 		var qe *QueueConfigError
 		errors.As(err, &qe)
 		q.log.Warn("litequeue: queue configuration", LogQueue, qe.Queue, LogError, err.Error())
-		if q.opts.OnEvent != nil {
-			q.opts.OnEvent(Event{Type: EventConfigWarning, Time: q.clock.Now(), Queue: qe.Queue, Err: err})
-		}
+		q.deliver(Event{Type: EventConfigWarning, Time: q.clock.Now(), Queue: qe.Queue, Err: err})
 	}
 	return nil
 }
@@ -420,10 +422,12 @@ func (q *Queue) stopRun(ctx context.Context, r *runState) error {
 	}
 	close(r.settled)
 	r.keep.Wait() // lease extension ran until every handler returned or was released
-	// Commit pending successes (and anything else queued).
+	// Commit pending successes (and anything else queued), and hand their
+	// events to OnEvent.
 	if e := q.store.Flush(context.Background()); e != nil {
 		r.stopErr = e
 	}
+	_ = q.FlushEvents(context.Background())
 	q.mu.Lock()
 	q.run = nil
 	q.mu.Unlock()

@@ -105,6 +105,7 @@ var commands = []command{
 	{"resume", "resume a paused queue", (*app).resume},
 	{"plan", "print the retry schedule of a RetryPolicy", (*app).plan},
 	{"backup", "write a consistent copy of a live queue file", (*app).backup},
+	{"schedules", "list recurring jobs; pause, resume or trigger one", (*app).schedules},
 	serveCommand,
 }
 
@@ -119,7 +120,7 @@ The commands are:
 
 `)
 	for _, c := range commands {
-		fmt.Fprintf(w, "\t%-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "\t%-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
 Run "lqinspect <command> -h" for a command's flags.
@@ -240,7 +241,7 @@ func looksLikeFile(arg string) bool {
 var (
 	valueFlags = map[string]bool{"now": true, "busy-timeout": true, "queue": true, "kind": true, "state": true,
 		"order": true, "limit": true, "offset": true, "older-than": true, "policy": true, "policy-file": true, "interval": true}
-	boolFlags = map[string]bool{"json": true, "watch": true, "all": true, "dead": true, "completed": true, "yes": true}
+	boolFlags = map[string]bool{"json": true, "watch": true, "all": true, "dead": true, "completed": true, "cancelled": true, "yes": true}
 )
 
 // suggest returns the candidates within a small edit distance of word, or
