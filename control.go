@@ -238,7 +238,10 @@ func (r *runState) watchWake() {
 // jobs were cancelled. It reports true while the queue is paused, having
 // released the jobs claimed but not yet started.
 func (p *pool) holdForControl() bool {
-	if p.recheck.Swap(false) {
+	recheck := p.recheck.Swap(false)
+	if recheck || p.paused.Load() {
+		// While paused, every wake-up re-reads the pause: another process
+		// may have resumed the queue with this one's polling off.
 		ctx := context.Background()
 		if paused, err := p.q.store.Paused(ctx); err != nil {
 			p.q.log.Error("litequeue: reading paused queues", LogQueue, p.cfg.Name, LogError, err.Error())
@@ -246,6 +249,9 @@ func (p *pool) holdForControl() bool {
 			_, ok := paused[p.cfg.Name]
 			p.paused.Store(ok)
 		}
+	}
+	if recheck {
+		ctx := context.Background()
 		if ds := p.claimed(); len(ds) > 0 {
 			idx, err := p.q.store.WhichCancelled(ctx, leasesOf(ds))
 			if err != nil {

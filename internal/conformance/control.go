@@ -175,6 +175,14 @@ func testPauseOther(t *testing.T, b Backend) {
 	require.NoError(t, other.Q.Resume(ctx, litequeue.DefaultQueue))
 	h.Q.Notify() // polling is off: tell the idle workers
 	h.Ev.Wait(t, litequeue.EventSucceeded, id, 1)
+
+	// Paused here, resumed there: the next wake-up here re-reads the pause.
+	require.NoError(t, h.Q.Pause(ctx, litequeue.DefaultQueue))
+	id2, err := h.Q.Enqueue(ctx, Email{To: "y"}, nil)
+	require.NoError(t, err)
+	require.NoError(t, other.Q.Resume(ctx, litequeue.DefaultQueue))
+	h.Q.Notify()
+	h.Ev.Wait(t, litequeue.EventSucceeded, id2, 1)
 }
 
 func testPauseBadInput(t *testing.T, b Backend) {
