@@ -44,8 +44,9 @@ var (
 	ErrInvalidJob = errors.New("litequeue: invalid job")
 	// ErrNotFound: no job (or dead letter) has the given id.
 	ErrNotFound = store.ErrNotFound
-	// ErrJobRunning: the operation needs a job that is not running (for
-	// example Cancel) and the job holds a live lease.
+	// ErrJobRunning: the operation needs a job that is not running and the
+	// job holds a live lease. (Cancel no longer returns it: it cancels
+	// running jobs too.)
 	ErrJobRunning = store.ErrJobRunning
 	// ErrLeaseLost: the delivery's lease expired and the job was claimed
 	// again or removed; this worker's result no longer counts.

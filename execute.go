@@ -55,8 +55,16 @@ func (p *pool) execute(d *delivery) {
 	d.mu.Lock()
 	d.cancel = cancel
 	d.mu.Unlock()
-	if d.released.Load() { // released by shutdown before it started
+	if d.released.Load() { // released by shutdown, or cancelled, before it started
+		if d.cancelled.Load() {
+			p.dropCancelled(d, nil, 0)
+			return
+		}
 		p.forget(d)
+		return
+	}
+	if p.paused.Load() { // the queue was paused after this job was claimed
+		p.release([]*delivery{d})
 		return
 	}
 	d.started = q.clock.Now()
@@ -66,6 +74,10 @@ func (p *pool) execute(d *delivery) {
 	p.running.Add(-1)
 	took := q.clock.Since(d.started)
 	if d.released.Load() {
+		if d.cancelled.Load() {
+			p.dropCancelled(d, err, took)
+			return
+		}
 		// Shutdown released the job, or the lease was lost: the result no
 		// longer counts.
 		q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: err})
@@ -76,7 +88,9 @@ func (p *pool) execute(d *delivery) {
 		err = fmt.Errorf("%w: %w", &TimeoutError{Timeout: p.cfg.Timeout}, err)
 	}
 	if err != nil {
-		p.fail(d, policy, err, took)
+		if !p.snoozed(d, policy, err, took) {
+			p.fail(d, policy, err, took)
+		}
 		return
 	}
 	if d.inTx.Load() {

@@ -137,6 +137,10 @@ type QueueConfig struct {
 	// follow-up whose idempotency key is held by a live job is not
 	// enqueued again. Nil means no follow-up.
 	OnDead func(dead JobInfo, cause error) (Job, *EnqueueOptions)
+	// MaxSnoozes is how many times one job may Snooze (see Snooze) before
+	// a further snooze counts as a failed attempt. Zero or negative means
+	// DefaultMaxSnoozes (100). Requeueing a dead letter resets the count.
+	MaxSnoozes int
 }
 
 // NewQueueConfig returns the default configuration of a queue: one attempt

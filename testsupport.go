@@ -121,7 +121,9 @@ func runStored(ctx context.Context, hv any, qv any, payload []byte, spec testbri
 	}
 	switch {
 	case herr != nil:
-		p.fail(d, policy, herr, took)
+		if !p.snoozed(d, policy, herr, took) {
+			p.fail(d, policy, herr, took)
+		}
 		q.wake(queue)
 	case d.inTx.Load():
 		p.finishTx(d, policy, took)

@@ -76,6 +76,8 @@ type delivery struct {
 	mu       sync.Mutex // guards cancel
 	inTx     atomic.Bool
 	released atomic.Bool // shutdown or lease loss: this worker's result is dropped
+
+	cancelled atomic.Bool // the job was cancelled (see control.go); set before released
 }
 
 func (d *delivery) info() JobInfo {
@@ -212,6 +214,9 @@ type pool struct {
 
 	workers sync.WaitGroup
 	running atomic.Int64 // handlers running now (for tests and stats)
+
+	paused  atomic.Bool // the queue is paused: claim nothing, start nothing (see control.go)
+	recheck atomic.Bool // another process wrote: re-read the pause, look for cancelled jobs
 }
 
 func (p *pool) signal() {
@@ -262,8 +267,11 @@ func (q *Queue) Start(ctx context.Context) error {
 	r.sched = newScheduler(q, r)
 	// The watch's baseline comes before the first claim, so that a write by
 	// another process at any moment after it is noticed.
+	if err := r.initPaused(ctx); err != nil {
+		return wrapf("litequeue: start: %w", err)
+	}
 	watchCtx, stopWatch := context.WithCancel(context.Background())
-	if err := q.store.Watch(watchCtx, q.opts.PollInterval, r.wakeAll); err != nil {
+	if err := q.store.Watch(watchCtx, q.opts.PollInterval, r.watchWake); err != nil {
 		stopWatch()
 		return wrapf("litequeue: start: %w", err)
 	}

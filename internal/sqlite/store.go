@@ -310,11 +310,14 @@ RETURNING id, kind, attempt, priority, payload, idem_key, created_at, last_error
 const ClaimSQL = claimSQL
 
 // nextPrioritySQL finds the most urgent priority of a queue's live rows at or
-// after ?2 with one seek of the claim index.
-const nextPrioritySQL = `SELECT min(priority) FROM lq_jobs WHERE queue = ?1 AND state IN (0, 1) AND priority >= ?2`
+// after ?2 with one seek of the claim index — none while the queue is paused
+// (lq_queues, see control.go): then claims take nothing and nothing is due,
+// without a statement of their own.
+const nextPrioritySQL = `SELECT min(priority) FROM lq_jobs WHERE queue = ?1 AND state IN (0, 1) AND priority >= ?2
+	AND NOT EXISTS (SELECT 1 FROM lq_queues WHERE queue = ?1 AND paused_at IS NOT NULL)`
 
 // priorities calls fn for each priority of queue's live rows, most urgent
-// first, until fn returns false. Each step is one index seek, so a claim costs
+// first, until fn returns false; never while queue is paused. Each step is one index seek, so a claim costs
 // O(P log n) for P distinct priorities, not a scan of the backlog.
 func priorities(ctx context.Context, tx Execer, queue string, fn func(prio int64) (more bool, err error)) error {
 	from := int64(math.MinInt64)
