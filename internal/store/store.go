@@ -49,6 +49,7 @@ type NewJob struct {
 	CreatedAt   int64
 	Payload     []byte
 	Key         string // idempotency key; "" for none
+	Unique      *Unique // uniqueness beyond the key (live.go); nil for none
 }
 
 // ClaimQuery says what a claim takes: up to N due rows of Queue whose kind is
@@ -202,6 +203,8 @@ type QueueStats struct {
 // Store is what a Queue needs from a database. Implementations are safe for
 // concurrent use.
 type Store interface {
+	Reporter // progress and output (live.go)
+
 	// Insert stores jobs in one transaction — on tx, the application's,
 	// when it is non-nil. ids[i] is the id of jobs[i]; dups[i] is a
 	// *DuplicateError when its key is held by a live job (or an earlier item),
