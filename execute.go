@@ -34,7 +34,8 @@ func (p *pool) execute(d *delivery) {
 		return
 	}
 	own, run, decodeErr := h.prepare(d.payload)
-	policy := p.policy(own)
+	policy := p.policy(own.policy)
+	timeout := timeoutFor(own.timeout, own.hasTimeout, p.cfg.Timeout)
 	if d.attempt > policy.Attempts() {
 		// The last allowed attempt died with its process: no crash loop.
 		p.bury(d, policy)
@@ -47,11 +48,12 @@ func (p *pool) execute(d *delivery) {
 	ctx, cancel := context.WithCancelCause(p.r.base)
 	defer cancel(nil)
 	var hctx context.Context = ctx
-	if p.cfg.Timeout > 0 {
+	if timeout > 0 {
 		var c2 context.CancelFunc
-		hctx, c2 = withClockTimeout(q.clock, ctx, p.cfg.Timeout, &TimeoutError{Timeout: p.cfg.Timeout})
+		hctx, c2 = withClockTimeout(q.clock, ctx, timeout, &TimeoutError{Timeout: timeout})
 		defer c2()
 	}
+	run = q.wrap(d, policy.Attempts(), timeout, run)
 	d.mu.Lock()
 	d.cancel = cancel
 	d.mu.Unlock()
@@ -63,6 +65,7 @@ func (p *pool) execute(d *delivery) {
 	p.running.Add(1)
 	q.emit(Event{Type: EventStarted, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt})
 	err := safeCall(hctx, d, run)
+	p.finishReports(d, err == nil)
 	p.running.Add(-1)
 	took := q.clock.Since(d.started)
 	if d.released.Load() {
@@ -72,8 +75,8 @@ func (p *pool) execute(d *delivery) {
 		p.forget(d)
 		return
 	}
-	if err != nil && p.cfg.Timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) && !errors.As(err, new(*TimeoutError)) {
-		err = fmt.Errorf("%w: %w", &TimeoutError{Timeout: p.cfg.Timeout}, err)
+	if err != nil && timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) && !errors.As(err, new(*TimeoutError)) {
+		err = fmt.Errorf("%w: %w", &TimeoutError{Timeout: timeout}, err)
 	}
 	if err != nil {
 		p.fail(d, policy, err, took)

@@ -28,6 +28,8 @@ import (
 //
 //	QueueName() string          // the queue it goes to; default "default"
 //	RetryPolicy() *RetryPolicy  // its own policy; nil means "use the queue's"
+//	Timeout() time.Duration     // its attempts' timeout: > 0 replaces QueueConfig.Timeout, < 0 means none, 0 the queue's
+//	UniqueOptions() *UniqueOptions // uniqueness of its jobs (see UniqueOptions); nil for none
 //
 // Kind and QueueName are called on the zero value by Register, so implement
 // them on a value receiver and return constants.
@@ -215,6 +217,12 @@ type Options struct {
 	// "synchronous(NORMAL)" overrides Durability, "busy_timeout(…)"
 	// BusyTimeout. Queue.Pragmas reads back the values in effect.
 	Pragmas []string
+	// ProgressInterval is the least time between two writes of one job's
+	// progress (Delivery.SetProgress): reports in between are coalesced,
+	// the latest winning, and the last one of an attempt is always written.
+	// Default DefaultProgressInterval (1s); zero or negative means the
+	// default.
+	ProgressInterval time.Duration
 }
 
 func (o *Options) withDefaults() Options {
@@ -299,6 +307,10 @@ type Queue struct {
 	configs  map[string]QueueConfig
 	run      *runState // non-nil while started
 	closed   bool
+
+	middleware []Middleware // see Use
+	hubOnce    sync.Once
+	hub        *hub // WatchProgress's watchers (progress.go)
 }
 
 // Open opens the queue file at name, creating it (and its schema) if it does

@@ -48,7 +48,7 @@ type NewJob struct {
 	VisibleAt   int64 // when it is first due
 	CreatedAt   int64
 	Payload     []byte
-	Key         string // idempotency key; "" for none
+	Key         string  // idempotency key; "" for none
 	Unique      *Unique // uniqueness beyond the key (live.go); nil for none
 }
 
