@@ -489,6 +489,10 @@ type EnqueueOptions struct {
 	Key string
 	// Queue overrides the job type's QueueName. Empty means the job's own.
 	Queue string
+	// Unique makes the job unique by kind and payload (see UniqueOptions),
+	// overriding the job type's UniqueOptions method. Nil means the job
+	// type's, if any. It works together with Key: the key is checked first.
+	Unique *UniqueOptions
 }
 
 func validName(what, s string) error {
@@ -568,6 +572,9 @@ func (q *Queue) prepare(job Job, o *EnqueueOptions) (store.NewJob, error) {
 			ErrInvalidJob, nj.Kind, len(payload), q.opts.MaxPayloadBytes)
 	}
 	nj.Payload = payload
+	if err := prepareUnique(job, o, &nj); err != nil {
+		return store.NewJob{}, err
+	}
 	return nj, nil
 }
 
@@ -630,6 +637,9 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 			id, err = ids[0], dups[0]
 		}
 	}
+	if uid, uerr, handled := q.settleUnique(job, opts, &nj, id, err); handled {
+		return uid, uerr
+	}
 	if err != nil {
 		var dup *DuplicateError
 		if errors.As(err, &dup) {
@@ -669,6 +679,11 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, job Job, opts *Enqueu
 		return 0, err
 	}
 	ids, dups, err := q.store.Insert(ctx, tx, []store.NewJob{nj})
+	if err == nil {
+		if uid, uerr, handled := q.settleUnique(job, opts, &nj, ids[0], dups[0]); handled {
+			return uid, uerr
+		}
+	}
 	if err == nil && dups[0] != nil {
 		return ids[0], dups[0]
 	}
@@ -710,6 +725,13 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []BatchItem) ([]int64, e
 	}
 	queues := map[string]bool{}
 	for i, nj := range jobs {
+		if uid, uerr, handled := q.settleUnique(items[i].Job, items[i].Options, &jobs[i], ids[i], dups[i]); handled {
+			if uerr != dups[i] {
+				dups[i] = fmt.Errorf("batch item %d: %w", i, uerr)
+			}
+			ids[i] = uid
+			continue
+		}
 		if dups[i] != nil {
 			q.emit(Event{Type: EventDuplicate, JobID: ids[i], Queue: nj.Queue, Kind: nj.Kind})
 			continue
@@ -744,6 +766,11 @@ func (q *Queue) EnqueueBatchTx(ctx context.Context, tx *sql.Tx, items []BatchIte
 	ids, dups, err := q.store.Insert(ctx, tx, jobs)
 	if err != nil {
 		return nil, wrapf("litequeue: enqueue batch: %w", err)
+	}
+	for i := range jobs {
+		if uid, uerr, handled := q.settleUnique(items[i].Job, items[i].Options, &jobs[i], ids[i], dups[i]); handled && uerr != dups[i] {
+			ids[i], dups[i] = uid, fmt.Errorf("batch item %d: %w", i, uerr)
+		}
 	}
 	queues := map[string]bool{}
 	for _, nj := range jobs {
