@@ -288,12 +288,7 @@ func (p *pool) releaseQueued() {
 
 // releaseRunning cancels the running handlers of p and releases their jobs.
 func (p *pool) releaseRunning() {
-	p.mu.Lock()
-	ds := make([]*delivery, 0, len(p.inflight))
-	for d := range p.inflight {
-		ds = append(ds, d)
-	}
-	p.mu.Unlock()
+	ds := p.claimed()
 	for _, d := range ds {
 		d.released.Store(true)
 		d.mu.Lock()
@@ -320,11 +315,7 @@ func (p *pool) release(ds []*delivery) {
 	now := unixNanos(q.clock)
 	ctx, cancel := withClockTimeout(q.clock, context.Background(), releaseTimeout, errReleaseTimeout)
 	defer cancel()
-	leases := make([]store.Lease, len(ds))
-	for i, d := range ds {
-		leases[i] = store.Lease{ID: d.id, Lease: d.lease}
-	}
-	err := q.store.Release(ctx, leases, now)
+	err := q.store.Release(ctx, leasesOf(ds), now)
 	for _, d := range ds {
 		d.released.Store(true)
 		p.forget(d)
@@ -343,4 +334,24 @@ func (p *pool) forget(d *delivery) {
 	p.mu.Lock()
 	delete(p.inflight, d)
 	p.mu.Unlock()
+}
+
+// claimed returns every delivery p holds claimed, queued or running.
+func (p *pool) claimed() []*delivery {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ds := make([]*delivery, 0, len(p.inflight))
+	for d := range p.inflight {
+		ds = append(ds, d)
+	}
+	return ds
+}
+
+// leasesOf names the claimed rows of ds.
+func leasesOf(ds []*delivery) []store.Lease {
+	leases := make([]store.Lease, len(ds))
+	for i, d := range ds {
+		leases[i] = store.Lease{ID: d.id, Lease: d.lease}
+	}
+	return leases
 }

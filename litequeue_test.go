@@ -738,24 +738,6 @@ func TestEnqueueBatchIsAllOrNothingAndReportsDuplicates(t *testing.T) {
 	require.Len(t, jobs, 2)
 }
 
-func TestCompletedJobsAreRetainedThenCleanedUp(t *testing.T) {
-	h := setup(t, func(o *Options) { o.CompletedRetention = 10 * time.Minute })
-	Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error { return nil })
-	h.start(t)
-	ctx := context.Background()
-	id, err := h.q.Enqueue(ctx, SendEmail{To: "x"}, nil)
-	require.NoError(t, err)
-	h.ev.wait(t, EventSucceeded, id, 1)
-	j, err := h.q.Job(ctx, id)
-	require.NoError(t, err)
-	require.Equal(t, StateCompleted, j.State)
-	h.clock.Add(10*time.Minute + DefaultCleanupInterval)
-	require.Eventually(t, func() bool {
-		_, err := h.q.Job(ctx, id)
-		return errors.Is(err, ErrNotFound)
-	}, waitLimit, time.Millisecond)
-}
-
 func TestOpenRefusesForeignFilesUntouched(t *testing.T) {
 	dir := t.TempDir()
 	notSQLite := filepath.Join(dir, "notes.txt")

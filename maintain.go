@@ -3,8 +3,6 @@ package litequeue
 import (
 	"context"
 	"time"
-
-	"github.com/litequeue/litequeue/internal/store"
 )
 
 // Maintenance: lease extension while handlers run, and the cleanup of
@@ -14,51 +12,45 @@ import (
 // the visibility timeout while p holds any, until every handler has returned
 // or been released (also during a graceful Stop). A job whose lease was lost
 // has its handler's context cancelled with ErrLeaseLost and its result
-// dropped. With nothing claimed it sets no timer.
+// dropped. With nothing claimed it sets no timer: the claim that makes p
+// busy sets the extension alarm, before any handler of it starts.
 func (p *pool) extendLeases() {
 	defer p.r.keep.Done()
-	period := max(p.cfg.VisibilityTimeout/3, time.Millisecond)
+	defer p.ext.stop()
 	for {
-		p.mu.Lock()
-		idle := len(p.inflight) == 0
-		p.mu.Unlock()
-		if idle {
-			select {
-			case <-p.r.settled:
-				return
-			case <-p.busy:
-			}
-			continue
-		}
-		t := p.q.clock.Timer(period)
 		select {
 		case <-p.r.settled:
-			t.Stop()
 			return
-		case <-t.C:
+		case <-p.ext.C:
+		}
+		// The next round's alarm is set before this round writes, so a
+		// test that sees the extension and then moves a mock clock always
+		// finds it set.
+		p.mu.Lock()
+		busy := len(p.inflight) > 0
+		p.mu.Unlock()
+		if busy {
+			p.ext.set(p.q.clock.Now().Add(p.extendPeriod()), true)
 		}
 		p.extend()
 	}
 }
 
+// extendPeriod is how often the leases of claimed jobs are extended: every
+// third of the visibility timeout.
+func (p *pool) extendPeriod() time.Duration {
+	return max(p.cfg.VisibilityTimeout/3, time.Millisecond)
+}
+
 // extend pushes the lease of every claimed job of p forward by the
 // visibility timeout.
 func (p *pool) extend() {
-	p.mu.Lock()
-	ds := make([]*delivery, 0, len(p.inflight))
-	for d := range p.inflight {
-		ds = append(ds, d)
-	}
-	p.mu.Unlock()
+	ds := p.claimed()
 	if len(ds) == 0 {
 		return
 	}
 	until := addClamped(p.q.clock.Now(), p.cfg.VisibilityTimeout)
-	leases := make([]store.Lease, len(ds))
-	for i, d := range ds {
-		leases[i] = store.Lease{ID: d.id, Lease: d.lease}
-	}
-	lostIdx, err := p.q.store.Extend(context.Background(), leases, until)
+	lostIdx, err := p.q.store.Extend(context.Background(), leasesOf(ds), until)
 	if err != nil {
 		p.q.log.Error("litequeue: extending leases failed", LogQueue, p.cfg.Name, LogError, err.Error())
 		return
