@@ -65,7 +65,11 @@ const EventReplaced EventType = "replaced"
 // return them from a method UniqueOptions() *UniqueOptions (called on the
 // job being enqueued); EnqueueOptions.Unique overrides it for one enqueue.
 // The zero value means: whole payload, no period, live states (ready,
-// scheduled, running), ConflictReturnExisting.
+// scheduled, running), ConflictReturnExisting. Fields and Period are part
+// of the uniqueness: two jobs are twins only if both were enqueued with the
+// same Fields and Period (States and OnConflict may differ: the stored
+// job's States decide whether it blocks, the new job's OnConflict what
+// happens then).
 type UniqueOptions struct {
 	// Fields are top-level fields of the job's JSON payload that make up its
 	// uniqueness; each must be present in the payload. Empty means the
