@@ -158,7 +158,7 @@ func testUniqueStates(t *testing.T, b Backend) {
 		o.Queues = []litequeue.QueueConfig{queue(litequeue.NoRetry())}
 	})
 	var mu sync.Mutex
-	fail := map[string]bool{"dead": true}
+	fail := map[string]bool{"dead": true, "dead too": true}
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
 		mu.Lock()
 		defer mu.Unlock()
@@ -193,6 +193,21 @@ func testUniqueStates(t *testing.T, b Backend) {
 	second, err := h.Q.Enqueue(ctx, Email{To: "live"}, live)
 	require.NoError(t, err)
 	require.NotEqual(t, first, second)
+
+	// Requeueing a dead letter whose twin is live names the twin.
+	died, err := h.Q.Enqueue(ctx, Email{To: "dead too"}, live)
+	require.NoError(t, err)
+	h.Ev.Wait(t, litequeue.EventDead, died, 1)
+	twin, err := h.Q.Enqueue(ctx, Email{To: "dead too"}, &litequeue.EnqueueOptions{Delay: time.Hour, Unique: &litequeue.UniqueOptions{}})
+	require.NoError(t, err, "a dead letter does not block with the default states")
+	_, err = h.Q.Requeue(ctx, died)
+	require.ErrorIs(t, err, litequeue.ErrUnique)
+	var ue *litequeue.UniqueError
+	require.ErrorAs(t, err, &ue)
+	require.Equal(t, twin, ue.ID)
+	j, err := h.Q.Job(ctx, died)
+	require.NoError(t, err)
+	require.Equal(t, litequeue.StateDead, j.State, "nothing moved")
 }
 
 func testUniqueBadOptions(t *testing.T, b Backend) {

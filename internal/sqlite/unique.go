@@ -64,3 +64,18 @@ func insertUnique(ctx context.Context, tx Execer, nj *store.NewJob, key any) (in
 	}
 	return id, err
 }
+
+// uniqueTwin returns the *store.UniqueError of the row that keeps the unique
+// job id from becoming pending, or an error saying none was found.
+func uniqueTwin(ctx context.Context, tx Execer, id int64) error {
+	var holder int64
+	var state store.State
+	var kind string
+	err := tx.QueryRowContext(ctx, `SELECT id, state, kind FROM lq_jobs
+		WHERE unique_key = (SELECT unique_key FROM lq_jobs WHERE id = ?1) AND unique_key IS NOT NULL
+		  AND ((unique_states >> state) & 1) = 1 AND id != ?1`, id).Scan(&holder, &state, &kind)
+	if err != nil {
+		return fmt.Errorf("litequeue: the requeue changed no row and no unique twin was found: %w", err)
+	}
+	return &store.UniqueError{ID: holder, State: state, Kind: kind}
+}
