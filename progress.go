@@ -220,8 +220,9 @@ func (d *delivery) reported(err error) {
 	switch {
 	case err == nil:
 		q.emit(Event{Type: EventProgress, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt})
-	case errors.Is(err, ErrLeaseLost):
-		// The result of this worker is dropped anyway (EventStale follows).
+	case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrClosed):
+		// The result of this worker is dropped anyway (EventStale follows),
+		// or a handler that ignored Stop reports after Close.
 	default:
 		q.log.Warn("litequeue: writing a job's progress failed", LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogError, err.Error())
 	}

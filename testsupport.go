@@ -149,6 +149,7 @@ func runStored(ctx context.Context, hv any, qv any, payload []byte, spec testbri
 		defer cancel()
 	}
 	herr := safeCall(hctx, d, q.wrap(d, policy.Attempts(), timeout, run))
+	p.finishReports(d, herr == nil)
 	took := q.clock.Since(now)
 	if herr != nil && timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) && !errors.As(herr, new(*TimeoutError)) {
 		herr = fmt.Errorf("%w: %w", &TimeoutError{Timeout: timeout}, herr)
