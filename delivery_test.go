@@ -265,6 +265,7 @@ func TestEnqueueBatchReportsADuplicateItemAsDuplicate(t *testing.T) {
 	})
 	require.ErrorIs(t, err, ErrDuplicate)
 	require.Equal(t, []int64{ids[0], ids[0]}, ids)
+	require.NoError(t, h.q.FlushEvents(context.Background()))
 	require.Equal(t, 1, h.ev.count(EventEnqueued, 0))
 	require.Equal(t, 1, h.ev.count(EventDuplicate, ids[0]))
 }

@@ -113,6 +113,13 @@ func setup(t *testing.T, b Backend, mod func(o *litequeue.Options)) *Harness {
 	return open(t, b, b.Fresh(t), Start, mod)
 }
 
+// flush waits until every event emitted so far was recorded (OnEvent runs
+// on its own goroutine), before asserting that one did not happen.
+func (h *Harness) flush(t *testing.T) {
+	t.Helper()
+	require.NoError(t, h.Q.FlushEvents(context.Background()))
+}
+
 func (h *Harness) start(t *testing.T) {
 	t.Helper()
 	require.NoError(t, h.Q.Start(context.Background()))
@@ -221,6 +228,7 @@ func testRetrySchedule(t *testing.T, b Backend) {
 		require.Equal(t, litequeue.StateScheduled, j.State)
 		require.True(t, j.VisibleAt.Equal(h.Clock.Now().Add(10*time.Second)), "due exactly one delay later")
 		h.Clock.Add(9 * time.Second)
+		h.flush(t)
 		require.Equal(t, attempt, h.Ev.Count(litequeue.EventStarted, id), "not before its due time")
 		h.Clock.Add(time.Second)
 	}
@@ -300,6 +308,7 @@ func testDelayed(t *testing.T, b Backend) {
 	id, err := h.Q.Enqueue(context.Background(), Email{To: "x"}, &litequeue.EnqueueOptions{Delay: time.Hour})
 	require.NoError(t, err)
 	h.Clock.Add(time.Hour - time.Second)
+	h.flush(t)
 	require.Zero(t, h.Ev.Count(litequeue.EventStarted, id))
 	h.Clock.Add(time.Second)
 	h.Ev.Wait(t, litequeue.EventSucceeded, id, 1)
@@ -356,6 +365,7 @@ func testBatch(t *testing.T, b Backend) {
 	require.ErrorIs(t, err, litequeue.ErrDuplicate)
 	require.Len(t, ids, 3)
 	require.Equal(t, ids[0], ids[2])
+	h.flush(t)
 	require.Equal(t, 2, h.Ev.Count(litequeue.EventEnqueued, 0))
 	require.Equal(t, 1, h.Ev.Count(litequeue.EventDuplicate, 0))
 	_, err = h.Q.EnqueueBatch(ctx, []litequeue.BatchItem{{Job: Email{To: "ok"}}, {Job: nil}})
