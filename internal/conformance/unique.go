@@ -54,7 +54,7 @@ func testUniquePayload(t *testing.T, b Backend) {
 	require.ErrorAs(t, err, &ue)
 	require.Equal(t, first, ue.ID)
 	require.Equal(t, first, again, "the existing job's id")
-	require.Equal(t, 1, h.Ev.Count(litequeue.EventDuplicate, first))
+	h.Ev.Wait(t, litequeue.EventDuplicate, first, 1)
 	other, err := h.Q.Enqueue(ctx, Email{To: "b"}, unique)
 	require.NoError(t, err, "another payload is another job")
 	require.NotEqual(t, first, other)
@@ -108,7 +108,7 @@ func testUniqueReplace(t *testing.T, b Backend) {
 	require.NotEqual(t, first, second)
 	_, err = h.Q.Job(ctx, first)
 	require.ErrorIs(t, err, litequeue.ErrNotFound, "the pending twin was replaced")
-	require.Equal(t, 1, h.Ev.Count(litequeue.EventReplaced, first))
+	h.Ev.Wait(t, litequeue.EventReplaced, first, 1)
 	j, err := h.Q.Job(ctx, second)
 	require.NoError(t, err)
 	require.Equal(t, litequeue.StateScheduled, j.State)
@@ -145,7 +145,7 @@ func testUniqueReject(t *testing.T, b Backend) {
 	var ue *litequeue.UniqueError
 	require.ErrorAs(t, err, &ue)
 	require.Equal(t, first, ue.ID, "the error names the twin")
-	require.Equal(t, 1, h.Ev.Count(litequeue.EventDuplicate, first), "reported, not silent")
+	h.Ev.Wait(t, litequeue.EventDuplicate, first, 1) // reported, not silent
 	ids, err := h.Q.EnqueueBatch(ctx, []litequeue.BatchItem{{Job: Email{To: "a"}, Options: reject}, {Job: Email{To: "b"}}})
 	require.ErrorIs(t, err, litequeue.ErrUniqueRejected)
 	require.Zero(t, ids[0])
