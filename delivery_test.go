@@ -374,6 +374,7 @@ func TestReclaimInTheSameProcessKeepsTheNewRunsLease(t *testing.T) {
 	require.Equal(t, old.id, fresh.id)
 	flush := func() {
 		require.NoError(t, h.q.lite.Do(ctx, func(context.Context, sqlite.Execer) error { return nil }))
+		require.NoError(t, h.q.FlushEvents(ctx))
 	}
 	p.execute(old) // the old run finishes: stale
 	flush()

@@ -22,6 +22,10 @@ type events struct {
 	mu  sync.Mutex
 	all []Event
 	ch  chan struct{}
+	// sync, when set, waits until the queue handed every event emitted so
+	// far to OnEvent (which runs on its own goroutine): count calls it, so
+	// that a count after an action sees the action's events.
+	sync func()
 }
 
 func newEvents() *events { return &events{ch: make(chan struct{}, 1)} }
@@ -43,6 +47,9 @@ func (e *events) snapshot() []Event {
 }
 
 func (e *events) count(typ EventType, id int64) int {
+	if e.sync != nil {
+		e.sync()
+	}
 	n := 0
 	for _, ev := range e.snapshot() {
 		if ev.Type == typ && (id == 0 || ev.JobID == id) {
@@ -189,6 +196,7 @@ func setup(t *testing.T, mod func(o *Options)) *harness {
 	q, err := Open(h.path, &h.opts)
 	require.NoError(t, err)
 	h.q = q
+	h.ev.sync = func() { _ = h.q.FlushEvents(context.Background()) }
 	t.Cleanup(func() {
 		require.NoError(t, q.Close())
 		checkInvariants(t, h.path)

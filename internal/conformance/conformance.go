@@ -100,6 +100,7 @@ func open(t *testing.T, b Backend, addr string, at time.Time, mod func(o *litequ
 	q, err := b.Open(t, addr, o)
 	require.NoError(t, err)
 	h.Q = q
+	h.Ev.sync = func() { _ = q.FlushEvents(context.Background()) }
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), WaitLimit)
 		defer cancel()
@@ -138,6 +139,9 @@ type Events struct {
 	mu  sync.Mutex
 	all []litequeue.Event
 	ch  chan struct{}
+	// sync waits until the queue delivered every event emitted so far
+	// (OnEvent runs on its own goroutine); Count calls it.
+	sync func()
 }
 
 func (e *Events) add(ev litequeue.Event) {
@@ -152,6 +156,9 @@ func (e *Events) add(ev litequeue.Event) {
 
 // Count counts events of typ for job id (0: any job).
 func (e *Events) Count(typ litequeue.EventType, id int64) int {
+	if e.sync != nil {
+		e.sync()
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	n := 0

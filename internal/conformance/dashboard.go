@@ -231,6 +231,7 @@ func testBulk(t *testing.T, b Backend) {
 	require.NoError(t, err)
 	require.Equal(t, litequeue.StateReady, j.State)
 	require.Zero(t, j.Attempt)
+	h.flush(t)
 	require.Equal(t, 1, h.Ev.Count(litequeue.EventRequeued, dead[0]))
 
 	n, err = h.Q.DeleteMatching(ctx, litequeue.JobQuery{})
