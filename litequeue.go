@@ -459,6 +459,7 @@ func (q *Queue) Close() error {
 	q.closed = true
 	q.mu.Unlock()
 	q.cleanup.stop()
+	q.closeWatchers()
 	errs = append(errs, q.store.Close())
 	q.closeEvents()
 	return errors.Join(errs...)

@@ -295,7 +295,8 @@ func (q *Queue) progressOf(ctx context.Context, info *JobInfo) error {
 // latest value only: a slow reader skips values, never the last. Each value
 // carries the job's State. The channel is closed when the job is finished
 // (the last value then has State completed or dead, when known), when it is
-// gone (deleted on success, cancelled, purged) or when ctx ends. It returns
+// gone (deleted on success, cancelled, purged), when ctx ends or when the
+// queue is closed. It returns
 // an error wrapping ErrNotFound, and no channel, if there is no job id.
 func (q *Queue) WatchProgress(ctx context.Context, id int64) (<-chan Progress, error) {
 	jp, err := q.store.Progress(ctx, id)
@@ -305,7 +306,7 @@ func (q *Queue) WatchProgress(ctx context.Context, id int64) (<-chan Progress, e
 	w := &watcher{ch: make(chan Progress, 1)}
 	hub := q.progressHub()
 	hub.add(id, w)
-	first := progressFromStore(jp)
+	first := progressFromStore(jp, unixNanos(q.clock))
 	w.send(first, finished(first.State))
 	if w.isClosed() {
 		hub.remove(id, w)
@@ -329,6 +330,10 @@ func (q *Queue) WatchProgress(ctx context.Context, id int64) (<-chan Progress, e
 				return
 			case <-t.C:
 			}
+			if q.isClosed() {
+				w.send(Progress{}, true)
+				return
+			}
 			jp, err := q.store.Progress(ctx, id)
 			switch {
 			case errors.Is(err, ErrNotFound):
@@ -337,7 +342,7 @@ func (q *Queue) WatchProgress(ctx context.Context, id int64) (<-chan Progress, e
 			case err != nil:
 				continue
 			}
-			p := progressFromStore(jp)
+			p := progressFromStore(jp, unixNanos(q.clock))
 			if p != last || finished(p.State) {
 				last = p
 				w.send(p, finished(p.State))
@@ -350,11 +355,35 @@ func (q *Queue) WatchProgress(ctx context.Context, id int64) (<-chan Progress, e
 	return w.ch, nil
 }
 
+// closeWatchers closes every WatchProgress channel (the queue closes).
+func (q *Queue) closeWatchers() {
+	h := q.progressHub()
+	h.mu.Lock()
+	var ws []*watcher
+	for _, list := range h.watchers {
+		ws = append(ws, list...)
+	}
+	h.mu.Unlock()
+	for _, w := range ws {
+		w.send(Progress{}, true)
+	}
+}
+
+func (q *Queue) isClosed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
+}
+
 func finished(s State) bool { return s == StateCompleted || s == StateDead }
 
-func progressFromStore(jp store.JobProgress) Progress {
+func progressFromStore(jp store.JobProgress, now int64) Progress {
 	p := Progress{State: StateReady}
 	switch jp.State {
+	case store.Pending:
+		if jp.VisibleAt > now {
+			p.State = StateScheduled
+		}
 	case store.Running:
 		p.State = StateRunning
 	case store.Completed:

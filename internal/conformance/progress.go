@@ -26,6 +26,7 @@ func init() {
 		{"OutputAndProgressStayWithADeadLetter", testOutputOnDeadLetter},
 		{"WatchProgressSeesThisProcessAtOnceAndCloses", testWatchInProcess},
 		{"WatchProgressPollsAnotherProcess", testWatchOtherProcess},
+		{"WatchProgressClosesWithTheQueue", testWatchClose},
 	}...)
 }
 
@@ -254,4 +255,19 @@ func testWatchOtherProcess(t *testing.T, b Backend) {
 		p = q
 	}
 	require.Equal(t, litequeue.StateCompleted, p.State, "the last value is the job's end")
+}
+
+func testWatchClose(t *testing.T, b Backend) {
+	h := setup(t, b, nil)
+	ctx := context.Background()
+	id, err := h.Q.Enqueue(ctx, Email{To: "x"}, &litequeue.EnqueueOptions{Delay: time.Hour})
+	require.NoError(t, err)
+	ch, err := h.Q.WatchProgress(ctx, id)
+	require.NoError(t, err)
+	p, ok := next(t, ch)
+	require.True(t, ok)
+	require.Equal(t, litequeue.StateScheduled, p.State)
+	require.NoError(t, h.Q.Close())
+	_, ok = next(t, ch)
+	require.False(t, ok, "Close closes the watchers' channels")
 }

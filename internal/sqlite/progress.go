@@ -53,8 +53,8 @@ func (s *Store) Progress(ctx context.Context, id int64) (store.JobProgress, erro
 	var frac sql.NullFloat64
 	var msg sql.NullString
 	var at sql.NullInt64
-	err := s.db.QueryRowContext(ctx, `SELECT state, progress, progress_msg, progress_at, output FROM lq_jobs WHERE id = ?`, id).
-		Scan(&p.State, &frac, &msg, &at, &p.Output)
+	err := s.db.QueryRowContext(ctx, `SELECT state, visible_at, progress, progress_msg, progress_at, output FROM lq_jobs WHERE id = ?`, id).
+		Scan(&p.State, &p.VisibleAt, &frac, &msg, &at, &p.Output)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.JobProgress{}, fmt.Errorf("litequeue: job %d: %w", id, store.ErrNotFound)
 	}

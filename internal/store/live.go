@@ -26,6 +26,7 @@ type Report struct {
 // JobProgress is a row's progress and output as Progress reads them.
 type JobProgress struct {
 	State       State
+	VisibleAt   int64 // tells a ready pending row from a scheduled one
 	HasProgress bool // false: the row has no progress yet (Fraction, Message, At are zero)
 	Fraction    float64
 	Message     string
