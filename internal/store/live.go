@@ -27,7 +27,7 @@ type Report struct {
 type JobProgress struct {
 	State       State
 	VisibleAt   int64 // tells a ready pending row from a scheduled one
-	HasProgress bool // false: the row has no progress yet (Fraction, Message, At are zero)
+	HasProgress bool  // false: the row has no progress yet (Fraction, Message, At are zero)
 	Fraction    float64
 	Message     string
 	At          int64
