@@ -115,7 +115,8 @@ type QueueConfig struct {
 	// in this process. Default DefaultConcurrency (10).
 	Concurrency int
 	// Timeout bounds one attempt: the handler's context is cancelled when it
-	// passes, and the attempt counts as failed. Zero means no timeout.
+	// passes, and the attempt counts as failed. Zero means no timeout. A job
+	// type's Timeout method (see Job) replaces it for that type.
 	Timeout time.Duration
 	// VisibilityTimeout is the lease a claim takes. The queue extends it
 	// while the handler runs; if the process dies the job becomes claimable

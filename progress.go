@@ -73,12 +73,21 @@ func (d *Delivery[J]) SetProgress(fraction float64, message string) error {
 	if math.IsNaN(fraction) || fraction < 0 || fraction > 1 {
 		return fmt.Errorf("%w: fraction %v is outside [0, 1]; report the share done, 0.25 for a quarter", ErrInvalidProgress, fraction)
 	}
+	if d.d == nil { // a Delivery made by hand, with no queue behind it
+		return nil
+	}
 	return d.d.reportProgress(&fraction, message)
 }
 
 // SetProgressMessage is SetProgress with the last reported fraction (0 if
 // none): for a message without a new fraction.
 func (d *Delivery[J]) SetProgressMessage(message string) error {
+	if d.d == nil {
+		if len(message) > MaxProgressMessageLen {
+			return fmt.Errorf("%w: message is %d bytes, longer than %d", ErrInvalidProgress, len(message), MaxProgressMessageLen)
+		}
+		return nil
+	}
 	return d.d.reportProgress(nil, message)
 }
 
@@ -98,6 +107,9 @@ func (d *Delivery[J]) SetOutput(v any) error {
 	if len(b) > MaxOutputBytes {
 		return fmt.Errorf("%w: output encodes to %d bytes, over MaxOutputBytes (%d); store large results elsewhere and output a reference",
 			ErrInvalidOutput, len(b), MaxOutputBytes)
+	}
+	if d.d == nil {
+		return nil
 	}
 	r := d.d.reports()
 	r.mu.Lock()
@@ -201,12 +213,21 @@ func (d *delivery) writeProgress() {
 	d.reported(err)
 	r.mu.Lock()
 	r.writing = false
+	again := false
 	if r.dirty && !r.done && r.timer == nil {
-		wait := r.last.Add(q.progressInterval()).Sub(q.clock.Now())
-		r.timer = q.clock.AfterFunc(max(wait, 0), func() { d.flushProgress() })
+		now := q.clock.Now()
+		if wait := r.last.Add(q.progressInterval()).Sub(now); wait > 0 {
+			r.timer = q.clock.AfterFunc(wait, func() { d.flushProgress() })
+		} else {
+			again = true
+			r.startWrite(now)
+		}
 	}
 	r.mu.Unlock()
 	r.inflight.Done()
+	if again {
+		d.writeProgress()
+	}
 }
 
 func (d *delivery) report(p Progress, output []byte) store.Report {
