@@ -90,6 +90,7 @@ func (p *pool) execute(d *delivery) {
 		Keep: q.opts.CompletedRetention > 0, Notify: func(err error) {
 			switch {
 			case err == nil:
+				d.publishCompleted()
 				q.emit(Event{Type: EventSucceeded, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Duration: took})
 			case errors.Is(err, ErrLeaseLost):
 				q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: err})
@@ -114,6 +115,7 @@ func (p *pool) finishTx(d *delivery, policy RetryPolicy, took time.Duration) {
 		p.fail(d, policy, errors.New("CompleteTx was called but its transaction did not commit"), took)
 		return
 	}
+	d.publishCompleted()
 	p.q.emit(Event{Type: EventSucceeded, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Duration: took})
 	p.freed(d)
 }
@@ -235,10 +237,12 @@ func (p *pool) fail(d *delivery, policy RetryPolicy, herr error, took time.Durat
 		q.log.Error("litequeue: recording a failure failed; the job runs again when its lease expires",
 			LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogError, err.Error())
 	case dec.Retry:
+		d.publishOutcome(StateScheduled)
 		p.dueAt(time.Unix(0, due))
 		q.emit(Event{Type: EventRetrying, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
 			Delay: dec.Delay, Decision: decision, Err: herr, Duration: took})
 	default:
+		d.publishOutcome(StateDead)
 		q.emit(Event{Type: EventDead, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
 			Decision: decision, Err: herr, Duration: took})
 	}

@@ -276,15 +276,30 @@ func (p *pool) finishReports(d *delivery, succeeded bool) {
 	}
 	output := r.output
 	r.mu.Unlock()
-	if succeeded {
-		final := r.cur
-		final.State = StateCompleted
-		defer q.progressHub().publish(d.id, final, true)
-	}
 	if d.released.Load() || d.inTx.Load() || (succeeded && q.opts.CompletedRetention <= 0) || (prog.UpdatedAt.IsZero() && output == nil) {
 		return
 	}
 	d.reported(q.store.Report(context.Background(), d.report(prog, output)))
+}
+
+// publishCompleted tells this process's watchers of d's job that its
+// success was committed, and closes their channels.
+func (d *delivery) publishCompleted() { d.publishOutcome(StateCompleted) }
+
+// publishOutcome tells this process's watchers of d's job its state after
+// the attempt: completed or dead close their channels.
+func (d *delivery) publishOutcome(state State) {
+	final := Progress{}
+	if d.rep != nil {
+		d.rep.mu.Lock()
+		final = d.rep.cur
+		d.rep.mu.Unlock()
+	}
+	final.State = state
+	if final.UpdatedAt.IsZero() {
+		final.UpdatedAt = d.q.clock.Now()
+	}
+	d.q.progressHub().publish(d.id, final, finished(state))
 }
 
 func (q *Queue) progressInterval() time.Duration {

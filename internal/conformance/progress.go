@@ -153,7 +153,18 @@ func testOutputOnDeadLetter(t *testing.T, b Backend) {
 	ctx := context.Background()
 	id, err := h.Q.Enqueue(ctx, Email{To: "x"}, nil)
 	require.NoError(t, err)
+	ch, err := h.Q.WatchProgress(ctx, id)
+	require.NoError(t, err)
 	h.Ev.Wait(t, litequeue.EventDead, id, 1)
+	var last litequeue.Progress
+	for {
+		p, ok := next(t, ch)
+		if !ok {
+			break
+		}
+		last = p
+	}
+	require.Equal(t, litequeue.StateDead, last.State, "the last value is the death")
 	j, err := h.Q.DeadLetter(ctx, id)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"bad_row":17}`, string(j.Output))
