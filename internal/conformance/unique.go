@@ -170,7 +170,7 @@ func testUniqueStates(t *testing.T, b Backend) {
 	h.start(t)
 	ctx := context.Background()
 	live := &litequeue.EnqueueOptions{Unique: &litequeue.UniqueOptions{}}
-	all := &litequeue.EnqueueOptions{Unique: &litequeue.UniqueOptions{States: litequeue.States}}
+	all := &litequeue.EnqueueOptions{Unique: &litequeue.UniqueOptions{States: litequeue.States()}}
 
 	done, err := h.Q.Enqueue(ctx, Email{To: "done"}, all)
 	require.NoError(t, err)
