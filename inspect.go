@@ -3,6 +3,7 @@ package litequeue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -68,6 +69,11 @@ type JobInfo struct {
 	// Attempts is the history of failed attempts, oldest first; filled by
 	// Job and DeadLetter only.
 	Attempts []AttemptRecord `json:"attempts,omitempty"`
+	// Progress is the last progress a handler reported (Delivery.SetProgress),
+	// nil if none; Output the output it set (Delivery.SetOutput), nil if
+	// none. Filled by Job only.
+	Progress *Progress       `json:"progress,omitempty"`
+	Output   json.RawMessage `json:"output,omitempty"`
 }
 
 // AttemptRecord is one failed attempt in a job's history. In JSON, Delay is
@@ -141,6 +147,9 @@ func (q *Queue) Job(ctx context.Context, id int64) (JobInfo, error) {
 	}
 	info := jobInfo(j, now)
 	info.Attempts = attemptRecords(as)
+	if err := q.progressOf(ctx, &info); err != nil && !errors.Is(err, ErrNotFound) {
+		return JobInfo{}, wrapf("litequeue: %w", err)
+	}
 	return info, nil
 }
 
