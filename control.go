@@ -33,7 +33,7 @@ const (
 
 // DecisionSnooze is the Decision of an attempt history record written by a
 // snooze.
-const DecisionSnooze = "snooze"
+const DecisionSnooze Decision = "snooze"
 
 // DefaultMaxSnoozes is QueueConfig.MaxSnoozes' default.
 const DefaultMaxSnoozes = 100
@@ -380,7 +380,7 @@ func (p *pool) snoozed(d *delivery, policy RetryPolicy, err error, took time.Dur
 	}
 	serr := q.store.Snooze(context.Background(), store.Snooze{Lease: store.Lease{ID: d.id, Lease: d.lease}, Due: due, Max: maxSnoozes,
 		Record: store.Attempt{Attempt: d.attempt, StartedAt: started.UnixNano(), FinishedAt: now.UnixNano(),
-			Error: se.Error(), Decision: DecisionSnooze, Delay: int64(se.Delay)}})
+			Error: se.Error(), Decision: string(DecisionSnooze), Delay: int64(se.Delay)}})
 	switch {
 	case errors.Is(serr, store.ErrSnoozeLimit):
 		p.fail(d, policy, &SnoozeLimitError{Max: maxSnoozes, Delay: se.Delay}, took)

@@ -134,11 +134,12 @@ func errString(err error) string {
 var ErrWrongState = store.ErrWrongState
 
 // TimeoutError is the cause with which a handler's context is cancelled when
-// its queue's QueueConfig.Timeout passes (context.Cause), and the failure
+// its attempt's timeout passes — the job type's Timeout, else its queue's
+// QueueConfig.Timeout — (context.Cause), and the failure
 // recorded for that attempt. errors.Is(err, context.DeadlineExceeded) holds
 // for it.
 type TimeoutError struct {
-	Timeout time.Duration // the queue's Timeout
+	Timeout time.Duration // the timeout in force: the job type's or the queue's
 }
 
 func (e *TimeoutError) Error() string { return fmt.Sprintf("job timeout %s passed", e.Timeout) }

@@ -3,6 +3,7 @@ package litequeue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -23,18 +24,21 @@ const (
 	// StateCancelled (control.go): cancelled by Cancel, kept until PurgeCancelled.
 )
 
-// States lists every State in life order.
-var States = []State{StateReady, StateScheduled, StateRunning, StateCompleted, StateDead, StateCancelled}
+// States returns every State in life order, in a new slice each call.
+func States() []State {
+	return []State{StateReady, StateScheduled, StateRunning, StateCompleted, StateDead, StateCancelled}
+}
 
 // ParseState returns the State named s, or an error listing the valid names.
 func ParseState(s string) (State, error) {
-	for _, st := range States {
+	for _, st := range States() {
 		if string(st) == s {
 			return st, nil
 		}
 	}
-	names := make([]string, len(States))
-	for i, st := range States {
+	all := States()
+	names := make([]string, len(all))
+	for i, st := range all {
 		names[i] = string(st)
 	}
 	return "", fmt.Errorf("litequeue: unknown state %q; use one of %s", s, strings.Join(names, ", "))
@@ -65,6 +69,11 @@ type JobInfo struct {
 	// Attempts is the history of failed attempts, oldest first; filled by
 	// Job and DeadLetter only.
 	Attempts []AttemptRecord `json:"attempts,omitempty"`
+	// Progress is the last progress a handler reported (Delivery.SetProgress),
+	// nil if none; Output the output it set (Delivery.SetOutput), nil if
+	// none. Filled by Job only.
+	Progress *Progress       `json:"progress,omitempty"`
+	Output   json.RawMessage `json:"output,omitempty"`
 }
 
 // AttemptRecord is one failed attempt in a job's history. In JSON, Delay is
@@ -75,7 +84,7 @@ type AttemptRecord struct {
 	StartedAt  time.Time     `json:"started_at"`
 	FinishedAt time.Time     `json:"finished_at"`
 	Error      string        `json:"error"`
-	Decision   string        `json:"decision"` // a Decision* value
+	Decision   Decision      `json:"decision"` // a Decision* value
 	Delay      time.Duration `json:"delay"`    // the chosen wait when Decision is retry
 }
 
@@ -138,6 +147,9 @@ func (q *Queue) Job(ctx context.Context, id int64) (JobInfo, error) {
 	}
 	info := jobInfo(j, now)
 	info.Attempts = attemptRecords(as)
+	if err := q.progressOf(ctx, &info); err != nil && !errors.Is(err, ErrNotFound) {
+		return JobInfo{}, wrapf("litequeue: %w", err)
+	}
 	return info, nil
 }
 

@@ -145,7 +145,9 @@ func StateName(st store.State) string {
 	return "ready"
 }
 
-const requeueSQL = `UPDATE lq_jobs SET state = 0, attempt = 0, snoozes = 0, visible_at = ?, lease = NULL,
+// requeueSQL ignores (changes no row) a requeue that the unique index of
+// unique jobs refuses; the idempotency key is checked before it.
+const requeueSQL = `UPDATE OR IGNORE lq_jobs SET state = 0, attempt = 0, snoozes = 0, visible_at = ?, lease = NULL,
 	finished_at = NULL, dead_reason = NULL WHERE id = ? AND state = 3`
 
 // Requeue implements store.Store.
@@ -179,8 +181,10 @@ func (s *Store) Requeue(ctx context.Context, ids []int64, now int64) ([]store.Mo
 					return err
 				}
 			}
-			if _, err := tx.ExecContext(ctx, requeueSQL, now, id); err != nil {
+			if ok, err := execHolds(ctx, tx, requeueSQL, now, id); err != nil {
 				return err
+			} else if !ok {
+				return fmt.Errorf("litequeue: requeue job %d: %w", id, uniqueTwin(ctx, tx, id))
 			}
 			moved = append(moved, store.Moved{ID: id, Queue: queue, Kind: kind})
 		}

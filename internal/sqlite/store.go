@@ -117,6 +117,9 @@ func insertOne(ctx context.Context, tx Execer, nj *store.NewJob, stmt *sql.Stmt)
 			return 0, err
 		}
 	}
+	if nj.Unique != nil {
+		return insertUnique(ctx, tx, nj, key)
+	}
 	args := []any{nj.Queue, nj.Kind, nj.Priority, nj.VisibleAt, nj.VisibleAt, nj.CreatedAt, nj.Payload, key}
 	var res sql.Result
 	var err error
@@ -180,8 +183,7 @@ func insertBatch(ctx context.Context, tx Execer, jobs []store.NewJob) (ids []int
 			continue
 		}
 		id, err := insertOne(ctx, tx, &jobs[i], stmt)
-		var dup *store.DuplicateError
-		if errors.As(err, &dup) {
+		if errors.Is(err, store.ErrDuplicate) {
 			dups[i] = fmt.Errorf("batch item %d: %w", i, err)
 		} else if err != nil {
 			return nil, nil, fmt.Errorf("batch item %d: %w", i, err)
@@ -210,7 +212,7 @@ var insertManySQL = func() map[int]string {
 // without an idempotency key (a keyed job needs its duplicate check).
 func keylessRun(jobs []store.NewJob) int {
 	n := 0
-	for n < len(jobs) && n < maxInsertRows && jobs[n].Key == "" {
+	for n < len(jobs) && n < maxInsertRows && jobs[n].Key == "" && jobs[n].Unique == nil {
 		n++
 	}
 	k := 1
@@ -277,6 +279,10 @@ func (s *Store) InsertClaim(ctx context.Context, job store.NewJob, q store.Claim
 	var dup *store.DuplicateError
 	if errors.As(err, &dup) {
 		return dup.ID, err
+	}
+	var ue *store.UniqueError
+	if errors.As(err, &ue) {
+		return ue.ID, err
 	}
 	if err != nil {
 		return 0, classifyWriteError(err)
@@ -689,8 +695,7 @@ func (s *Store) Bury(ctx context.Context, b store.Burial) error {
 		}
 		if b.FollowUp != nil {
 			if _, err := insertOne(ctx, tx, b.FollowUp, nil); err != nil {
-				var dup *store.DuplicateError
-				if !errors.As(err, &dup) {
+				if !errors.Is(err, store.ErrDuplicate) {
 					return fmt.Errorf("follow-up job: %w", err)
 				}
 			}

@@ -48,7 +48,8 @@ type NewJob struct {
 	VisibleAt   int64 // when it is first due
 	CreatedAt   int64
 	Payload     []byte
-	Key         string // idempotency key; "" for none
+	Key         string  // idempotency key; "" for none
+	Unique      *Unique // uniqueness beyond the key (live.go); nil for none
 }
 
 // ClaimQuery says what a claim takes: up to N due rows of Queue whose kind is
@@ -205,6 +206,7 @@ type QueueStats struct {
 type Store interface {
 	// Control: pause, cancel (running jobs too), snooze (control.go).
 	Control
+	Reporter // progress and output (live.go)
 
 	// Insert stores jobs in one transaction — on tx, the application's,
 	// when it is non-nil. ids[i] is the id of jobs[i]; dups[i] is a
