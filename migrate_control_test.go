@@ -5,13 +5,15 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
-// A queue file of schema 3 (before live control) migrates to schema 5 with
+// A queue file of schema 3 (before live control) migrates to the current
+// schema (through 0005, which rebuilds lq_jobs) with
 // every job, its attempt history and its idempotency key intact, the
 // AUTOINCREMENT counter carried over (no id is reused), the indexes back,
 // the foreign key of lq_attempts working, and the cancelled state accepted.
@@ -42,7 +44,7 @@ func TestMigrationFromSchema3KeepsJobsHistoryAndIDs(t *testing.T) {
 	ctx := context.Background()
 	var version string
 	require.NoError(t, q.lite.DB().QueryRow(`SELECT value FROM lq_meta WHERE key = 'schema_version'`).Scan(&version))
-	require.Equal(t, "5", version)
+	require.Equal(t, strconv.Itoa(SchemaVersion), version)
 
 	a, err := q.Job(ctx, 1)
 	require.NoError(t, err)
@@ -77,7 +79,7 @@ func TestMigrationFromSchema3KeepsJobsHistoryAndIDs(t *testing.T) {
 		indexes = append(indexes, name)
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"lq_attempts_job", "lq_jobs_cancelled", "lq_jobs_claim", "lq_jobs_finished", "lq_jobs_key"}, indexes)
+	require.Equal(t, []string{"lq_attempts_job", "lq_jobs_cancelled", "lq_jobs_claim", "lq_jobs_finished", "lq_jobs_key", "lq_jobs_unique"}, indexes)
 	var check string
 	require.NoError(t, q.lite.DB().QueryRow(`PRAGMA integrity_check`).Scan(&check))
 	require.Equal(t, "ok", check)
