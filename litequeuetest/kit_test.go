@@ -230,6 +230,7 @@ func TestDrainReportsAStuckHandler(t *testing.T) {
 	require.NoError(t, err)
 	_, err = k.Drain(ctx)
 	require.ErrorIs(t, err, litequeuetest.ErrStuck)
+	k.Timeout = litequeuetest.DefaultTimeout // the short bound was for Drain only
 	k.Clock.Add(30 * time.Second)
 	e := k.WaitFor(litequeue.EventDead, id)
 	require.ErrorContains(t, e.Err, "job timeout 30s passed")
