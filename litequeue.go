@@ -423,7 +423,12 @@ func init() {
 			return nil, err
 		}
 		if oo.ReadOnly {
-			return nil, errors.New("litequeue: Options.ReadOnly applies to Open only")
+			// A store opened read-only says so; the queue then refuses writes
+			// itself and keeps no history.
+			if ro, ok := st.(interface{ ReadOnly() bool }); !ok || !ro.ReadOnly() {
+				return nil, errors.New("litequeue: Options.ReadOnly needs a store opened read-only")
+			}
+			return newQueue(oo, st, nil, true), nil
 		}
 		return newQueue(oo, st, nil, false), nil
 	}
