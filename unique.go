@@ -84,7 +84,8 @@ type UniqueOptions struct {
 	// StateScheduled are one stored state (pending): give both or neither.
 	// Default (empty): ready, scheduled and running. Add StateCompleted to
 	// also block while a twin is retained (Options.CompletedRetention) and
-	// StateDead while it is a dead letter.
+	// StateDead while it is a dead letter, StateCancelled while it is kept
+	// cancelled.
 	States []State
 	// OnConflict is what happens when a twin exists. Default
 	// ConflictReturnExisting.
@@ -109,6 +110,7 @@ func uniqueOptionsOf(job Job, o *EnqueueOptions) *UniqueOptions {
 var stateBits = map[State]uint8{
 	StateReady: 1 << store.Pending, StateScheduled: 1 << store.Pending,
 	StateRunning: 1 << store.Running, StateCompleted: 1 << store.Completed, StateDead: 1 << store.Dead,
+	StateCancelled: 1 << store.Cancelled,
 }
 
 // uniqueFor validates u and computes the uniqueness of nj (its payload

@@ -78,8 +78,8 @@ type delivery struct {
 	released atomic.Bool // shutdown or lease loss: this worker's result is dropped
 
 	cancelled atomic.Bool // the job was cancelled (see control.go); set before released
-	repOnce sync.Once
-	rep     *reporter // progress and output (progress.go); nil until the first report
+	repOnce   sync.Once
+	rep       *reporter // progress and output (progress.go); nil until the first report
 }
 
 func (d *delivery) info() JobInfo {
