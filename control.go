@@ -285,6 +285,7 @@ func (r *runState) initPaused(ctx context.Context) error {
 // dropCancelled ends d, stopped because its job was cancelled, after its
 // handler returned (or before it started): its result, err, is dropped.
 func (p *pool) dropCancelled(d *delivery, err error, took time.Duration) {
+	d.publishOutcome(StateCancelled)
 	p.q.emit(Event{Type: EventCancelled, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
 		Err: errors.Join(ErrJobCancelled, err), Duration: took})
 	p.forget(d)

@@ -287,7 +287,7 @@ func (p *pool) finishReports(d *delivery, succeeded bool) {
 func (d *delivery) publishCompleted() { d.publishOutcome(StateCompleted) }
 
 // publishOutcome tells this process's watchers of d's job its state after
-// the attempt: completed or dead close their channels.
+// the attempt: completed, dead or cancelled close their channels.
 func (d *delivery) publishOutcome(state State) {
 	final := Progress{}
 	if d.rep != nil {
@@ -330,7 +330,7 @@ func (q *Queue) progressOf(ctx context.Context, info *JobInfo) error {
 // time (DefaultPollInterval when polling is disabled). The channel holds the
 // latest value only: a slow reader skips values, never the last. Each value
 // carries the job's State. The channel is closed when the job is finished
-// (the last value then has State completed or dead, when known), when it is
+// (the last value then has State completed, dead or cancelled, when known), when it is
 // gone (deleted on success, cancelled, purged), when ctx ends or when the
 // queue is closed. It returns
 // an error wrapping ErrNotFound, and no channel, if there is no job id.
@@ -411,7 +411,7 @@ func (q *Queue) isClosed() bool {
 	return q.closed
 }
 
-func finished(s State) bool { return s == StateCompleted || s == StateDead }
+func finished(s State) bool { return s == StateCompleted || s == StateDead || s == StateCancelled }
 
 func progressFromStore(jp store.JobProgress, now int64) Progress {
 	p := Progress{State: StateReady}
@@ -426,6 +426,8 @@ func progressFromStore(jp store.JobProgress, now int64) Progress {
 		p.State = StateCompleted
 	case store.Dead:
 		p.State = StateDead
+	case store.Cancelled:
+		p.State = StateCancelled
 	}
 	if jp.HasProgress {
 		p.Fraction, p.Message, p.UpdatedAt = jp.Fraction, jp.Message, time.Unix(0, jp.At)

@@ -84,8 +84,8 @@ type UniqueOptions struct {
 	// StateScheduled are one stored state (pending): give both or neither.
 	// Default (empty): ready, scheduled and running. Add StateCompleted to
 	// also block while a twin is retained (Options.CompletedRetention) and
-	// StateDead while it is a dead letter (StateCancelled: while it is kept
-	// cancelled).
+	// StateDead while it is a dead letter, StateCancelled while it is kept
+	// cancelled.
 	States []State
 	// OnConflict is what happens when a twin exists. Default
 	// ConflictReturnExisting.

@@ -25,6 +25,7 @@ func init() {
 		{"UniqueRejectReturnsNoID", testUniqueReject},
 		{"UniqueAmongChosenStates", testUniqueStates},
 		{"UniqueBadOptionsAreClearErrors", testUniqueBadOptions},
+		{"UniqueAmongCancelledJobs", testUniqueCancelled},
 	}...)
 }
 
@@ -232,4 +233,40 @@ func testUniqueBadOptions(t *testing.T, b Backend) {
 	jobs, err := h.Q.Jobs(ctx, litequeue.JobFilter{})
 	require.NoError(t, err)
 	require.Empty(t, jobs, "nothing was enqueued")
+}
+
+func testUniqueCancelled(t *testing.T, b Backend) {
+	h := setup(t, b, nil)
+	ctx := context.Background()
+	live := &litequeue.EnqueueOptions{Delay: time.Hour, Unique: &litequeue.UniqueOptions{}}
+	keep := &litequeue.EnqueueOptions{Delay: time.Hour, Unique: &litequeue.UniqueOptions{States: []litequeue.State{
+		litequeue.StateReady, litequeue.StateScheduled, litequeue.StateRunning, litequeue.StateCancelled}}}
+
+	first, err := h.Q.Enqueue(ctx, Email{To: "kept"}, keep)
+	require.NoError(t, err)
+	ch, err := h.Q.WatchProgress(ctx, first)
+	require.NoError(t, err)
+	_, err = h.Q.Cancel(ctx, first)
+	require.NoError(t, err)
+	again, err := h.Q.Enqueue(ctx, Email{To: "kept"}, keep)
+	require.ErrorIs(t, err, litequeue.ErrUnique, "a cancelled twin blocks when cancelled is among the states")
+	var ue *litequeue.UniqueError
+	require.ErrorAs(t, err, &ue)
+	require.Equal(t, first, again)
+	var last litequeue.Progress
+	for {
+		p, ok := next(t, ch)
+		if !ok {
+			break
+		}
+		last = p
+	}
+	require.Equal(t, litequeue.StateCancelled, last.State, "a watcher's channel closes on a cancel")
+
+	other, err := h.Q.Enqueue(ctx, Email{To: "free"}, live)
+	require.NoError(t, err)
+	_, err = h.Q.Cancel(ctx, other)
+	require.NoError(t, err)
+	_, err = h.Q.Enqueue(ctx, Email{To: "free"}, live)
+	require.NoError(t, err, "with the default states a cancelled twin does not block")
 }

@@ -79,6 +79,8 @@ func (s State) String() string {
 		return "completed"
 	case Dead:
 		return "dead"
+	case Cancelled:
+		return "cancelled"
 	}
 	return fmt.Sprintf("state(%d)", int8(s))
 }
