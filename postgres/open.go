@@ -178,7 +178,7 @@ func explainConnect(err error) error {
 	var oe *net.OpError
 	var de *net.DNSError
 	if errors.As(err, &ce) || errors.As(err, &oe) || errors.As(err, &de) || errors.As(err, &ne) {
-		return fmt.Errorf("%w: %v; check that the server runs and that the URL's host and port are right: %w", ErrUnreachable, err, err)
+		return fmt.Errorf("%w; check that the server runs and that the URL's host and port are right: %w", ErrUnreachable, err)
 	}
 	return err
 }
