@@ -55,7 +55,7 @@ func TestOpenCreatesTheSchemaOnceAndReopens(t *testing.T) {
 		t.Fatalf("tables %s", got)
 	}
 	var v string
-	if err := admin.QueryRow(`SELECT value FROM `+quoteIdent(schema)+`.lq_meta WHERE key = 'schema_version'`).Scan(&v); err != nil || v != "1" {
+	if err := admin.QueryRow(`SELECT value FROM ` + quoteIdent(schema) + `.lq_meta WHERE key = 'schema_version'`).Scan(&v); err != nil || v != "1" {
 		t.Fatalf("schema_version %q %v", v, err)
 	}
 	// Nothing of the queue's lands in public.
@@ -173,4 +173,3 @@ func TestReadOnlyOpenCreatesNothing(t *testing.T) {
 		t.Fatalf("Insert on a read-only store: %v", err)
 	}
 }
-
