@@ -96,6 +96,7 @@ func (q *Queue) emit(e Event) {
 		}
 		q.log.LogAttrs(context.Background(), level, "litequeue: job "+string(e.Type), attrs...)
 	}
+	q.recordHistory(e)
 	if q.opts.OnEvent != nil {
 		q.opts.OnEvent(e)
 	}

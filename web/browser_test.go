@@ -1,0 +1,253 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/web"
+	"github.com/stretchr/testify/require"
+)
+
+// envRequireBrowser makes the browser tests fail instead of skipping when
+// Chromium is missing; .ci/run sets it.
+const envRequireBrowser = "LITEQUEUE_REQUIRE_BROWSER"
+
+// envScreenshots, when set, is a directory where the browser tests save
+// their screenshots too (they always save them under the test's temp dir).
+const envScreenshots = "LITEQUEUE_SCREENSHOTS"
+
+// browser starts headless Chromium for t, or skips t (fails it when
+// LITEQUEUE_REQUIRE_BROWSER=1) when Chromium is not installed.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		if path, err = exec.LookPath("chromium-browser"); err != nil {
+			msg := "the browser tests need Chromium: install the Debian package (apt-get install -y chromium)"
+			if os.Getenv(envRequireBrowser) == "1" {
+				t.Fatal(msg + "; " + envRequireBrowser + "=1 forbids skipping")
+			}
+			t.Skip(msg)
+		}
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+	})
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("about:blank")), "start Chromium")
+	return ctx
+}
+
+// step runs actions with a time limit.
+func step(t *testing.T, ctx context.Context, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	require.NoError(t, chromedp.Do(c, actions...))
+}
+
+func run[T any](t *testing.T, ctx context.Context, a chromedp.Action[T]) T {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(c, a)
+	require.NoError(t, err)
+	return v
+}
+
+// clickAndLoad clicks sel and waits for the page it leads to.
+func clickAndLoad(t *testing.T, ctx context.Context, sel string) {
+	t.Helper()
+	run(t, ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.CSS(sel))))
+}
+
+// shoot saves a full-page PNG of the current page as name.
+func shoot(t *testing.T, ctx context.Context, dir, name string) {
+	t.Helper()
+	png := run(t, ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name), png, 0o644))
+	if extra := os.Getenv(envScreenshots); extra != "" {
+		require.NoError(t, os.MkdirAll(extra, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(extra, name), png, 0o644))
+	}
+}
+
+const xss = `<script>window.__xss=1</script><img src=x onerror="window.__xss=2">`
+
+func TestDashboardInABrowser(t *testing.T) {
+	ctx := browser(t)
+	shots := t.TempDir()
+	f := newFixture(t, map[string]string{
+		"ann@example.com": "timeout after 310ms", "bob@example.com": "timeout after 2500ms", "cy@example.com": "timeout after 75ms",
+		"dee@example.com": "smtp: 550 mailbox unavailable",
+		xss:               xss,
+	})
+	bg := context.Background()
+	for i := range 4 {
+		_, err := f.q.Enqueue(bg, Email{To: fmt.Sprintf("later%d@example.com", i)}, &litequeue.EnqueueOptions{Delay: time.Hour})
+		require.NoError(t, err)
+	}
+	resize, err := f.q.Enqueue(bg, Resize{Image: "cat.png", Width: 640}, nil)
+	require.NoError(t, err)
+	srv := httptest.NewServer(web.Handler(f.q, &web.Options{RefreshInterval: 100 * time.Millisecond}))
+	defer closeServer(srv)
+
+	t.Run("overview", func(t *testing.T) {
+		step(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("table.counts")))
+		text := run(t, ctx, chromedp.Text(chromedp.CSS("table.counts")))
+		require.Contains(t, text, "default")
+		require.Contains(t, text, "media")
+		require.Equal(t, "5", run(t, ctx, chromedp.Text(chromedp.CSS(`[data-live="default/dead"]`))))
+		require.Contains(t, run(t, ctx, chromedp.Text(chromedp.CSS(".chart-box h2"))), "5 attempts, 100.0% failed", "the history chart")
+		require.Positive(t, run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg.chart rect.fail").length`)))
+		shoot(t, ctx, shots, "overview.png")
+	})
+
+	t.Run("live refresh moves a counter", func(t *testing.T) {
+		step(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("table.counts")))
+		require.Equal(t, "1", run(t, ctx, chromedp.Text(chromedp.CSS(`[data-live="media/ready"]`))))
+		for range 2 {
+			_, err := f.q.Enqueue(bg, Resize{Image: "dog.png"}, nil)
+			require.NoError(t, err)
+		}
+		got := run(t, ctx, chromedp.Poll[bool](`document.querySelector('[data-live="media/ready"]').textContent === "3"`,
+			chromedp.WithPollingTimeout(10*time.Second)))
+		require.True(t, got, "the counter did not move without a reload")
+		require.Equal(t, "1", run(t, ctx, chromedp.Evaluate[string](`String(performance.getEntriesByType("navigation").length)`)), "no reload")
+	})
+
+	t.Run("filter jobs", func(t *testing.T) {
+		step(t, ctx, chromedp.Navigate(srv.URL+"/jobs"), chromedp.WaitVisible(chromedp.CSS("table.jobs")),
+			chromedp.SetValue(chromedp.CSS(`form.filter input[name=kind]`), "resize"))
+		clickAndLoad(t, ctx, `form.filter button[type=submit]`)
+		kinds := run(t, ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("table.jobs tbody tr td:nth-child(4)")].map(td => td.textContent)`))
+		require.Equal(t, []string{"resize", "resize", "resize"}, kinds)
+		require.Contains(t, run(t, ctx, chromedp.Evaluate[string](`location.search`)), "kind=resize")
+		shoot(t, ctx, shots, "jobs.png")
+
+		step(t, ctx, chromedp.Navigate(srv.URL+"/jobs?q=mailbox"), chromedp.WaitVisible(chromedp.CSS("table.jobs")))
+		errs := run(t, ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("table.jobs tbody td.err")].map(td => td.textContent)`))
+		require.Equal(t, []string{"smtp: 550 mailbox unavailable"}, errs, "text search finds the error")
+	})
+
+	t.Run("open a job", func(t *testing.T) {
+		step(t, ctx, chromedp.Navigate(srv.URL+"/jobs?state=dead&q=ann"), chromedp.WaitVisible(chromedp.CSS("table.jobs")))
+		clickAndLoad(t, ctx, `table.jobs tbody tr td:nth-child(2) a`)
+		require.Contains(t, run(t, ctx, chromedp.Text(chromedp.CSS("h1"))), "dead")
+		payload := run(t, ctx, chromedp.Text(chromedp.CSS("pre.payload")))
+		require.Contains(t, payload, `"to": "ann@example.com"`, "formatted JSON")
+		require.Equal(t, 1, run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg.timeline rect.attempt").length`)))
+		require.Contains(t, run(t, ctx, chromedp.Text(chromedp.CSS("table.attempts"))), "timeout after 310ms")
+		shoot(t, ctx, shots, "job.png")
+
+		step(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", srv.URL, resize)), chromedp.WaitVisible(chromedp.CSS("pre.payload")))
+		require.Contains(t, run(t, ctx, chromedp.Text(chromedp.CSS("pre.payload"))), `"image": "cat.png"`)
+	})
+
+	t.Run("an XSS payload renders as text", func(t *testing.T) {
+		step(t, ctx, chromedp.Navigate(srv.URL+"/jobs?q="+strings.ReplaceAll("window.__xss", ".", "%2E")), chromedp.WaitVisible(chromedp.CSS("table.jobs")))
+		clickAndLoad(t, ctx, `table.jobs tbody tr td:nth-child(2) a`)
+		require.Contains(t, run(t, ctx, chromedp.Text(chromedp.CSS("pre.err"))), "<script>window.__xss=1</script>")
+		// encoding/json stores < and > as \u003c and \u003e; the error keeps them.
+		require.Contains(t, run(t, ctx, chromedp.Text(chromedp.CSS("pre.payload"))), `\u003cimg src=x onerror=`)
+		require.Equal(t, "undefined", run(t, ctx, chromedp.Evaluate[string](`typeof window.__xss`)), "no injected script ran")
+		require.Zero(t, run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("main img, main script").length`)))
+		step(t, ctx, chromedp.Navigate(srv.URL+"/dead"), chromedp.WaitVisible(chromedp.CSS("table.groups")))
+		require.Equal(t, "undefined", run(t, ctx, chromedp.Evaluate[string](`typeof window.__xss`)))
+		shoot(t, ctx, shots, "xss.png")
+	})
+
+	t.Run("requeue a dead-letter group", func(t *testing.T) {
+		step(t, ctx, chromedp.Navigate(srv.URL+"/dead"), chromedp.WaitVisible(chromedp.CSS("table.groups")))
+		shoot(t, ctx, shots, "dead.png")
+		row := `//table[contains(@class,"groups")]//tr[.//code[text()="timeout after <n>ms"]]`
+		require.Equal(t, "3", run(t, ctx, chromedp.Text(chromedp.Search(row+`/td[2]`))))
+		run(t, ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.Search(row+`//button`))))
+		require.Equal(t, "3", run(t, ctx, chromedp.Text(chromedp.CSS("strong.count"))), "the confirmation gives the count")
+		shoot(t, ctx, shots, "confirm.png")
+		dead := func() int {
+			n, err := f.q.CountJobs(bg, litequeue.JobQuery{States: []litequeue.State{litequeue.StateDead}}, 0)
+			require.NoError(t, err)
+			return n
+		}
+		require.Equal(t, 5, dead(), "nothing changes before the confirmation")
+		clickAndLoad(t, ctx, `form.confirm button[type=submit]`)
+		require.Contains(t, run(t, ctx, chromedp.Text(chromedp.CSS("p.flash"))), "Requeued 3 dead letters")
+		require.Equal(t, 2, dead())
+		page, err := f.q.SearchJobs(bg, litequeue.JobQuery{Text: "timeout after"}, litequeue.PageRequest{})
+		require.NoError(t, err)
+		require.Len(t, page.Jobs, 3)
+		for _, j := range page.Jobs {
+			require.Equal(t, litequeue.StateReady, j.State)
+		}
+	})
+
+	t.Run("retry plan and phone and dark mode", func(t *testing.T) {
+		step(t, ctx, chromedp.Navigate(srv.URL+"/plan"), chromedp.WaitVisible(chromedp.CSS("svg.chart")))
+		require.Equal(t, 5, run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg.chart rect.bar").length`)))
+		shoot(t, ctx, shots, "plan.png")
+		_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+		require.NoError(t, err)
+		step(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("table.counts")))
+		bgColor := run(t, ctx, chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`))
+		require.Equal(t, "rgb(18, 21, 27)", bgColor, "dark mode follows prefers-color-scheme")
+		shoot(t, ctx, shots, "overview-dark.png")
+		step(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(srv.URL+"/jobs"), chromedp.WaitVisible(chromedp.CSS("table.jobs")))
+		overflow := run(t, ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`))
+		require.False(t, overflow, "the page fits a phone's width (wide tables scroll inside their box)")
+		shoot(t, ctx, shots, "jobs-phone.png")
+	})
+	t.Logf("screenshots in %s", shots)
+}
+
+func TestReadOnlyDashboardInABrowserRefuses(t *testing.T) {
+	ctx := browser(t)
+	f := newFixture(t, map[string]string{"a@example.com": "boom"})
+	srv := httptest.NewServer(web.Handler(f.q, &web.Options{ReadOnly: true}))
+	defer closeServer(srv)
+	step(t, ctx, chromedp.Navigate(srv.URL+"/dead"), chromedp.WaitVisible(chromedp.CSS("table.groups")))
+	require.Zero(t, run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("form[method=post], button").length - document.querySelectorAll("form.filter button").length`)),
+		"no action is offered")
+	status := run(t, ctx, chromedp.Evaluate[int](`fetch("/dead/requeue", {method: "POST", headers: {"Content-Type": "application/x-www-form-urlencoded"},
+		body: "key=boom&confirm=yes"}).then(r => r.status)`, chromedp.EvalAwaitPromise))
+	require.Equal(t, 403, status)
+	n, err := f.q.CountJobs(context.Background(), litequeue.JobQuery{States: []litequeue.State{litequeue.StateDead}}, 0)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "still dead")
+}
+
+// Resize is a second job type, in its own queue.
+type Resize struct {
+	Image string `json:"image"`
+	Width int    `json:"width,omitempty"`
+}
+
+func (Resize) Kind() string      { return "resize" }
+func (Resize) QueueName() string { return "media" }

@@ -1,0 +1,506 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/litequeue/litequeue"
+)
+
+type rootKey struct{}
+
+func withRoot(ctx context.Context, root string) context.Context {
+	return context.WithValue(ctx, rootKey{}, root)
+}
+
+// rootOf returns the path the dashboard is mounted at, without a trailing
+// slash ("" at the server's root).
+func rootOf(r *http.Request) string {
+	s, _ := r.Context().Value(rootKey{}).(string)
+	return s
+}
+
+// page is what every template gets.
+type page struct {
+	Title    string
+	Nav      string // the active section
+	Root     string
+	CSRF     string
+	ReadOnly bool
+	Live     bool
+	Refresh  int // live refresh interval, ms
+	Error    string
+	Flash    string
+	Data     any
+}
+
+var funcs = template.FuncMap{
+	"time": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05.000 UTC")
+	},
+	"dur": fmtDur,
+	"json": func(b json.RawMessage) string {
+		var out bytes.Buffer
+		if err := json.Indent(&out, b, "", "  "); err != nil {
+			return string(b)
+		}
+		return out.String()
+	},
+	"states": func() []litequeue.State { return litequeue.States },
+	"num": func(n int) string {
+		s := strconv.Itoa(n)
+		for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+			s = s[:i] + "," + s[i:]
+		}
+		return s
+	},
+	"trunc": func(n int, s string) string {
+		if len(s) <= n {
+			return s
+		}
+		for n > 0 && s[n]&0xC0 == 0x80 {
+			n--
+		}
+		return s[:n] + "…"
+	},
+	"join": strings.Join,
+	"firstLine": func(s string) string {
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			return s[:i]
+		}
+		return s
+	},
+	"add": func(a, b int) int { return a + b },
+}
+
+// fmtDur shows a duration to about three significant figures.
+func fmtDur(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0"
+	case d < time.Millisecond:
+		return d.String()
+	case d < time.Second:
+		return d.Round(time.Millisecond / 10).String()
+	case d < time.Minute:
+		return d.Round(time.Millisecond * 10).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	case d < 48*time.Hour:
+		return d.Round(time.Minute).String()
+	}
+	return fmt.Sprintf("%.1fd", d.Hours()/24)
+}
+
+func parsePages() map[string]*template.Template {
+	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
+	out := map[string]*template.Template{}
+	for _, name := range []string{"overview", "jobs", "job", "dead", "plan", "confirm", "error", "login"} {
+		t := template.Must(base.Clone())
+		out[name] = template.Must(t.ParseFS(templateFS, "templates/"+name+".html"))
+	}
+	return out
+}
+
+func (s *server) render(w http.ResponseWriter, r *http.Request, name string, p *page) {
+	p.Root = rootOf(r)
+	p.ReadOnly = s.opts.ReadOnly
+	p.Live = s.opts.RefreshInterval > 0 && name != "login"
+	p.Refresh = int(s.opts.RefreshInterval / time.Millisecond)
+	if !s.opts.ReadOnly {
+		p.CSRF = s.csrfToken(w, r)
+	}
+	if p.Flash == "" {
+		p.Flash = r.URL.Query().Get("done")
+	}
+	var buf bytes.Buffer
+	if err := s.pages[name].ExecuteTemplate(&buf, "layout.html", p); err != nil {
+		s.opts.Logger.Error("litequeue/web: render", "page", name, "error", err)
+		http.Error(w, "the page failed to render: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(buf.Bytes())
+}
+
+func (s *server) fail(w http.ResponseWriter, r *http.Request, code int, err error) {
+	s.opts.Logger.Warn("litequeue/web: request failed", "path", r.URL.Path, "error", err)
+	w.WriteHeader(code)
+	s.render(w, r, "error", &page{Title: http.StatusText(code), Error: err.Error()})
+}
+
+// overview shows the per-queue counts.
+func (s *server) overview(w http.ResponseWriter, r *http.Request) {
+	sums, err := s.q.QueueSummaries(r.Context(), 0)
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	s.render(w, r, "overview", &page{Title: "Overview", Nav: "overview", Data: overviewData{Queues: sums, Charts: s.charts(r)}})
+}
+
+type overviewData struct {
+	Queues []litequeue.QueueSummary
+	Charts []chart
+}
+
+// jobFilter is the filter of the jobs page, as in its query string.
+type jobFilter struct {
+	Queue, Kind, State, Text string
+}
+
+func filterFrom(v url.Values) jobFilter {
+	return jobFilter{Queue: strings.TrimSpace(v.Get("queue")), Kind: strings.TrimSpace(v.Get("kind")),
+		State: v.Get("state"), Text: v.Get("q")}
+}
+
+func (f jobFilter) query() (litequeue.JobQuery, error) {
+	q := litequeue.JobQuery{Queue: f.Queue, Kind: f.Kind, Text: f.Text}
+	if f.State != "" {
+		st, err := litequeue.ParseState(f.State)
+		if err != nil {
+			return q, err
+		}
+		q.States = []litequeue.State{st}
+	}
+	return q, nil
+}
+
+// values renders the filter as query parameters.
+func (f jobFilter) values() url.Values {
+	v := url.Values{}
+	for k, s := range map[string]string{"queue": f.Queue, "kind": f.Kind, "state": f.State, "q": f.Text} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	return v
+}
+
+func (f jobFilter) Empty() bool { return f == jobFilter{} }
+
+// Encode returns the filter as a query string.
+func (f jobFilter) Encode() string { return f.values().Encode() }
+
+type jobsData struct {
+	Filter jobFilter
+	Page   litequeue.JobPage
+	Next   string // query string of the next page, "" on the last
+}
+
+func (s *server) jobs(w http.ResponseWriter, r *http.Request) {
+	f := filterFrom(r.URL.Query())
+	jq, err := f.query()
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	before, _ := strconv.ParseInt(r.URL.Query().Get("before"), 10, 64)
+	pg, err := s.q.SearchJobs(r.Context(), jq, litequeue.PageRequest{Before: before, Limit: s.opts.PageSize})
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	d := jobsData{Filter: f, Page: pg}
+	if pg.Next != 0 {
+		v := f.values()
+		v.Set("before", strconv.FormatInt(pg.Next, 10))
+		d.Next = v.Encode()
+	}
+	s.render(w, r, "jobs", &page{Title: "Jobs", Nav: "jobs", Data: d})
+}
+
+type jobData struct {
+	Job      litequeue.JobInfo
+	Timeline template.HTML
+}
+
+func (s *server) job(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		s.fail(w, r, http.StatusBadRequest, fmt.Errorf("%q is not a job id (a positive integer)", r.PathValue("id")))
+		return
+	}
+	j, err := s.q.Job(r.Context(), id)
+	if errors.Is(err, litequeue.ErrNotFound) {
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("job %d does not exist: it may have succeeded (succeeded jobs are deleted unless CompletedRetention keeps them), been cancelled or purged", id))
+		return
+	}
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	s.render(w, r, "job", &page{Title: fmt.Sprintf("Job %d", id), Nav: "jobs", Data: jobData{Job: j, Timeline: timeline(j)}})
+}
+
+type deadData struct {
+	Queue, Kind string
+	Groups      []litequeue.DeadGroup
+	Limit       int
+	Total       int
+}
+
+func (s *server) dead(w http.ResponseWriter, r *http.Request) {
+	d := deadData{Queue: r.URL.Query().Get("queue"), Kind: r.URL.Query().Get("kind"), Limit: litequeue.DefaultGroupLimit}
+	groups, err := s.q.DeadLetterGroups(r.Context(), litequeue.DeadGroupQuery{Queue: d.Queue, Kind: d.Kind, Limit: d.Limit})
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	d.Groups = groups
+	for _, g := range groups {
+		d.Total += g.Count
+	}
+	s.render(w, r, "dead", &page{Title: "Dead letters", Nav: "dead", Data: d})
+}
+
+// jobAction runs requeue, cancel or delete on one job, then goes back to it
+// (or to the jobs list when it is gone).
+func (s *server) jobAction(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		s.fail(w, r, http.StatusBadRequest, fmt.Errorf("%q is not a job id", r.PathValue("id")))
+		return
+	}
+	ctx := r.Context()
+	back := fmt.Sprintf("%s/jobs/%d", rootOf(r), id)
+	var msg string
+	switch a := r.PathValue("action"); a {
+	case "requeue":
+		_, err = s.q.Requeue(ctx, id)
+		msg = fmt.Sprintf("Job %d requeued.", id)
+	case "cancel":
+		_, err = s.q.Cancel(ctx, id)
+		msg, back = fmt.Sprintf("Job %d cancelled.", id), rootOf(r)+"/jobs"
+	case "delete":
+		_, err = s.q.DeleteMatching(ctx, litequeue.JobQuery{IDs: []int64{id}})
+		msg, back = fmt.Sprintf("Job %d deleted.", id), rootOf(r)+"/jobs"
+	default:
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no action %q; use requeue, cancel or delete", a))
+		return
+	}
+	if err != nil {
+		s.fail(w, r, http.StatusConflict, err)
+		return
+	}
+	s.opts.Logger.Info("litequeue/web: "+msg, "job_id", id)
+	http.Redirect(w, r, back+"?done="+url.QueryEscape(msg), http.StatusSeeOther)
+}
+
+// bulkActions are the bulk actions and the states each applies to.
+var bulkActions = map[string]struct {
+	verb   string
+	states string
+}{
+	"requeue": {"Requeue", "dead letters"},
+	"cancel":  {"Cancel", "pending (ready or scheduled) jobs"},
+	"delete":  {"Delete", "dead and completed jobs"},
+}
+
+type confirmData struct {
+	Action, Verb, States string
+	Scope                string // "selected" or "filter"
+	IDs                  []int64
+	Filter               jobFilter
+	Group                string // requeue of a dead-letter group
+	Count                int
+	CountCapped          bool
+	Describe             string
+}
+
+// confirmLimit bounds the count shown on a confirmation.
+const confirmLimit = 1_000_000
+
+// bulk runs a bulk action on the selected jobs or on every job matching
+// the filter. Without confirm=yes it shows what it would do and how many
+// jobs that is, and asks.
+func (s *server) bulk(w http.ResponseWriter, r *http.Request) {
+	action := r.PostFormValue("action")
+	a, ok := bulkActions[action]
+	if !ok {
+		s.fail(w, r, http.StatusBadRequest, fmt.Errorf("no bulk action %q; use requeue, cancel or delete", action))
+		return
+	}
+	f := filterFrom(r.PostForm)
+	jq, err := f.query()
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	d := confirmData{Action: action, Verb: a.verb, States: a.states, Scope: r.PostFormValue("scope"), Filter: f}
+	switch d.Scope {
+	case "selected":
+		for _, v := range r.PostForm["id"] {
+			id, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || id <= 0 {
+				s.fail(w, r, http.StatusBadRequest, fmt.Errorf("%q is not a job id", v))
+				return
+			}
+			d.IDs = append(d.IDs, id)
+		}
+		if len(d.IDs) == 0 {
+			s.fail(w, r, http.StatusBadRequest, errors.New("no job is selected: tick the jobs to act on, or act on everything matching the filter"))
+			return
+		}
+		jq = litequeue.JobQuery{IDs: d.IDs}
+		d.Describe = fmt.Sprintf("the %d selected jobs", len(d.IDs))
+	case "filter":
+		d.Describe = "every job matching the filter"
+	default:
+		s.fail(w, r, http.StatusBadRequest, fmt.Errorf("scope %q: use selected or filter", d.Scope))
+		return
+	}
+	ctx := r.Context()
+	switch action {
+	case "requeue":
+		jq.States = []litequeue.State{litequeue.StateDead}
+	case "cancel":
+		jq.States = narrowStates(jq.States, litequeue.StateReady, litequeue.StateScheduled)
+	case "delete":
+		jq.States = narrowStates(jq.States, litequeue.StateCompleted, litequeue.StateDead)
+	}
+	if r.PostFormValue("confirm") != "yes" {
+		if len(jq.States) > 0 {
+			d.Count, err = s.q.CountJobs(ctx, jq, confirmLimit)
+			if err != nil {
+				s.fail(w, r, http.StatusInternalServerError, err)
+				return
+			}
+		}
+		d.CountCapped = d.Count >= confirmLimit
+		s.render(w, r, "confirm", &page{Title: "Confirm", Nav: "jobs", Data: d})
+		return
+	}
+	jq.States = nil // the action method narrows to its own states
+	if f.State != "" && d.Scope == "filter" {
+		st, _ := litequeue.ParseState(f.State)
+		jq.States = []litequeue.State{st}
+	}
+	var n int
+	switch action {
+	case "requeue":
+		n, err = s.q.RequeueMatching(ctx, jq)
+	case "cancel":
+		n, err = s.q.CancelMatching(ctx, jq)
+	case "delete":
+		n, err = s.q.DeleteMatching(ctx, jq)
+	}
+	if err != nil {
+		s.fail(w, r, http.StatusConflict, fmt.Errorf("%s stopped after %d jobs: %w", strings.ToLower(a.verb), n, err))
+		return
+	}
+	msg := fmt.Sprintf("%s: %d jobs.", a.verb, n)
+	s.opts.Logger.Info("litequeue/web: bulk "+action, "scope", d.Scope, "jobs", n)
+	v := f.values()
+	v.Set("done", msg)
+	http.Redirect(w, r, rootOf(r)+"/jobs?"+v.Encode(), http.StatusSeeOther)
+}
+
+func narrowStates(asked []litequeue.State, want ...litequeue.State) []litequeue.State {
+	if len(asked) == 0 {
+		return want
+	}
+	var out []litequeue.State
+	for _, w := range want {
+		for _, a := range asked {
+			if a == w {
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}
+
+// requeueGroup requeues a dead-letter group after a confirmation.
+func (s *server) requeueGroup(w http.ResponseWriter, r *http.Request) {
+	key := r.PostFormValue("key")
+	gq := litequeue.DeadGroupQuery{Queue: r.PostFormValue("queue"), Kind: r.PostFormValue("kind")}
+	if key == "" {
+		s.fail(w, r, http.StatusBadRequest, errors.New("no group given"))
+		return
+	}
+	if r.PostFormValue("confirm") != "yes" {
+		d := confirmData{Action: "requeue", Verb: "Requeue", States: "dead letters", Group: key,
+			Filter: jobFilter{Queue: gq.Queue, Kind: gq.Kind}, Describe: "every dead letter whose error is like"}
+		d.Count, _ = strconv.Atoi(r.PostFormValue("count"))
+		s.render(w, r, "confirm", &page{Title: "Confirm", Nav: "dead", Data: d})
+		return
+	}
+	n, err := s.q.RequeueDeadGroup(r.Context(), key, gq)
+	if err != nil {
+		s.fail(w, r, http.StatusConflict, fmt.Errorf("requeue stopped after %d jobs: %w", n, err))
+		return
+	}
+	msg := fmt.Sprintf("Requeued %d dead letters.", n)
+	s.opts.Logger.Info("litequeue/web: requeue group", "key", key, "jobs", n)
+	http.Redirect(w, r, rootOf(r)+"/dead?done="+url.QueryEscape(msg), http.StatusSeeOther)
+}
+
+// events streams the per-queue counts as server-sent events, one "summary"
+// event every RefreshInterval, until the client goes away.
+func (s *server) events(w http.ResponseWriter, r *http.Request) {
+	if s.opts.RefreshInterval < 0 {
+		http.NotFound(w, r)
+		return
+	}
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	tick := time.NewTicker(s.opts.RefreshInterval)
+	defer tick.Stop()
+	var last []byte
+	for {
+		sums, err := s.q.QueueSummaries(r.Context(), 0)
+		if err != nil {
+			return
+		}
+		b, _ := json.Marshal(liveFrom(sums))
+		if !bytes.Equal(b, last) {
+			if _, err := fmt.Fprintf(w, "event: summary\ndata: %s\n\n", b); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+			last = b
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// liveFrom is the data of a summary event: for each queue, its counts by
+// data-live key ("queue/field").
+func liveFrom(sums []litequeue.QueueSummary) map[string]string {
+	m := map[string]string{}
+	total := 0
+	for _, s := range sums {
+		n := funcs["num"].(func(int) string)
+		m[s.Queue+"/ready"] = n(s.Ready)
+		m[s.Queue+"/scheduled"] = n(s.Scheduled)
+		m[s.Queue+"/running"] = n(s.Running)
+		m[s.Queue+"/completed"] = n(s.Completed)
+		m[s.Queue+"/dead"] = n(s.Dead)
+		m[s.Queue+"/oldest"] = fmtDur(s.OldestReady)
+		total += s.Dead
+	}
+	m["*/dead"] = strconv.Itoa(total)
+	return m
+}

@@ -1,0 +1,271 @@
+// Package web serves a litequeue dashboard: an http.Handler with server-rendered
+// pages (overview, jobs, job detail, dead letters grouped by error, a retry
+// plan explorer), live counters over server-sent events, and bulk actions.
+//
+// Mount it in an application's own mux, next to its other handlers:
+//
+//	mux.Handle("/queue/", http.StripPrefix("/queue", web.Handler(q, nil)))
+//
+// or, without StripPrefix, with Options.Prefix set to "/queue". The command
+// "lqinspect serve FILE" serves it on its own.
+//
+// The handler is safe by default: every change is a POST carrying a CSRF
+// token (and a cross-origin check), nothing changes on GET, everything shown
+// is escaped by html/template, responses carry a Content-Security-Policy
+// that forbids inline scripts, and Options.ReadOnly hides and refuses every
+// action. Options.Token requires an access token, compared in constant time.
+// The page assets are embedded: there is no build step.
+package web
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/litequeue/litequeue"
+)
+
+// Options configures Handler. A nil *Options, and every zero field, means the
+// documented default.
+type Options struct {
+	// ReadOnly hides every action and refuses every POST that would change
+	// the queue with 403 Forbidden. Default false. A queue opened with
+	// litequeue.Options.ReadOnly refuses changes anyway; set this too so
+	// the pages do not offer them.
+	ReadOnly bool
+	// Token, when not empty, is required on every request: as the cookie
+	// set by the login form, or as "Authorization: Bearer TOKEN" (for
+	// /metrics scrapers). It is compared in constant time. Default none.
+	Token string
+	// Prefix is the path the handler is mounted at when the mux passes
+	// the full path on (no http.StripPrefix), for example "/admin/queue".
+	// Default "": the handler sees paths from its own root; links are made
+	// relative to where the request came in, so http.StripPrefix works
+	// without setting Prefix.
+	Prefix string
+	// RefreshInterval is how often the live counters of an open page are
+	// refreshed over server-sent events. Default DefaultRefreshInterval
+	// (2s); negative disables live refresh.
+	RefreshInterval time.Duration
+	// PageSize is how many jobs a page of the jobs list shows. Default 50.
+	PageSize int
+	// Metrics, when set, is served at /metrics (for example the handler of
+	// the metrics/prometheus sub-package). Default none: /metrics is 404.
+	Metrics http.Handler
+	// Logger receives a record for each action taken and each failed
+	// request. Default: discard.
+	Logger *slog.Logger
+}
+
+// DefaultRefreshInterval is the default Options.RefreshInterval.
+const DefaultRefreshInterval = 2 * time.Second
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// server is the dashboard of one queue.
+type server struct {
+	q        *litequeue.Queue
+	opts     Options
+	pages    map[string]*template.Template
+	mux      *http.ServeMux
+	tokenSum [32]byte
+	cop      *http.CrossOriginProtection
+	static   http.Handler
+}
+
+// Handler returns the dashboard of q. A nil opts means defaults. It panics
+// if the embedded templates do not parse (a build error, not a runtime one).
+func Handler(q *litequeue.Queue, opts *Options) http.Handler {
+	s := &server{q: q}
+	if opts != nil {
+		s.opts = *opts
+	}
+	if s.opts.RefreshInterval == 0 {
+		s.opts.RefreshInterval = DefaultRefreshInterval
+	}
+	if s.opts.PageSize <= 0 {
+		s.opts.PageSize = 50
+	}
+	if s.opts.Logger == nil {
+		s.opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s.opts.Prefix = strings.TrimSuffix(s.opts.Prefix, "/")
+	s.tokenSum = sha256.Sum256([]byte(s.opts.Token))
+	s.cop = http.NewCrossOriginProtection()
+	s.pages = parsePages()
+	sub, _ := fs.Sub(staticFS, "static")
+	s.static = http.FileServerFS(sub)
+	s.routes()
+	return s
+}
+
+func (s *server) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /{$}", s.overview)
+	m.HandleFunc("GET /jobs", s.jobs)
+	m.HandleFunc("GET /jobs/{id}", s.job)
+	m.HandleFunc("GET /dead", s.dead)
+	m.HandleFunc("GET /plan", s.plan)
+	m.HandleFunc("GET /events", s.events)
+	m.HandleFunc("GET /static/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		r2 := *r
+		u := *r.URL
+		u.Path = strings.TrimPrefix(r.URL.Path, "/static")
+		r2.URL = &u
+		s.static.ServeHTTP(w, &r2)
+	})
+	m.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.Metrics == nil {
+			http.NotFound(w, r)
+			return
+		}
+		s.opts.Metrics.ServeHTTP(w, r)
+	})
+	m.HandleFunc("POST /login", s.login)
+	m.HandleFunc("POST /jobs/{id}/{action}", s.action(s.jobAction))
+	m.HandleFunc("POST /bulk", s.action(s.bulk))
+	m.HandleFunc("POST /dead/requeue", s.action(s.requeueGroup))
+	s.mux = m
+}
+
+// ServeHTTP sets the security headers, finds the path below the mount
+// point, checks the access token and routes.
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	p := r.URL.Path
+	if s.opts.Prefix != "" && (p == s.opts.Prefix || strings.HasPrefix(p, s.opts.Prefix+"/")) {
+		p = strings.TrimPrefix(p, s.opts.Prefix)
+	}
+	root := mountRoot(r, p)
+	if p == "" {
+		http.Redirect(w, r, root+"/", http.StatusMovedPermanently)
+		return
+	}
+	r2 := r.WithContext(r.Context())
+	u := *r.URL
+	u.Path, u.RawPath = p, ""
+	r2.URL = &u
+	r2 = r2.WithContext(withRoot(r.Context(), root))
+	if s.opts.Token != "" && !s.authorized(r2) && p != "/login" && !strings.HasPrefix(p, "/static/") {
+		w.WriteHeader(http.StatusUnauthorized)
+		s.render(w, r2, "login", &page{Title: "Sign in"})
+		return
+	}
+	s.mux.ServeHTTP(w, r2)
+}
+
+// mountRoot returns the URL path the handler is mounted at: the request's
+// original path without the part the handler routes on.
+func mountRoot(r *http.Request, p string) string {
+	orig := r.URL.Path
+	if u, err := url.ParseRequestURI(r.RequestURI); err == nil && r.RequestURI != "" {
+		orig = u.Path
+	}
+	root := strings.TrimSuffix(orig, p)
+	if root == orig && p != "" && p != orig {
+		root = ""
+	}
+	return strings.TrimSuffix(root, "/")
+}
+
+const (
+	tokenCookie = "lq_token"
+	csrfCookie  = "lq_csrf"
+)
+
+// authorized reports whether r carries the access token.
+func (s *server) authorized(r *http.Request) bool {
+	var got string
+	if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") {
+		got = strings.TrimPrefix(a, "Bearer ")
+	} else if c, err := r.Cookie(tokenCookie); err == nil {
+		got = c.Value
+	} else {
+		return false
+	}
+	return s.tokenMatches(got)
+}
+
+// tokenMatches compares digests in constant time, so neither the token's
+// bytes nor its length leak through timing.
+func (s *server) tokenMatches(got string) bool {
+	sum := sha256.Sum256([]byte(got))
+	return subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1
+}
+
+func (s *server) login(w http.ResponseWriter, r *http.Request) {
+	root := rootOf(r)
+	if s.opts.Token == "" {
+		http.Redirect(w, r, root+"/", http.StatusSeeOther)
+		return
+	}
+	if err := s.cop.Check(r); err != nil {
+		http.Error(w, "cross-origin request refused", http.StatusForbidden)
+		return
+	}
+	if !s.tokenMatches(r.PostFormValue("token")) {
+		w.WriteHeader(http.StatusUnauthorized)
+		s.render(w, r, "login", &page{Title: "Sign in", Error: "That token is not right."})
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: r.PostFormValue("token"), Path: root + "/",
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.Redirect(w, r, root+"/", http.StatusSeeOther)
+}
+
+// csrfToken returns the request's CSRF token, setting the cookie that holds
+// it when the request has none.
+func (s *server) csrfToken(w http.ResponseWriter, r *http.Request) string {
+	if c, err := r.Cookie(csrfCookie); err == nil && len(c.Value) == 64 {
+		return c.Value
+	}
+	var b [32]byte
+	rand.Read(b[:])
+	tok := hex.EncodeToString(b[:])
+	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: tok, Path: rootOf(r) + "/",
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	return tok
+}
+
+// action wraps a POST handler that changes the queue: refused in read-only
+// mode, refused across origins, refused without the CSRF token of the
+// form matching the cookie.
+func (s *server) action(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.ReadOnly {
+			w.WriteHeader(http.StatusForbidden)
+			s.render(w, r, "error", &page{Title: "Read-only", Error: "This dashboard is read-only: it makes no changes."})
+			return
+		}
+		if err := s.cop.Check(r); err != nil {
+			http.Error(w, "cross-origin request refused", http.StatusForbidden)
+			return
+		}
+		c, err := r.Cookie(csrfCookie)
+		form := r.PostFormValue("csrf")
+		if err != nil || form == "" || subtle.ConstantTimeCompare([]byte(c.Value), []byte(form)) != 1 {
+			w.WriteHeader(http.StatusForbidden)
+			s.render(w, r, "error", &page{Title: "Refused", Error: "The form's security token is missing or stale: reload the page and try again."})
+			return
+		}
+		h(w, r)
+	}
+}
