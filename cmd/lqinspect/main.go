@@ -103,6 +103,7 @@ var commands = []command{
 	{"cancel", "remove pending or scheduled jobs", (*app).cancel},
 	{"plan", "print the retry schedule of a RetryPolicy", (*app).plan},
 	{"backup", "write a consistent copy of a live queue file", (*app).backup},
+	{"migrate", "copy a queue file's jobs into PostgreSQL", (*app).migrate},
 	serveCommand,
 }
 
