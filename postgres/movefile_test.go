@@ -154,4 +154,3 @@ func TestMoveFileRefusesIdsTakenInPostgreSQL(t *testing.T) {
 		t.Fatalf("%d jobs after a refused move", len(all))
 	}
 }
-

@@ -232,7 +232,7 @@ type bench struct {
 	doneN     int64         // close allDone when succeeded reaches it (C)
 	allDone   chan struct{} // C
 	badMu     sync.Mutex
-	bad       error // first event that must not happen in a benchmark
+	bad       error  // first event that must not happen in a benchmark
 	pg        *pgRun // -store postgres
 }
 
