@@ -204,13 +204,8 @@ func (s *pgStore) Cancel(ctx context.Context, ids []int64) (int, error) {
 				return fmt.Errorf("litequeue: cancel job %d: it is %s: %w", id, stateWord(l.state), store.ErrWrongState)
 			}
 		}
-		res, err := tx.ExecContext(ctx, s.q("DELETE FROM lq_jobs WHERE id = ANY ($1) AND state = 0"), ids)
-		if err != nil {
-			return err
-		}
-		c, err := res.RowsAffected()
-		n = int(c)
-		return err
+		return tx.QueryRowContext(ctx, s.q(fmt.Sprintf(deleteWithHistorySQL,
+			"DELETE FROM lq_jobs WHERE id = ANY ($1) AND state = 0 RETURNING id")), ids).Scan(&n)
 	})
 	if err != nil {
 		return 0, err
@@ -380,12 +375,13 @@ func (s *pgStore) PurgeDead(ctx context.Context, f store.DeadFilter) (int, error
 		return 0, err
 	}
 	var a args
-	res, err := s.db.ExecContext(ctx, s.q("DELETE FROM lq_jobs t WHERE "+deadWhere(f, &a, "t")), a...)
+	var n int
+	err := s.db.QueryRowContext(ctx, s.q(fmt.Sprintf(deleteWithHistorySQL,
+		"DELETE FROM lq_jobs t WHERE "+deadWhere(f, &a, "t")+" RETURNING t.id")), a...).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("litequeue: purge dead letters: %w", err)
 	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return n, nil
 }
 
 // Stats implements store.Store.

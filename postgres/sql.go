@@ -85,23 +85,31 @@ f AS (
     RETURNING id)
 SELECT (SELECT count(*) FROM a), (SELECT count(*) FROM f)`
 
-	completeDeleteSQL = `DELETE FROM lq_jobs j USING unnest($1::bigint[], $2::bigint[]) AS c(id, lease)
-WHERE j.id = c.id AND j.lease = c.lease AND j.state = 1
-RETURNING j.id`
+	// Statements that delete jobs delete their history with them.
+	completeDeleteSQL = `WITH d AS (
+    DELETE FROM lq_jobs j USING unnest($1::bigint[], $2::bigint[]) AS c(id, lease)
+    WHERE j.id = c.id AND j.lease = c.lease AND j.state = 1 RETURNING j.id),
+a AS (DELETE FROM lq_attempts WHERE job_id IN (SELECT id FROM d))
+SELECT id FROM d`
 
 	completeKeepSQL = `UPDATE lq_jobs j SET state = 2, lease = NULL, finished_at = c.at, visible_at = c.at
 FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS c(id, lease, at)
 WHERE j.id = c.id AND j.lease = c.lease AND j.state = 1
 RETURNING j.id`
 
-	completeTxDeleteSQL = `DELETE FROM lq_jobs WHERE id = $1 AND lease = $2 AND state = 1`
-	completeTxKeepSQL   = `UPDATE lq_jobs SET state = 2, lease = NULL, finished_at = $1, visible_at = $1
-WHERE id = $2 AND lease = $3 AND state = 1`
+	completeTxDeleteSQL = `WITH d AS (DELETE FROM lq_jobs WHERE id = $1 AND lease = $2 AND state = 1 RETURNING id),
+a AS (DELETE FROM lq_attempts WHERE job_id IN (SELECT id FROM d))
+SELECT count(*) FROM d`
+	completeTxKeepSQL = `WITH u AS (UPDATE lq_jobs SET state = 2, lease = NULL, finished_at = $1, visible_at = $1
+    WHERE id = $2 AND lease = $3 AND state = 1 RETURNING id)
+SELECT count(*) FROM u`
 
 	holdsSQL = `SELECT EXISTS (SELECT 1 FROM lq_jobs WHERE id = $1 AND lease = $2 AND state = 1)`
 
 	oldestCompletedSQL = `SELECT min(finished_at) FROM lq_jobs WHERE state = 2`
-	purgeCompletedSQL  = `DELETE FROM lq_jobs WHERE state = 2 AND finished_at < $1`
+	purgeCompletedSQL  = `WITH d AS (DELETE FROM lq_jobs WHERE state = 2 AND finished_at < $1 RETURNING id),
+a AS (DELETE FROM lq_attempts WHERE job_id IN (SELECT id FROM d))
+SELECT count(*) FROM d`
 
 	jobColumns = `id, queue, kind, state, attempt, priority, idem_key, payload, created_at, run_at, visible_at,
 attempted_at, finished_at, last_error, dead_reason`
@@ -123,6 +131,12 @@ FROM lq_jobs GROUP BY queue ORDER BY queue`
 
 	requeueSQL = `UPDATE lq_jobs SET state = 0, attempt = 0, visible_at = $1, lease = NULL,
     finished_at = NULL, dead_reason = NULL WHERE id = ANY ($2) AND state = 3`
+
+	// deleteWithHistorySQL wraps a DELETE … RETURNING id of jobs (%s) so that
+	// their history goes with them; it answers how many jobs it deleted.
+	deleteWithHistorySQL = `WITH d AS (%s),
+a AS (DELETE FROM lq_attempts WHERE job_id IN (SELECT id FROM d))
+SELECT count(*) FROM d`
 
 	liveHoldersSQL = `SELECT idem_key, id FROM lq_jobs WHERE idem_key = ANY ($1) AND state IN (0, 1)`
 )

@@ -27,7 +27,14 @@ type pgStore struct {
 	qmu   sync.RWMutex
 	qualQ map[string]string
 
-	w *writer
+	// Three writers, each batching its ops into one round trip and one
+	// commit, and working at the same time as the others on connections
+	// of their own: claims (one batch at a time, so hand-offs follow commit
+	// order), inserts, and the outcomes of deliveries (successes, retries,
+	// burials, releases, extensions). Inserts stay one batch at a time: they
+	// notify, and PostgreSQL serializes the commits of notifying
+	// transactions anyway.
+	claims, ins, fin *writer
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -50,7 +57,9 @@ func startStore(db *sql.DB, owned, readOnly bool, schema string) *pgStore {
 		qualQ:    map[string]string{},
 	}
 	s.watchCtx, s.stopWatch = context.WithCancel(context.Background())
-	s.w = newWriter(s)
+	s.claims = newWriter(s, 1)
+	s.ins = newWriter(s, 1)
+	s.fin = newWriter(s, 1)
 	return s
 }
 
@@ -95,7 +104,7 @@ func (s *pgStore) Insert(ctx context.Context, tx *sql.Tx, jobs []store.NewJob) (
 		return s.insertTx(ctx, tx, jobs)
 	}
 	o := &op{ctx: ctx, jobs: jobs}
-	if err := s.w.submit(o); err != nil {
+	if err := s.ins.submit(o); err != nil {
 		return nil, nil, err
 	}
 	s.fillHolders(ctx, s.db, o.ids, o.dups)
@@ -186,7 +195,7 @@ func (s *pgStore) InsertClaim(ctx context.Context, job store.NewJob, q store.Cla
 			handOff(claimed)
 		}
 	}
-	if err := s.w.submit(o); err != nil {
+	if err := s.claims.submit(o); err != nil {
 		return 0, err
 	}
 	s.fillHolders(ctx, s.db, o.ids, o.dups)
@@ -208,7 +217,7 @@ func (s *pgStore) Claim(ctx context.Context, q store.ClaimQuery, handOff func([]
 			handOff(claimed)
 		}
 	}
-	if err := s.w.submit(o); err != nil {
+	if err := s.claims.submit(o); err != nil {
 		return 0, err
 	}
 	return len(claimed), nil
@@ -257,7 +266,7 @@ func (s *pgStore) Extend(ctx context.Context, leases []store.Lease, until int64)
 			return rows.Err()
 		})
 	}}
-	if err := s.w.submit(o); err != nil {
+	if err := s.fin.submit(o); err != nil {
 		return nil, err
 	}
 	var lost []int
@@ -281,7 +290,7 @@ func (s *pgStore) Release(ctx context.Context, leases []store.Lease, now int64) 
 	o := &op{ctx: ctx, add: func(b *pgx.Batch) {
 		b.Queue(s.q(`WITH r AS (`+releaseSQL+`) SELECT pg_notify($4, q) FROM (SELECT DISTINCT queue AS q FROM r) d`), now, ids, ls, s.channel)
 	}}
-	return s.w.submit(o)
+	return s.fin.submit(o)
 }
 
 // Complete implements store.Store.
@@ -292,7 +301,7 @@ func (s *pgStore) Complete(c store.Completion) {
 		}
 		return
 	}
-	s.w.complete(c)
+	s.fin.complete(c)
 }
 
 // Flush implements store.Store.
@@ -300,7 +309,7 @@ func (s *pgStore) Flush(ctx context.Context) error {
 	if s.closed.Load() {
 		return nil
 	}
-	err := s.w.submit(&op{ctx: ctx})
+	err := s.fin.submit(&op{ctx: ctx})
 	if errors.Is(err, store.ErrClosed) {
 		return nil
 	}
@@ -309,17 +318,17 @@ func (s *pgStore) Flush(ctx context.Context) error {
 
 // CompleteTx implements store.Store.
 func (s *pgStore) CompleteTx(ctx context.Context, tx *sql.Tx, l store.Lease, keepAt int64) error {
-	var res sql.Result
+	var n int64
 	var err error
 	if keepAt != 0 {
-		res, err = tx.ExecContext(ctx, s.q(completeTxKeepSQL), keepAt, l.ID, l.Lease)
+		err = tx.QueryRowContext(ctx, s.q(completeTxKeepSQL), keepAt, l.ID, l.Lease).Scan(&n)
 	} else {
-		res, err = tx.ExecContext(ctx, s.q(completeTxDeleteSQL), l.ID, l.Lease)
+		err = tx.QueryRowContext(ctx, s.q(completeTxDeleteSQL), l.ID, l.Lease).Scan(&n)
 	}
 	if err != nil {
 		return err
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
+	if n != 1 {
 		return fmt.Errorf("litequeue: complete job %d: %w", l.ID, store.ErrLeaseLost)
 	}
 	return nil
@@ -347,7 +356,7 @@ func (s *pgStore) Retry(ctx context.Context, r store.Retry) error {
 			return nil
 		})
 	}}
-	if err := s.w.submit(o); err != nil {
+	if err := s.fin.submit(o); err != nil {
 		return err
 	}
 	if lost {
@@ -391,7 +400,7 @@ func (s *pgStore) Bury(ctx context.Context, bu store.Burial) error {
 			b.Queue(notifySQL, s.channel, f.Queue)
 		}
 	}}
-	if err := s.w.submit(o); err != nil {
+	if err := s.fin.submit(o); err != nil {
 		return err
 	}
 	_ = followed
@@ -413,19 +422,18 @@ func (s *pgStore) PurgeCompleted(ctx context.Context, before int64) (int, error)
 	if err := s.writable(); err != nil {
 		return 0, err
 	}
-	res, err := s.db.ExecContext(ctx, s.q(purgeCompletedSQL), before)
-	if err != nil {
-		return 0, err
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	var n int
+	err := s.db.QueryRowContext(ctx, s.q(purgeCompletedSQL), before).Scan(&n)
+	return n, err
 }
 
 // Close implements store.Store.
 func (s *pgStore) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
-		s.w.close()
+		s.claims.close()
+		s.ins.close()
+		s.fin.close()
 		s.stopWatch()
 		s.watchers.Wait()
 		if s.owned {

@@ -279,3 +279,51 @@ func TestConcurrentClaimsNeverShareARow(t *testing.T) {
 		}
 	}
 }
+
+func TestDeletingJobsDeletesTheirHistory(t *testing.T) {
+	s, _, admin := newTestStore(t)
+	ctx := context.Background()
+	attempts := func() int {
+		var n int
+		if err := admin.QueryRow(`SELECT count(*) FROM ` + quoteIdent(s.schema) + `.lq_attempts`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	got, _, err := s.Insert(ctx, nil, []store.NewJob{job("q", "a", 0, 1, ""), job("q", "a", 0, 1, ""), job("q", "a", 0, 1, "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each job fails once and is retried: three history records.
+	c := claimAll(t, s, store.ClaimQuery{Queue: "q", Kinds: []string{"a"}, N: 3, Now: 10, Until: 100, Lease: 1})
+	for _, cl := range c {
+		if err := s.Retry(ctx, store.Retry{Lease: store.Lease{ID: cl.ID, Lease: 1}, Due: 20, LastError: "x", Record: store.Attempt{Attempt: 1, Error: "x"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := attempts(); n != 3 {
+		t.Fatalf("%d records, want 3", n)
+	}
+	// One succeeds, one is cancelled, one dies and is purged.
+	c = claimAll(t, s, store.ClaimQuery{Queue: "q", Kinds: []string{"a"}, N: 2, Now: 30, Until: 100, Lease: 2})
+	done := make(chan error, 1)
+	s.Complete(store.Completion{Lease: store.Lease{ID: c[0].ID, Lease: 2}, At: 40, Notify: func(err error) { done <- err }})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Bury(ctx, store.Burial{Lease: store.Lease{ID: c[1].ID, Lease: 2}, At: 40, Reason: "r", Record: store.Attempt{Attempt: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Cancel(ctx, []int64{got[2]}); err != nil {
+		t.Fatal(err)
+	}
+	if n := attempts(); n != 2 {
+		t.Fatalf("%d records after a success and a cancel, want the dead letter's 2", n)
+	}
+	if n, err := s.PurgeDead(ctx, store.DeadFilter{}); err != nil || n != 1 {
+		t.Fatalf("PurgeDead = %d, %v", n, err)
+	}
+	if n := attempts(); n != 0 {
+		t.Fatalf("%d records left", n)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+		"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -52,13 +53,19 @@ type writer struct {
 	mu          sync.Mutex
 	completions []store.Completion
 
+	// slots bounds the batches in flight at once; with one, batches
+	// commit (and run their after funcs) in order.
+	slots    chan struct{}
+	inflight sync.WaitGroup
+
 	quit chan struct{}
 	done chan struct{}
 }
 
-func newWriter(s *pgStore) *writer {
+func newWriter(s *pgStore, parallel int) *writer {
 	w := &writer{
-		s:    s,
+		s:     s,
+		slots: make(chan struct{}, max(parallel, 1)),
 		ops:  make(chan *op, maxGroup),
 		kick: make(chan struct{}, 1),
 		quit: make(chan struct{}),
@@ -119,14 +126,15 @@ func (w *writer) close() {
 
 func (w *writer) loop() {
 	defer close(w.done)
-	batch := make([]*op, 0, maxGroup)
+	defer w.inflight.Wait()
 	for {
-		batch = batch[:0]
+		batch := make([]*op, 0, 8)
 		select {
 		case o := <-w.ops:
 			batch = append(batch, o)
 		case <-w.kick:
 		case <-w.quit:
+			w.inflight.Wait()
 			for {
 				batch = batch[:0]
 				w.gather(&batch)
@@ -136,8 +144,27 @@ func (w *writer) loop() {
 				w.commit(batch)
 			}
 		}
+		// Let the callers that the last commit answered, and are about to
+		// submit again, do so: their ops then share this batch instead of
+		// waiting for the next one. Without other runnable goroutines this
+		// costs nothing.
+		for range 3 {
+			runtime.Gosched()
+		}
+		if cap(w.slots) == 1 {
+			w.gather(&batch)
+			w.commit(batch)
+			continue
+		}
+		// Wait for a free slot first: ops arriving meanwhile join this batch.
+		w.slots <- struct{}{}
 		w.gather(&batch)
-		w.commit(batch)
+		w.inflight.Add(1)
+		go func() {
+			defer w.inflight.Done()
+			defer func() { <-w.slots }()
+			w.commit(batch)
+		}()
 	}
 }
 
