@@ -7,7 +7,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-		"runtime"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -66,10 +66,10 @@ func newWriter(s *pgStore, parallel int) *writer {
 	w := &writer{
 		s:     s,
 		slots: make(chan struct{}, max(parallel, 1)),
-		ops:  make(chan *op, maxGroup),
-		kick: make(chan struct{}, 1),
-		quit: make(chan struct{}),
-		done: make(chan struct{}),
+		ops:   make(chan *op, maxGroup),
+		kick:  make(chan struct{}, 1),
+		quit:  make(chan struct{}),
+		done:  make(chan struct{}),
 	}
 	go w.loop()
 	return w
