@@ -87,6 +87,13 @@ func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 // else its dead reason.
 const deadErrorSQL = `coalesce(nullif(last_error, ''), dead_reason, '')`
 
+// deadGroupsSQL is the query of DeadLetterGroups: the newest dead letters
+// through the finished index.
+func deadGroupsSQL(where []string) string {
+	return `SELECT id, queue, kind, finished_at, ` + deadErrorSQL + ` FROM lq_jobs INDEXED BY lq_jobs_finished
+		WHERE ` + strings.Join(where, " AND ") + ` ORDER BY finished_at DESC, id DESC LIMIT ?`
+}
+
 // DeadLetterGroups groups the most recent dead letters (up to f.Limit) by
 // normalised error message, largest group first (then most recent). It reads
 // through the finished index, newest first, so its cost is bounded by
@@ -96,7 +103,9 @@ func (q *Queue) DeadLetterGroups(ctx context.Context, f DeadGroupQuery) ([]DeadG
 	if f.Limit <= 0 {
 		f.Limit = DefaultGroupLimit
 	}
-	where := []string{"state = 3"}
+	// state IN (2, 3) repeats the finished index's condition, so that
+	// SQLite sees the partial index applies.
+	where := []string{"state IN (2, 3)", "state = 3"}
 	args := []any{}
 	if f.Queue != "" {
 		where = append(where, "queue = ?")
@@ -107,8 +116,7 @@ func (q *Queue) DeadLetterGroups(ctx context.Context, f DeadGroupQuery) ([]DeadG
 		args = append(args, f.Kind)
 	}
 	args = append(args, f.Limit)
-	rows, err := q.db.QueryContext(ctx, `SELECT id, queue, kind, finished_at, `+deadErrorSQL+` FROM lq_jobs
-		WHERE `+strings.Join(where, " AND ")+` ORDER BY finished_at DESC, id DESC LIMIT ?`, args...)
+	rows, err := q.db.QueryContext(ctx, deadGroupsSQL(where), args...)
 	if err != nil {
 		return nil, fmt.Errorf("litequeue: dead letter groups: %w", err)
 	}

@@ -96,6 +96,20 @@ func newTestClock() *testClock { return &testClock{Mock: clock.NewMock(), ch: ma
 func (c *testClock) Timer(d time.Duration) *clock.Timer {
 	at := c.Mock.Now().Add(d)
 	tm := c.Mock.Timer(d)
+	c.record(at)
+	return tm
+}
+
+// AfterFunc arms a function timer on the mock clock and records when it is
+// due (the queue's alarms use it).
+func (c *testClock) AfterFunc(d time.Duration, f func()) *clock.Timer {
+	at := c.Mock.Now().Add(d)
+	tm := c.Mock.AfterFunc(d, f)
+	c.record(at)
+	return tm
+}
+
+func (c *testClock) record(at time.Time) {
 	c.mu.Lock()
 	c.armed = append(c.armed, at)
 	c.mu.Unlock()
@@ -103,7 +117,6 @@ func (c *testClock) Timer(d time.Duration) *clock.Timer {
 	case c.ch <- struct{}{}:
 	default:
 	}
-	return tm
 }
 
 // waitTimer blocks until a timer due at exactly at has been armed: the

@@ -161,6 +161,9 @@ func (q *Queue) writeHistory(ctx context.Context, counts map[histKey]*histCounts
 	return err
 }
 
+// historySQL reads history rows from a minute on, through the minute index.
+const historySQL = `SELECT queue, minute, enqueued, succeeded, retried, dead FROM lq_history WHERE minute >= ?`
+
 // FlushHistory writes every count of the history held in memory, the
 // current minute's included, and waits for writes already under way. Call
 // it before Close to keep the last minute's counts. A read-only queue has
@@ -187,7 +190,7 @@ func (q *Queue) FlushHistory(ctx context.Context) error {
 // read-only queue (without in-memory counts).
 func (q *Queue) History(ctx context.Context, queue string, since time.Time) ([]HistoryPoint, error) {
 	from := minuteOf(since)
-	query := `SELECT queue, minute, enqueued, succeeded, retried, dead FROM lq_history WHERE minute >= ?`
+	query := historySQL
 	args := []any{from}
 	if queue != "" {
 		query += ` AND queue = ?`
@@ -249,4 +252,3 @@ func (q *Queue) History(ctx context.Context, queue string, since time.Time) ([]H
 // Now returns the time of the queue's Clock, for callers (such as a
 // dashboard) that show times relative to the queue's.
 func (q *Queue) Now() time.Time { return q.clock.Now() }
-

@@ -118,7 +118,7 @@ func (q *Queue) SearchJobs(ctx context.Context, f JobQuery, p PageRequest) (JobP
 	}
 	defer tx.Rollback()
 	var lo, hi sql.NullInt64
-	if err := tx.QueryRowContext(ctx, `SELECT min(id), max(id) FROM lq_jobs`).Scan(&lo, &hi); err != nil {
+	if err := tx.QueryRowContext(ctx, idRangeSQL).Scan(&lo, &hi); err != nil {
 		return JobPage{}, fmt.Errorf("litequeue: search jobs: %w", err)
 	}
 	if !hi.Valid {
@@ -133,9 +133,8 @@ func (q *Queue) SearchJobs(ctx context.Context, f JobQuery, p PageRequest) (JobP
 	if before <= lo.Int64 {
 		return JobPage{ScannedFrom: before, ScannedTo: before - 1}, nil
 	}
-	where = append([]string{"id < :before", "id >= :floor"}, where...)
+	query := searchSQL(where)
 	args = append(args, sql.Named("now", now), sql.Named("before", before), sql.Named("floor", floor), sql.Named("limit", p.Limit))
-	query := "SELECT " + jobColumns + " FROM lq_jobs WHERE " + strings.Join(where, " AND ") + " ORDER BY id DESC LIMIT :limit"
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return JobPage{}, fmt.Errorf("litequeue: search jobs: %w", err)
@@ -162,6 +161,13 @@ func (q *Queue) SearchJobs(ctx context.Context, f JobQuery, p PageRequest) (JobP
 		page.Next, page.Partial = floor, true
 	}
 	return page, nil
+}
+
+// searchSQL is the query of one SearchJobs page: the filter's conditions
+// inside the id window, through the primary key.
+func searchSQL(where []string) string {
+	where = append([]string{"id < :before", "id >= :floor"}, where...)
+	return "SELECT " + jobColumns + " FROM lq_jobs WHERE " + strings.Join(where, " AND ") + " ORDER BY id DESC LIMIT :limit"
 }
 
 // CountJobs counts the jobs f selects, stopping at limit (0 or less: no
@@ -200,6 +206,11 @@ type QueueSummary struct {
 	// Capped says a count reached the limit given to QueueSummaries: the
 	// live counts (ready, scheduled, running) are then "at least" figures.
 	Capped bool `json:"capped,omitempty"`
+	// CompletedCapped and DeadCapped say that the file holds at least limit
+	// completed (or dead) jobs in all: Completed (or Dead) then counts this
+	// queue's among the most recent limit of them, an "at least" figure.
+	CompletedCapped bool `json:"completed_capped,omitempty"`
+	DeadCapped      bool `json:"dead_capped,omitempty"`
 	// OldestReady is how long the longest-waiting ready job has been due;
 	// 0 when none is ready.
 	OldestReady time.Duration `json:"oldest_ready"`
@@ -240,7 +251,7 @@ func (q *Queue) QueueSummaries(ctx context.Context, limit int) ([]QueueSummary, 
 	var live []string
 	for {
 		var name sql.NullString
-		if err := tx.QueryRowContext(ctx, `SELECT min(queue) FROM lq_jobs WHERE state IN (0, 1) AND queue > ?`, lastOr(live)).Scan(&name); err != nil {
+		if err := tx.QueryRowContext(ctx, nextLiveQueueSQL, lastOr(live)).Scan(&name); err != nil {
 			return nil, fmt.Errorf("litequeue: queue summaries: %w", err)
 		}
 		if !name.Valid {
@@ -250,8 +261,7 @@ func (q *Queue) QueueSummaries(ctx context.Context, limit int) ([]QueueSummary, 
 	}
 	for _, name := range live {
 		s := get(name)
-		rows, err := tx.QueryContext(ctx, `SELECT state, visible_at <= ? FROM lq_jobs
-			WHERE queue = ? AND state IN (0, 1) LIMIT ?`, now, name, limit)
+		rows, err := tx.QueryContext(ctx, liveCountSQL, now, name, limit)
 		if err != nil {
 			return nil, fmt.Errorf("litequeue: queue summaries: %w", err)
 		}
@@ -283,11 +293,11 @@ func (q *Queue) QueueSummaries(ctx context.Context, limit int) ([]QueueSummary, 
 		}
 	}
 	for _, st := range []int{2, 3} {
-		rows, err := tx.QueryContext(ctx, `SELECT queue, count(*) FROM
-			(SELECT queue FROM lq_jobs WHERE state = ? ORDER BY finished_at DESC LIMIT ?) GROUP BY queue`, st, limit)
+		rows, err := tx.QueryContext(ctx, map[int]string{2: completedCountSQL, 3: deadCountSQL}[st], limit)
 		if err != nil {
 			return nil, fmt.Errorf("litequeue: queue summaries: %w", err)
 		}
+		total := 0
 		for rows.Next() {
 			var name string
 			var n int
@@ -295,6 +305,7 @@ func (q *Queue) QueueSummaries(ctx context.Context, limit int) ([]QueueSummary, 
 				rows.Close()
 				return nil, err
 			}
+			total += n
 			if st == 2 {
 				get(name).Completed = n
 			} else {
@@ -305,6 +316,15 @@ func (q *Queue) QueueSummaries(ctx context.Context, limit int) ([]QueueSummary, 
 		if err := rows.Err(); err != nil {
 			return nil, err
 		}
+		if total >= limit {
+			for _, sum := range byName {
+				if st == 2 {
+					sum.CompletedCapped = true
+				} else {
+					sum.DeadCapped = true
+				}
+			}
+		}
 	}
 	out := make([]QueueSummary, 0, len(names))
 	for _, n := range names {
@@ -313,6 +333,24 @@ func (q *Queue) QueueSummaries(ctx context.Context, limit int) ([]QueueSummary, 
 	sortSummaries(out)
 	return out, nil
 }
+
+// The queries of SearchJobs and QueueSummaries (see TestDashboardQueriesUseIndexes).
+const (
+	idRangeSQL       = `SELECT (SELECT min(id) FROM lq_jobs), (SELECT max(id) FROM lq_jobs)`
+	nextLiveQueueSQL = `SELECT min(queue) FROM lq_jobs WHERE state IN (0, 1) AND queue > ?`
+	liveCountSQL     = `SELECT state, visible_at <= ? FROM lq_jobs WHERE queue = ? AND state IN (0, 1) LIMIT ?`
+	// The states are literals so that the planner sees the partial
+	// finished index applies.
+	completedCountSQL = `SELECT queue, count(*) FROM
+		(SELECT queue FROM lq_jobs INDEXED BY lq_jobs_finished WHERE state IN (2, 3) AND state = 2 ORDER BY finished_at DESC LIMIT ?) GROUP BY queue`
+	deadCountSQL = `SELECT queue, count(*) FROM
+		(SELECT queue FROM lq_jobs INDEXED BY lq_jobs_finished WHERE state IN (2, 3) AND state = 3 ORDER BY finished_at DESC LIMIT ?) GROUP BY queue`
+	firstLivePrioritySQL = `SELECT min(priority) FROM lq_jobs WHERE queue = ? AND state IN (0, 1)`
+	nextLivePrioritySQL  = `SELECT min(priority) FROM lq_jobs WHERE queue = ? AND state IN (0, 1) AND priority > ?`
+	oldestReadySQL       = `SELECT id, visible_at FROM lq_jobs
+		WHERE queue = ? AND state IN (0, 1) AND priority = ? AND visible_at <= ? AND state = 0
+		ORDER BY visible_at LIMIT 1`
+)
 
 // DefaultCountLimit is the count limit of QueueSummaries.
 const DefaultCountLimit = 100_000
@@ -330,11 +368,9 @@ func oldestReady(ctx context.Context, tx *sql.Tx, s *QueueSummary, now int64) er
 	var prio sql.NullInt64
 	first := true
 	for {
-		query := `SELECT min(priority) FROM lq_jobs WHERE queue = ? AND state IN (0, 1) AND priority > ?`
-		args := []any{s.Queue, prio.Int64}
+		query, args := nextLivePrioritySQL, []any{s.Queue, prio.Int64}
 		if first {
-			query = `SELECT min(priority) FROM lq_jobs WHERE queue = ? AND state IN (0, 1)`
-			args = args[:1]
+			query, args = firstLivePrioritySQL, args[:1]
 		}
 		first = false
 		if err := tx.QueryRowContext(ctx, query, args...).Scan(&prio); err != nil {
@@ -344,9 +380,7 @@ func oldestReady(ctx context.Context, tx *sql.Tx, s *QueueSummary, now int64) er
 			return nil
 		}
 		var id, visible int64
-		err := tx.QueryRowContext(ctx, `SELECT id, visible_at FROM lq_jobs
-			WHERE queue = ? AND state IN (0, 1) AND priority = ? AND visible_at <= ? AND state = 0
-			ORDER BY visible_at LIMIT 1`, s.Queue, prio.Int64, now).Scan(&id, &visible)
+		err := tx.QueryRowContext(ctx, oldestReadySQL, s.Queue, prio.Int64, now).Scan(&id, &visible)
 		if err == sql.ErrNoRows {
 			continue
 		}

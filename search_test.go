@@ -169,6 +169,9 @@ func TestQueueSummariesMatchStats(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, capped[0].Capped)
 	require.Equal(t, 2, capped[0].Ready+capped[0].Scheduled+capped[0].Running)
+	require.True(t, capped[0].DeadCapped, "3 dead letters, limit 2")
+	require.Equal(t, 2, capped[0].Dead)
+	require.False(t, sums[0].DeadCapped)
 }
 
 func TestBulkActionsTouchOnlyTheirStates(t *testing.T) {

@@ -26,7 +26,7 @@ func BenchmarkDrainADayOfRetries(b *testing.B) {
 			b.Fatal(err)
 		}
 		if res.Died != 1 || res.Elapsed != 24*time.Hour {
-			b.Fatalf("died %d after %s", res.Died, res.Elapsed)
+			b.Fatalf("ran %d, retried %d, died %d after %s, unhandled %d", res.Ran, res.Retried, res.Died, res.Elapsed, res.Unhandled)
 		}
 	}
 }

@@ -93,6 +93,11 @@ type Kit struct {
 	events  []litequeue.Event
 	changed chan struct{} // closed and replaced at every event
 	started bool
+	// open counts, per job, the attempts started whose outcome event has
+	// not come yet: the queue commits an outcome, then reports it, so the
+	// file may look quiet a moment before the event arrives.
+	open  map[int64]int
+	openN int
 }
 
 // leak bookkeeping: goroutines are checked only for a kit whose life did
@@ -197,6 +202,19 @@ func (k *Kit) maxAttempts() int {
 func (k *Kit) record(e litequeue.Event) {
 	k.mu.Lock()
 	k.events = append(k.events, e)
+	switch e.Type {
+	case litequeue.EventStarted:
+		if k.open == nil {
+			k.open = map[int64]int{}
+		}
+		k.open[e.JobID]++
+		k.openN++
+	case litequeue.EventSucceeded, litequeue.EventRetrying, litequeue.EventDead, litequeue.EventStale, litequeue.EventReleased:
+		if k.open[e.JobID] > 0 {
+			k.open[e.JobID]--
+			k.openN--
+		}
+	}
 	close(k.changed)
 	k.changed = make(chan struct{})
 	k.mu.Unlock()
@@ -356,8 +374,14 @@ func (k *Kit) quiet(ctx context.Context) (testbridge.Load, error) {
 	for {
 		_, seen, changed := k.since(0)
 		l, err := testbridge.LoadOf(ctx, k.Queue)
-		if err != nil || l.Busy == 0 {
+		if err != nil {
 			return l, err
+		}
+		k.mu.Lock()
+		open := k.openN
+		k.mu.Unlock()
+		if l.Busy == 0 && open == 0 {
+			return l, nil
 		}
 		t := time.NewTimer(nudge)
 		select {
@@ -372,8 +396,8 @@ func (k *Kit) quiet(ctx context.Context) (testbridge.Load, error) {
 		if _, n, _ := k.since(0); n != seen {
 			deadline = time.Now().Add(k.timeout())
 		} else if time.Now().After(deadline) {
-			return l, fmt.Errorf("%w: %d jobs stayed ready or running for %s of real time with no event; a handler blocks (on a context only the mock clock can end? advance Kit.Clock) — events so far:\n%s",
-				ErrStuck, l.Busy, k.timeout(), describe(k.Events()))
+			return l, fmt.Errorf("%w: %d jobs stayed ready or running (%d attempts without an outcome) for %s of real time with no event; a handler blocks (on a context only the mock clock can end? advance Kit.Clock) — events so far:\n%s",
+				ErrStuck, l.Busy, open, k.timeout(), describe(k.Events()))
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -225,6 +226,60 @@ func TestDashboardInABrowser(t *testing.T) {
 		shoot(t, ctx, shots, "jobs-phone.png")
 	})
 	t.Logf("screenshots in %s", shots)
+}
+
+// Flaky always fails after 1.5s of the mock clock, four times, 30s apart.
+type Flaky struct {
+	Account string `json:"account"`
+}
+
+func (Flaky) Kind() string { return "flaky" }
+func (Flaky) RetryPolicy() *litequeue.RetryPolicy {
+	p := litequeue.FixedRetry(4, 30*time.Second)
+	return &p
+}
+
+func TestJobTimelineInABrowser(t *testing.T) {
+	ctx := browser(t)
+	mock := clock.NewMock()
+	mock.Set(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	evs := make(chan litequeue.Event, 100)
+	q, err := litequeue.Open(filepath.Join(t.TempDir(), "q.db"), &litequeue.Options{Clock: mock, PollInterval: -1,
+		OnEvent: func(e litequeue.Event) { evs <- e }})
+	require.NoError(t, err)
+	defer q.Close()
+	litequeue.Register(q, func(ctx context.Context, d *litequeue.Delivery[Flaky]) error {
+		mock.Add(1500 * time.Millisecond)
+		return fmt.Errorf("sync %s: 503 service unavailable (attempt %d)", d.Job.Account, d.Attempt)
+	})
+	bg := context.Background()
+	require.NoError(t, q.Start(bg))
+	id, err := q.Enqueue(bg, Flaky{Account: "acme"}, nil)
+	require.NoError(t, err)
+	for done := false; !done; {
+		select {
+		case e := <-evs:
+			switch e.Type {
+			case litequeue.EventRetrying:
+				mock.Add(e.Delay)
+			case litequeue.EventDead:
+				done = true
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("timed out driving the retries")
+		}
+	}
+	require.NoError(t, q.Stop(bg))
+	srv := httptest.NewServer(web.Handler(q, nil))
+	defer closeServer(srv)
+	step(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", srv.URL, id)), chromedp.WaitVisible(chromedp.CSS("svg.timeline")))
+	require.Equal(t, 4, run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg.timeline rect.attempt").length`)))
+	require.Equal(t, 3, run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg.timeline line.delay").length`)))
+	table := run(t, ctx, chromedp.Text(chromedp.CSS("table.attempts")))
+	require.Contains(t, table, "1.5s")
+	require.Contains(t, table, "30s")
+	require.Contains(t, table, "give_up")
+	shoot(t, ctx, t.TempDir(), "job-retries.png")
 }
 
 func TestReadOnlyDashboardInABrowserRefuses(t *testing.T) {

@@ -267,8 +267,12 @@ func throughput(title string, pts []litequeue.HistoryPoint, now time.Time, step 
 				x+bw*0.1, y(ok[i]+bad[i]), bw*0.8, y(ok[i])-y(ok[i]+bad[i]), at, bad[i])
 		}
 	}
+	layout := "15:04"
+	if end.Sub(start) > 12*time.Hour {
+		layout = "Jan 2 15:04"
+	}
 	fmt.Fprintf(&b, `<text class="axis" x="%.0f" y="%.0f">%s</text><text class="axis" x="%.0f" y="%.0f" text-anchor="end">%s UTC</text></svg>`,
-		left, h+bottom+2, start.UTC().Format("15:04"), w+left, h+bottom+2, end.UTC().Format("15:04"))
+		left, h+bottom+2, start.UTC().Format(layout), w+left, h+bottom+2, end.UTC().Format(layout))
 	rate := "no attempts"
 	if okSum+badSum > 0 {
 		rate = fmt.Sprintf("%d attempts, %.1f%% failed", okSum+badSum, 100*float64(badSum)/float64(okSum+badSum))

@@ -15,6 +15,11 @@
 // that forbids inline scripts, and Options.ReadOnly hides and refuses every
 // action. Options.Token requires an access token, compared in constant time.
 // The page assets are embedded: there is no build step.
+//
+// Live refresh holds one streaming request open per open page, which ends
+// only when its client leaves or its request's context ends: give the
+// http.Server a BaseContext that you cancel before calling Shutdown (as
+// lqinspect serve does), or Shutdown waits for its timeout.
 package web
 
 import (

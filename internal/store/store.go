@@ -193,10 +193,10 @@ type Moved struct {
 
 // QueueStats counts one queue's rows by state at Now.
 type QueueStats struct {
-	Queue                                     string
+	Queue                                      string
 	Ready, Scheduled, Running, Completed, Dead int
-	OldestReadySince                          int64 // VisibleAt of the longest-waiting ready row; 0 if none
-	NextDue                                   int64 // VisibleAt of the next scheduled row; 0 if none
+	OldestReadySince                           int64 // VisibleAt of the longest-waiting ready row; 0 if none
+	NextDue                                    int64 // VisibleAt of the next scheduled row; 0 if none
 }
 
 // Store is what a Queue needs from a database. Implementations are safe for
