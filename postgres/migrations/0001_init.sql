@@ -112,3 +112,18 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- The per-minute history of outcomes per queue, for dashboards (succeeded
+-- jobs are deleted, so their counts live here): one row per queue and minute
+-- (Unix nanoseconds / 60e9, from the queue's Clock).
+CREATE TABLE lq_history (
+    queue     text   NOT NULL,
+    minute    bigint NOT NULL,
+    enqueued  bigint NOT NULL DEFAULT 0,
+    succeeded bigint NOT NULL DEFAULT 0,
+    retried   bigint NOT NULL DEFAULT 0,
+    dead      bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (queue, minute)
+);
+
+CREATE INDEX lq_history_minute ON lq_history (minute);
