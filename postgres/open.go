@@ -53,10 +53,14 @@ var (
 // tables in the schema the connection's search_path names first (default
 // public; choose another with the URL parameter search_path=myschema, which
 // must exist), and returns a Queue on them. The queue owns the connection
-// pool: Close closes it. A nil opts means defaults; Options.Durability,
-// BusyTimeout and Pragmas are SQLite settings and are ignored (commits follow
-// the server's synchronous_commit); Options.ReadOnly opens every connection
-// with default_transaction_read_only and creates nothing.
+// pool: Close closes it. A nil opts means defaults. Options.Durability
+// DurabilityProcess opens the connections with synchronous_commit=off (a
+// commit survives a crash of this process, and of the server process, but
+// not of the server's OS: the last few hundred milliseconds may be lost),
+// unless the URL sets synchronous_commit itself; DurabilityFull follows the
+// server's setting (on by default). BusyTimeout and Pragmas are SQLite
+// settings and are ignored. Options.ReadOnly opens every connection with
+// default_transaction_read_only and creates nothing.
 //
 // Errors: ErrUnreachable, ErrAuth, ErrNoDatabase, ErrNoSchema;
 // litequeue.ErrNotLitequeue when the schema has a table named lq_jobs (or
@@ -64,7 +68,7 @@ var (
 // litequeue.ErrSchemaTooNew when a newer build migrated it. Nothing is
 // written on any of them.
 func Open(ctx context.Context, url string, opts *litequeue.Options) (*litequeue.Queue, error) {
-	s, err := openStore(ctx, url, opts != nil && opts.ReadOnly)
+	s, err := openStore(ctx, url, opts != nil && opts.ReadOnly, opts != nil && opts.Durability == litequeue.DurabilityProcess)
 	if err != nil {
 		return nil, err
 	}
@@ -107,13 +111,16 @@ func newQueue(s *pgStore, opts *litequeue.Options) (*litequeue.Queue, error) {
 }
 
 // openStore is Open without the Queue: the store alone.
-func openStore(ctx context.Context, url string, readOnly bool) (*pgStore, error) {
+func openStore(ctx context.Context, url string, readOnly bool, asyncCommit ...bool) (*pgStore, error) {
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("litequeue: PostgreSQL URL: %w", err)
 	}
 	if readOnly {
 		cfg.RuntimeParams["default_transaction_read_only"] = "on"
+	}
+	if _, set := cfg.RuntimeParams["synchronous_commit"]; !set && len(asyncCommit) > 0 && asyncCommit[0] {
+		cfg.RuntimeParams["synchronous_commit"] = "off"
 	}
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxIdleConns(8)
