@@ -55,9 +55,9 @@ var (
 // must exist), and returns a Queue on them. The queue owns the connection
 // pool: Close closes it. A nil opts means defaults. Options.Durability
 // DurabilityProcess opens the connections with synchronous_commit=off (a
-// commit survives a crash of this process, and of the server process, but
-// not of the server's OS: the last few hundred milliseconds may be lost),
-// unless the URL sets synchronous_commit itself; DurabilityFull follows the
+// commit survives a crash of the application's process; a crash of the
+// server may lose the last few hundred milliseconds of commits, never
+// consistency), unless the URL sets synchronous_commit itself; DurabilityFull follows the
 // server's setting (on by default). BusyTimeout and Pragmas are SQLite
 // settings and are ignored. Options.ReadOnly opens every connection with
 // default_transaction_read_only and creates nothing.
