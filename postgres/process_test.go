@@ -228,7 +228,7 @@ func waitDrained(t *testing.T, db *sql.DB) {
 func checkRuns(t *testing.T, db *sql.DB, n int, once bool) {
 	t.Helper()
 	var jobs, runs, dupAttempts int
-	if err := db.QueryRow(`SELECT count(DISTINCT job_id), count(*) FROM ` + runsTable).Scan(&jobs, &runs); err != nil {
+	if err := db.QueryRow(`SELECT count(DISTINCT job_id), count(*) FROM `+runsTable).Scan(&jobs, &runs); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.QueryRow(`SELECT count(*) FROM (SELECT 1 FROM ` + runsTable + ` GROUP BY job_id, attempt HAVING count(*) > 1) d`).Scan(&dupAttempts); err != nil {
