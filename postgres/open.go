@@ -97,6 +97,13 @@ func newQueue(s *pgStore, opts *litequeue.Options) (*litequeue.Queue, error) {
 		s.Close()
 		return nil, errors.New("litequeue: this build's litequeue package does not run queues on other stores yet (store.NewQueue is not set); update github.com/litequeue/litequeue")
 	}
+	// The store enforces ReadOnly itself (it refuses every write with
+	// ErrReadOnly); the queue's own constructor takes it for Open only.
+	if opts != nil && opts.ReadOnly {
+		o := *opts
+		o.ReadOnly = false
+		opts = &o
+	}
 	q, err := store.NewQueue(s, opts)
 	if err != nil {
 		s.Close()

@@ -44,6 +44,10 @@ type op struct {
 // maxGroup bounds how many ops share one batch.
 const maxGroup = 256
 
+// maxGather bounds how long a batch waits for the callers of the last one
+// to submit again.
+const maxGather = 200 * time.Microsecond
+
 // writer owns the store's writes: one goroutine sending batches.
 type writer struct {
 	s    *pgStore
@@ -57,6 +61,7 @@ type writer struct {
 	// commit (and run their after funcs) in order.
 	slots    chan struct{}
 	inflight sync.WaitGroup
+	last     int // callers at the last commit: its ops and those queued behind it
 
 	quit chan struct{}
 	done chan struct{}
@@ -146,19 +151,23 @@ func (w *writer) loop() {
 		}
 		// Let the callers that the last commit answered, and are about to
 		// submit again, do so: their ops then share this batch instead of
-		// waiting for the next one. Without other runnable goroutines this
-		// costs nothing.
-		for range 3 {
+		// waiting for the next one. Wait (yielding, at most maxGather) until
+		// as many ops are here as there were callers at the last commit (its
+		// ops and those that had queued behind it); a lone caller does not
+		// wait at all.
+		for deadline := time.Now().Add(maxGather); len(batch)+len(w.ops) < w.last && time.Now().Before(deadline); {
 			runtime.Gosched()
 		}
 		if cap(w.slots) == 1 {
 			w.gather(&batch)
 			w.commit(batch)
+			w.last = len(batch) + len(w.ops)
 			continue
 		}
 		// Wait for a free slot first: ops arriving meanwhile join this batch.
 		w.slots <- struct{}{}
 		w.gather(&batch)
+		w.last = len(batch) + len(w.ops)
 		w.inflight.Add(1)
 		go func() {
 			defer w.inflight.Done()
