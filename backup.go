@@ -2,30 +2,10 @@ package litequeue
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-)
 
-// checkpointOnClose copies the WAL into the database file and truncates the
-// WAL, so that the file alone holds everything committed. It does not wait
-// for other connections: with a reader in another process the checkpoint
-// copies what it can and the rest stays in the WAL, which is not an error.
-func checkpointOnClose(conn *sql.Conn) error {
-	ctx := context.Background()
-	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
-		return fmt.Errorf("litequeue: close: %w", err)
-	}
-	var busy, logFrames, done int
-	err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done)
-	if err != nil && !isBusy(err) {
-		return fmt.Errorf("litequeue: close: checkpoint: %w", err)
-	}
-	return nil
-}
+	"github.com/litequeue/litequeue/internal/store"
+)
 
 // Backup writes a consistent copy of the queue file to path while the queue
 // keeps running: every job committed before Backup began is in the copy,
@@ -41,6 +21,10 @@ func checkpointOnClose(conn *sql.Conn) error {
 // a queue file of its own: Open (or Options.ReadOnly) it directly. A closed
 // queue returns ErrClosed; ctx cancels the copy and removes what was
 // written.
+//
+// Backup needs a store that can write a copy of its database (the SQLite
+// store); on other backends it returns ErrUnsupported — use the database's
+// own backup tools (pg_dump for PostgreSQL).
 func (q *Queue) Backup(ctx context.Context, path string) error {
 	q.mu.Lock()
 	closed := q.closed
@@ -48,69 +32,14 @@ func (q *Queue) Backup(ctx context.Context, path string) error {
 	if closed {
 		return ErrClosed
 	}
-	if path == "" {
-		return errors.New("litequeue: backup: empty destination path")
+	b, ok := q.store.(store.Backuper)
+	if !ok {
+		return ErrUnsupported
 	}
-	if _, err := os.Lstat(path); err == nil {
-		return fmt.Errorf("litequeue: backup to %s: the file exists; Backup never overwrites, so remove it or pick a new name: %w", path, fs.ErrExist)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("litequeue: backup to %s: %w", path, err)
-	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".backup-*")
-	if err != nil {
-		return fmt.Errorf("litequeue: backup to %s: %w", path, err)
-	}
-	tmpName := tmp.Name()
-	tmp.Close()
-	// VACUUM INTO wants a file that does not exist or is empty; the empty
-	// temporary file reserves a unique name.
-	defer os.Remove(tmpName)
-	if _, err := q.db.ExecContext(ctx, "VACUUM INTO ?", tmpName); err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("litequeue: backup to %s: %w", path, context.Cause(ctx))
-		}
-		return fmt.Errorf("litequeue: backup to %s: %w", path, classifyWriteError(err))
-	}
-	if err := syncFile(tmpName); err != nil {
-		return fmt.Errorf("litequeue: backup to %s: %w", path, err)
-	}
-	// A hard link fails if path appeared meanwhile, where a rename would
-	// replace it. On a file system without hard links, check and rename.
-	if err := os.Link(tmpName, path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("litequeue: backup to %s: the file appeared during the backup; Backup never overwrites: %w", path, fs.ErrExist)
-		}
-		if _, serr := os.Lstat(path); !errors.Is(serr, fs.ErrNotExist) {
-			return fmt.Errorf("litequeue: backup to %s: the file appeared during the backup; Backup never overwrites: %w", path, fs.ErrExist)
-		}
-		if rerr := os.Rename(tmpName, path); rerr != nil {
-			return fmt.Errorf("litequeue: backup to %s: %w", path, rerr)
-		}
-	}
-	return syncDir(dir)
+	return b.Backup(ctx, path)
 }
 
-func syncFile(name string) error {
-	f, err := os.OpenFile(name, os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// syncDir makes a new name in dir durable. Some systems cannot sync a
-// directory (Windows); that is not an error.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return nil
-	}
-	defer d.Close()
-	_ = d.Sync()
-	return nil
-}
+// ErrUnsupported: the operation needs a feature the queue's backend does not
+// have (for example Backup on PostgreSQL). errors.Is(err, errors.ErrUnsupported)
+// holds too.
+var ErrUnsupported = errors.ErrUnsupported

@@ -20,7 +20,7 @@ func jobIDs(t *testing.T, path string) map[int64]bool {
 	q, err := Open(path, &Options{ReadOnly: true})
 	require.NoError(t, err)
 	defer q.Close()
-	rows, err := q.db.Query(`SELECT id FROM lq_jobs`)
+	rows, err := q.lite.DB().Query(`SELECT id FROM lq_jobs`)
 	require.NoError(t, err)
 	defer rows.Close()
 	ids := map[int64]bool{}
@@ -82,7 +82,7 @@ func TestBackupUnderLoadHoldsEveryAcknowledgedJob(t *testing.T) {
 	q, err := Open(dst, nil)
 	require.NoError(t, err, "the backup does not open as a queue")
 	var res string
-	require.NoError(t, q.db.QueryRow("PRAGMA integrity_check").Scan(&res))
+	require.NoError(t, q.lite.DB().QueryRow("PRAGMA integrity_check").Scan(&res))
 	require.Equal(t, "ok", res)
 	require.NoError(t, q.Close())
 	checkInvariants(t, dst)

@@ -166,7 +166,7 @@ func TestOpenSQLiteHeaderThenGarbageIsRefused(t *testing.T) {
 	for i := range b {
 		b[i] = byte(r.Uint32())
 	}
-	copy(b, sqliteHeader)
+	copy(b, "SQLite format 3\x00")
 	path := filepath.Join(t.TempDir(), "q.db")
 	require.NoError(t, os.WriteFile(path, b, 0o644))
 	requireOpenRefused(t, path, ErrNotSQLite)

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+
 	"github.com/litequeue/litequeue/internal/benchjob"
+	"github.com/litequeue/litequeue/internal/store"
 )
 
 // Micro-benchmarks of the hot paths, on real files in b.TempDir() with the
@@ -181,7 +183,7 @@ func BenchmarkCompleteBatch(b *testing.B) {
 				var errs []error
 				for _, d := range chunk {
 					wg.Add(1)
-					q.w.complete(completion{id: d.id, lease: d.lease, queue: d.queue, kind: d.kind, notify: func(err error) {
+					q.store.Complete(store.Completion{Lease: store.Lease{ID: d.id, Lease: d.lease}, Notify: func(err error) {
 						if err != nil {
 							mu.Lock()
 							errs = append(errs, err)

@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+
+	"github.com/litequeue/litequeue/internal/sqlite"
+	"github.com/litequeue/litequeue/internal/store"
 )
 
 // bulkChunk is how many jobs one writer transaction of a bulk action
@@ -23,8 +26,8 @@ func (q *Queue) RequeueMatching(ctx context.Context, f JobQuery) (int, error) {
 	f.States = []State{StateDead}
 	now := unixNanos(q.clock)
 	total := 0
-	var moved []JobInfo
-	err := q.bulk(ctx, f, func(ctx context.Context, tx execer, ids string) error {
+	var moved []store.Moved
+	err := q.bulk(ctx, f, func(ctx context.Context, tx sqlite.Execer, ids string) error {
 		moved = moved[:0]
 		rows, err := tx.QueryContext(ctx, `UPDATE OR IGNORE lq_jobs SET state = 0, attempt = 0, visible_at = ?, lease = NULL,
 			finished_at = NULL, dead_reason = NULL WHERE state = 3 AND id IN (SELECT value FROM json_each(?)) RETURNING id, queue, kind`, now, ids)
@@ -33,11 +36,11 @@ func (q *Queue) RequeueMatching(ctx context.Context, f JobQuery) (int, error) {
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var j JobInfo
-			if err := rows.Scan(&j.ID, &j.Queue, &j.Kind); err != nil {
+			var m store.Moved
+			if err := rows.Scan(&m.ID, &m.Queue, &m.Kind); err != nil {
 				return err
 			}
-			moved = append(moved, j)
+			moved = append(moved, m)
 		}
 		return rows.Err()
 	}, func() {
@@ -61,7 +64,7 @@ func (q *Queue) CancelMatching(ctx context.Context, f JobQuery) (int, error) {
 	}
 	total := 0
 	var n int64
-	err := q.bulk(ctx, f, func(ctx context.Context, tx execer, ids string) error {
+	err := q.bulk(ctx, f, func(ctx context.Context, tx sqlite.Execer, ids string) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM lq_jobs WHERE state = 0 AND id IN (SELECT value FROM json_each(?))`, ids)
 		if err != nil {
 			return err
@@ -86,7 +89,7 @@ func (q *Queue) DeleteMatching(ctx context.Context, f JobQuery) (int, error) {
 	}
 	total := 0
 	var n int64
-	err := q.bulk(ctx, f, func(ctx context.Context, tx execer, ids string) error {
+	err := q.bulk(ctx, f, func(ctx context.Context, tx sqlite.Execer, ids string) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM lq_jobs WHERE state IN (2, 3) AND id IN (SELECT value FROM json_each(?))`, ids)
 		if err != nil {
 			return err
@@ -122,7 +125,7 @@ func narrow(asked []State, want ...State) []State {
 // apply on each chunk (as a JSON array of ids) in its own writer
 // transaction, selecting and applying in the same transaction; committed
 // runs after each chunk's transaction committed.
-func (q *Queue) bulk(ctx context.Context, f JobQuery, apply func(ctx context.Context, tx execer, ids string) error, committed func()) error {
+func (q *Queue) bulk(ctx context.Context, f JobQuery, apply func(ctx context.Context, tx sqlite.Execer, ids string) error, committed func()) error {
 	if err := q.writable(); err != nil {
 		return err
 	}
@@ -136,7 +139,7 @@ func (q *Queue) bulk(ctx context.Context, f JobQuery, apply func(ctx context.Con
 	for {
 		now := unixNanos(q.clock)
 		var ids []int64
-		err := q.w.do(ctx, func(ctx context.Context, tx execer) error {
+		err := q.lite.Do(ctx, func(ctx context.Context, tx sqlite.Execer) error {
 			ids = ids[:0]
 			a := append(args[:len(args):len(args)], sql.Named("now", now), sql.Named("cursor", cursor), sql.Named("chunk", bulkChunk))
 			rows, err := tx.QueryContext(ctx, query, a...)

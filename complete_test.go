@@ -2,10 +2,12 @@ package litequeue
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/litequeue/litequeue/internal/sqlite"
+	"github.com/litequeue/litequeue/internal/store"
 )
 
 // Batched successes stay conditional on each job's lease: in one batch over
@@ -33,19 +35,17 @@ func TestCompletionBatchIsLeaseConditional(t *testing.T) {
 	require.NotEqual(t, ds[0].lease, ds[3].lease)
 	// Another worker took jobs 1 and 4 over (their leases lapsed and were re-claimed).
 	for _, d := range []*delivery{ds[1], ds[4]} {
-		_, err := h.q.w.conn.ExecContext(ctx, `UPDATE lq_jobs SET lease = lease + 1000 WHERE id = ?`, d.id)
-		require.NoError(t, err)
+		require.NoError(t, h.q.lite.Do(ctx, func(ctx context.Context, tx sqlite.Execer) error {
+			_, err := tx.ExecContext(ctx, `UPDATE lq_jobs SET lease = lease + 1000 WHERE id = ?`, d.id)
+			return err
+		}))
 	}
-	results := make([]error, len(ds))
-	var wg sync.WaitGroup
-	wg.Add(len(ds))
-	h.q.w.mu.Lock() // queue all six before the writer takes any: one batch
+	cs := make([]store.Completion, len(ds))
 	for i, d := range ds {
-		h.q.w.completions = append(h.q.w.completions, completion{id: d.id, lease: d.lease, notify: func(err error) { results[i] = err; wg.Done() }})
+		cs[i] = store.Completion{Lease: store.Lease{ID: d.id, Lease: d.lease}}
 	}
-	h.q.w.mu.Unlock()
-	require.NoError(t, h.q.w.do(ctx, func(context.Context, execer) error { return nil }))
-	wg.Wait()
+	results, err := h.q.lite.WriteCompletions(ctx, cs) // all six in one batch
+	require.NoError(t, err)
 	for i, err := range results {
 		if i == 1 || i == 4 {
 			require.ErrorIs(t, err, ErrLeaseLost, "job %d", i)

@@ -178,7 +178,7 @@ func TestProducerKilledMidBatchCommitsWholeBatchesOnly(t *testing.T) {
 	q, err := Open(cfg.Path, &Options{ReadOnly: true})
 	require.NoError(t, err)
 	defer q.Close()
-	rows, err := q.db.Query(`SELECT json_extract(payload, '$.p'), json_extract(payload, '$.b'), count(*)
+	rows, err := q.lite.DB().Query(`SELECT json_extract(payload, '$.p'), json_extract(payload, '$.b'), count(*)
 		FROM lq_jobs GROUP BY 1, 2`)
 	require.NoError(t, err)
 	defer rows.Close()

@@ -54,7 +54,7 @@ func TestDashboardQueriesUseIndexes(t *testing.T) {
 		{"history", historySQL + ` AND queue = ?`, []any{0, "q"}},
 	}
 	for _, qq := range queries {
-		rows, err := h.q.db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+qq.sql, qq.args...)
+		rows, err := h.q.lite.DB().QueryContext(ctx, "EXPLAIN QUERY PLAN "+qq.sql, qq.args...)
 		require.NoError(t, err, qq.name)
 		var plan []string
 		for rows.Next() {

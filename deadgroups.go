@@ -116,7 +116,7 @@ func (q *Queue) DeadLetterGroups(ctx context.Context, f DeadGroupQuery) ([]DeadG
 		args = append(args, f.Kind)
 	}
 	args = append(args, f.Limit)
-	rows, err := q.db.QueryContext(ctx, deadGroupsSQL(where), args...)
+	rows, err := q.lite.DB().QueryContext(ctx, deadGroupsSQL(where), args...)
 	if err != nil {
 		return nil, fmt.Errorf("litequeue: dead letter groups: %w", err)
 	}
@@ -194,7 +194,7 @@ func (q *Queue) RequeueDeadGroup(ctx context.Context, key string, f DeadGroupQue
 		var last int64
 		err := func() error {
 			a := append([]any{cursor}, args...)
-			rows, err := q.db.QueryContext(ctx, query, append(a, bulkChunk*4)...)
+			rows, err := q.lite.DB().QueryContext(ctx, query, append(a, bulkChunk*4)...)
 			if err != nil {
 				return err
 			}

@@ -2,11 +2,10 @@ package litequeue
 
 import (
 	"context"
-	"database/sql"
-	"errors"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/litequeue/litequeue/internal/sqlite"
+	"github.com/litequeue/litequeue/internal/store"
 )
 
 // Dead letters are jobs that gave up: their attempts were used up, they
@@ -49,9 +48,6 @@ func (q *Queue) DeadLetter(ctx context.Context, id int64) (JobInfo, error) {
 	return j, nil
 }
 
-const requeueSQL = `UPDATE lq_jobs SET state = 0, attempt = 0, visible_at = ?, lease = NULL,
-	finished_at = NULL, dead_reason = NULL WHERE id = ? AND state = 3`
-
 // Requeue moves dead letters back to ready, due now, with their attempts
 // reset (their history is kept), and returns how many moved. It is all or
 // nothing: an unknown id (ErrNotFound), a job that is not dead
@@ -61,42 +57,9 @@ func (q *Queue) Requeue(ctx context.Context, ids ...int64) (int, error) {
 	if err := q.writable(); err != nil {
 		return 0, err
 	}
-	now := unixNanos(q.clock)
-	var moved []JobInfo
-	err := q.w.do(ctx, func(ctx context.Context, tx execer) error {
-		moved = moved[:0]
-		for _, id := range ids {
-			var state int
-			var queue, kind string
-			var key sql.NullString
-			err := tx.QueryRowContext(ctx, `SELECT state, queue, kind, idem_key FROM lq_jobs WHERE id = ?`, id).Scan(&state, &queue, &kind, &key)
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
-				return wrapf("litequeue: requeue job %d: %w", id, ErrNotFound)
-			case err != nil:
-				return err
-			case state != 3:
-				return wrapf("litequeue: requeue job %d: it is %s, not dead: %w", id, stateName(state), ErrWrongState)
-			}
-			if key.Valid {
-				var holder int64
-				err := tx.QueryRowContext(ctx, `SELECT id FROM lq_jobs WHERE idem_key = ? AND state IN (0, 1)`, key.String).Scan(&holder)
-				if err == nil {
-					return wrapf("litequeue: requeue job %d: %w", id, &DuplicateError{Key: key.String, ID: holder})
-				}
-				if !errors.Is(err, sql.ErrNoRows) {
-					return err
-				}
-			}
-			if _, err := tx.ExecContext(ctx, requeueSQL, now, id); err != nil {
-				return err
-			}
-			moved = append(moved, JobInfo{ID: id, Queue: queue, Kind: kind})
-		}
-		return nil
-	})
+	moved, err := q.store.Requeue(ctx, ids, unixNanos(q.clock))
 	if err != nil {
-		return 0, err
+		return 0, wrapf("litequeue: %w", err)
 	}
 	q.afterRequeue(moved)
 	return len(moved), nil
@@ -109,35 +72,15 @@ func (q *Queue) RequeueAll(ctx context.Context, f DeadFilter) (int, error) {
 	if err := q.writable(); err != nil {
 		return 0, err
 	}
-	now := unixNanos(q.clock)
-	f.OlderThan = 0
-	where, args := deadWhere(f, now)
-	var moved []JobInfo
-	err := q.w.do(ctx, func(ctx context.Context, tx execer) error {
-		moved = moved[:0]
-		rows, err := tx.QueryContext(ctx, `UPDATE OR IGNORE lq_jobs SET state = 0, attempt = 0, visible_at = ?, lease = NULL,
-			finished_at = NULL, dead_reason = NULL WHERE `+where+` RETURNING id, queue, kind`, append([]any{now}, args...)...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var j JobInfo
-			if err := rows.Scan(&j.ID, &j.Queue, &j.Kind); err != nil {
-				return err
-			}
-			moved = append(moved, j)
-		}
-		return rows.Err()
-	})
+	moved, err := q.store.RequeueWhere(ctx, store.DeadFilter{Queue: f.Queue, Kind: f.Kind, IDs: f.IDs}, unixNanos(q.clock))
 	if err != nil {
-		return 0, wrapf("litequeue: requeue dead letters: %w", classifyWriteError(err))
+		return 0, wrapf("litequeue: requeue dead letters: %w", err)
 	}
 	q.afterRequeue(moved)
 	return len(moved), nil
 }
 
-func (q *Queue) afterRequeue(moved []JobInfo) {
+func (q *Queue) afterRequeue(moved []store.Moved) {
 	queues := map[string]bool{}
 	for _, j := range moved {
 		queues[j.Queue] = true
@@ -154,58 +97,16 @@ func (q *Queue) PurgeDead(ctx context.Context, f DeadFilter) (int, error) {
 	if err := q.writable(); err != nil {
 		return 0, err
 	}
-	where, args := deadWhere(f, unixNanos(q.clock))
-	var n int64
-	err := q.w.do(ctx, func(ctx context.Context, tx execer) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM lq_jobs WHERE `+where, args...)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	if err != nil {
-		return 0, wrapf("litequeue: purge dead letters: %w", classifyWriteError(err))
-	}
-	return int(n), nil
-}
-
-func deadWhere(f DeadFilter, now int64) (string, []any) {
-	where := []string{"state = 3"}
-	var args []any
-	if f.Queue != "" {
-		where = append(where, "queue = ?")
-		args = append(args, f.Queue)
-	}
-	if f.Kind != "" {
-		where = append(where, "kind = ?")
-		args = append(args, f.Kind)
-	}
+	sf := store.DeadFilter{Queue: f.Queue, Kind: f.Kind, IDs: f.IDs}
 	if f.OlderThan > 0 {
-		where = append(where, "finished_at < ?")
-		args = append(args, now-int64(f.OlderThan))
+		sf.FinishedBefore = unixNanos(q.clock) - int64(f.OlderThan)
 	}
-	if len(f.IDs) > 0 {
-		where = append(where, "id IN (SELECT value FROM json_each(?))")
-		args = append(args, idsJSON(f.IDs))
+	n, err := q.store.PurgeDead(ctx, sf)
+	if err != nil {
+		return 0, wrapf("litequeue: purge dead letters: %w", err)
 	}
-	return strings.Join(where, " AND "), args
+	return n, nil
 }
 
-// idsJSON renders ids as a JSON array for json_each, as TEXT: json_each
-// would read a BLOB as JSONB.
-func idsJSON(ids []int64) string {
-	return string(appendIDsJSON(nil, len(ids), func(i int) int64 { return ids[i] }))
-}
-
-// appendIDsJSON appends the JSON array of the n ids id(0)…id(n-1) to b.
-func appendIDsJSON(b []byte, n int, id func(i int) int64) []byte {
-	b = append(b, '[')
-	for i := range n {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, id(i), 10)
-	}
-	return append(b, ']')
-}
+// idsJSON renders ids as a JSON array for json_each (see sqlite.IDsJSON).
+func idsJSON(ids []int64) string { return sqlite.IDsJSON(ids) }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/require"
+
+	"github.com/litequeue/litequeue/internal/sqlite"
 )
 
 // The tests of this file each reproduce a delivery bug found by porting the
@@ -369,7 +371,9 @@ func TestReclaimInTheSameProcessKeepsTheNewRunsLease(t *testing.T) {
 	h.clock.Add(p.cfg.VisibilityTimeout)
 	fresh := claimOne(t, p, 1)[0]
 	require.Equal(t, old.id, fresh.id)
-	flush := func() { require.NoError(t, h.q.w.do(ctx, func(context.Context, execer) error { return nil })) }
+	flush := func() {
+		require.NoError(t, h.q.lite.Do(ctx, func(context.Context, sqlite.Execer) error { return nil }))
+	}
 	p.execute(old) // the old run finishes: stale
 	flush()
 	require.Equal(t, 1, h.ev.count(EventStale, id))

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/litequeue/litequeue/internal/store"
 )
 
 // Errors returned by the queue. Compare with errors.Is; several are wrapped
@@ -12,42 +14,42 @@ import (
 var (
 	// ErrNotSQLite: the file exists but is not a SQLite database. The file is
 	// left untouched.
-	ErrNotSQLite = errors.New("litequeue: file is not a SQLite database")
+	ErrNotSQLite = store.ErrNotSQLite
 	// ErrCorrupt: the file is a SQLite database (or starts like one) but is
 	// damaged, for example truncated. The file is left untouched; restore it
 	// from a backup.
-	ErrCorrupt = errors.New("litequeue: queue file is damaged (truncated or corrupt)")
+	ErrCorrupt = store.ErrCorrupt
 	// ErrNotLitequeue: the file is a SQLite database of another application.
 	// The file is left untouched.
-	ErrNotLitequeue = errors.New("litequeue: SQLite file is not a litequeue queue file")
+	ErrNotLitequeue = store.ErrNotLitequeue
 	// ErrSchemaTooNew: the file was written by a newer litequeue whose schema
 	// this build does not know. Upgrade litequeue; the file is left untouched.
-	ErrSchemaTooNew = errors.New("litequeue: queue file has a newer schema version than this build supports")
+	ErrSchemaTooNew = store.ErrSchemaTooNew
 	// ErrStorageFull: a write failed because the disk (or SQLite's size
 	// limit) is full. Nothing of the failed call was written and nothing
 	// already committed is lost; free space and retry.
-	ErrStorageFull = errors.New("litequeue: disk full")
+	ErrStorageFull = store.ErrStorageFull
 	// ErrClosed: the queue was closed.
-	ErrClosed = errors.New("litequeue: queue is closed")
+	ErrClosed = store.ErrClosed
 	// ErrReadOnly: a write was attempted on a queue opened with
 	// Options.ReadOnly.
-	ErrReadOnly = errors.New("litequeue: queue is opened read-only")
+	ErrReadOnly = store.ErrReadOnly
 	// ErrDuplicate: an enqueue named the idempotency key of a job that is
 	// still pending, scheduled or running. Nothing was enqueued; the returned
 	// id is the existing job's. The error is a *DuplicateError.
-	ErrDuplicate = errors.New("litequeue: a live job already has this idempotency key")
+	ErrDuplicate = store.ErrDuplicate
 	// ErrInvalidJob: a job or its EnqueueOptions was rejected before anything
 	// was written (bad kind or queue name, payload too large or not
 	// encodable, negative delay, …). The error says what and how to fix it.
 	ErrInvalidJob = errors.New("litequeue: invalid job")
 	// ErrNotFound: no job (or dead letter) has the given id.
-	ErrNotFound = errors.New("litequeue: job not found")
+	ErrNotFound = store.ErrNotFound
 	// ErrJobRunning: the operation needs a job that is not running (for
 	// example Cancel) and the job holds a live lease.
-	ErrJobRunning = errors.New("litequeue: job is running")
+	ErrJobRunning = store.ErrJobRunning
 	// ErrLeaseLost: the delivery's lease expired and the job was claimed
 	// again or removed; this worker's result no longer counts.
-	ErrLeaseLost = errors.New("litequeue: lease lost")
+	ErrLeaseLost = store.ErrLeaseLost
 	// ErrAlreadyStarted: Start was called on a running queue.
 	ErrAlreadyStarted = errors.New("litequeue: queue already started")
 	// ErrNoTx: EnqueueTx or CompleteTx was given a nil transaction.
@@ -74,18 +76,10 @@ func (e *QueueConfigError) Error() string {
 func (e *QueueConfigError) Is(target error) bool { return target == ErrQueueConfig }
 
 // DuplicateError is returned with ErrDuplicate semantics when an enqueue's
-// idempotency key belongs to a live job.
-type DuplicateError struct {
-	Key string // the idempotency key
-	ID  int64  // the id of the live job holding it, also returned as the id
-}
-
-func (e *DuplicateError) Error() string {
-	return fmt.Sprintf("litequeue: idempotency key %q is held by live job %d; nothing was enqueued", e.Key, e.ID)
-}
-
-// Is reports ErrDuplicate.
-func (e *DuplicateError) Is(target error) bool { return target == ErrDuplicate }
+// idempotency key belongs to a live job: Key is the key, ID the id of the
+// live job holding it (also returned as the id). errors.Is(err,
+// ErrDuplicate) holds for it.
+type DuplicateError = store.DuplicateError
 
 // permanentError marks an error as not worth retrying.
 type permanentError struct{ err error }
@@ -136,7 +130,7 @@ func errString(err error) string {
 
 // ErrWrongState: the job exists but is not in a state the operation accepts
 // (for example requeueing a job that is not dead).
-var ErrWrongState = errors.New("litequeue: job is not in the required state")
+var ErrWrongState = store.ErrWrongState
 
 // TimeoutError is the cause with which a handler's context is cancelled when
 // its queue's QueueConfig.Timeout passes (context.Cause), and the failure
@@ -150,3 +144,19 @@ func (e *TimeoutError) Error() string { return fmt.Sprintf("job timeout %s passe
 
 // Is reports whether target is context.DeadlineExceeded.
 func (e *TimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// Storage faults a write can meet besides a full disk (ErrStorageFull).
+var (
+	// ErrStorageIO: the operating system reported an I/O error while the
+	// queue wrote or synced its file (a failing disk, a lost network
+	// mount). The call's transaction was rolled back: nothing of it was
+	// written, and what was committed before is kept. Retry once the
+	// device works again; the queue needs no reopen.
+	ErrStorageIO = store.ErrStorageIO
+	// ErrFileReplaced: the queue file was removed, renamed or replaced by
+	// another file while a queue made by Open had it open. The queue then
+	// writes nothing, so no job goes into a file that no one can open
+	// again: every write fails with this error. Put the file back under its
+	// name to go on, or Close the queue and Open the path again.
+	ErrFileReplaced = store.ErrFileReplaced
+)

@@ -9,8 +9,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/litequeue/litequeue"
 	_ "modernc.org/sqlite"
+
+	"github.com/litequeue/litequeue"
 )
 
 type SendEmail struct {

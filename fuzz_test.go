@@ -12,6 +12,8 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/require"
+
+	"github.com/litequeue/litequeue/internal/sqlite"
 )
 
 // FuzzPayloadDecode feeds arbitrary stored payloads to a registered
@@ -195,7 +197,7 @@ func FuzzQueueStateMachine(f *testing.F) {
 				}
 				outcome = []error{nil, errors.New("fail"), Permanent(errors.New("bad"))}[int(b>>4)%3]
 				p.execute(d)
-				require.NoError(t, q.w.do(ctx, func(context.Context, execer) error { return nil })) // flush the success
+				require.NoError(t, q.lite.Do(ctx, func(context.Context, sqlite.Execer) error { return nil })) // flush the success
 				if !valid {
 					break
 				}
@@ -265,7 +267,7 @@ func FuzzQueueStateMachine(f *testing.F) {
 // row is due once its lease lapsed).
 func dueRows(t *testing.T, q *Queue, now time.Time) map[int64]bool {
 	t.Helper()
-	rows, err := q.db.Query(`SELECT id FROM lq_jobs WHERE state IN (0, 1) AND visible_at <= ?`, now.UnixNano())
+	rows, err := q.lite.DB().Query(`SELECT id FROM lq_jobs WHERE state IN (0, 1) AND visible_at <= ?`, now.UnixNano())
 	require.NoError(t, err)
 	defer rows.Close()
 	due := map[int64]bool{}
@@ -280,7 +282,7 @@ func dueRows(t *testing.T, q *Queue, now time.Time) map[int64]bool {
 
 func checkModel(t *testing.T, q *Queue, model map[int64]*modelJob) {
 	t.Helper()
-	rows, err := q.db.Query(`SELECT id, state, attempt, lease FROM lq_jobs`)
+	rows, err := q.lite.DB().Query(`SELECT id, state, attempt, lease FROM lq_jobs`)
 	require.NoError(t, err)
 	defer rows.Close()
 	seen := map[int64]bool{}

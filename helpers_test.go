@@ -201,10 +201,10 @@ func checkInvariants(t *testing.T, path string) {
 	require.NoError(t, err)
 	defer q.Close()
 	var res string
-	require.NoError(t, q.db.QueryRow("PRAGMA integrity_check").Scan(&res))
+	require.NoError(t, q.lite.DB().QueryRow("PRAGMA integrity_check").Scan(&res))
 	require.Equal(t, "ok", res)
 	var bad int
-	require.NoError(t, q.db.QueryRow(`SELECT count(*) FROM lq_jobs WHERE (state = 1) != (lease IS NOT NULL)`).Scan(&bad))
+	require.NoError(t, q.lite.DB().QueryRow(`SELECT count(*) FROM lq_jobs WHERE (state = 1) != (lease IS NOT NULL)`).Scan(&bad))
 	require.Zero(t, bad, "rows with a lease that are not running, or running without one")
 }
 

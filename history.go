@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 	"weak"
+
+	"github.com/litequeue/litequeue/internal/sqlite"
 )
 
 // The history is a small per-minute record of outcomes per queue, kept in
@@ -79,7 +81,7 @@ func minuteOf(t time.Time) int64 {
 // any seen sends the earlier minutes' counts to the writer, in the
 // background (emit may run on the writer's own goroutine).
 func (q *Queue) recordHistory(e Event) {
-	if q.w == nil {
+	if q.historyOff() {
 		return
 	}
 	h := q.history()
@@ -139,7 +141,7 @@ func (h *history) take(m int64) map[histKey]*histCounts {
 var errNoHistoryTable = errors.New("litequeue: the file has no lq_history table (its schema predates the history)")
 
 func (q *Queue) writeHistory(ctx context.Context, counts map[histKey]*histCounts, now int64) error {
-	err := q.w.do(ctx, func(ctx context.Context, tx execer) error {
+	err := q.lite.Do(ctx, func(ctx context.Context, tx sqlite.Execer) error {
 		for k, c := range counts {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO lq_history (queue, minute, enqueued, succeeded, retried, dead)
 				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (queue, minute) DO UPDATE SET
@@ -169,7 +171,7 @@ const historySQL = `SELECT queue, minute, enqueued, succeeded, retried, dead FRO
 // it before Close to keep the last minute's counts. A read-only queue has
 // nothing to flush.
 func (q *Queue) FlushHistory(ctx context.Context) error {
-	if q.w == nil {
+	if q.historyOff() {
 		return nil
 	}
 	h := q.history()
@@ -196,7 +198,7 @@ func (q *Queue) History(ctx context.Context, queue string, since time.Time) ([]H
 		query += ` AND queue = ?`
 		args = append(args, queue)
 	}
-	rows, err := q.db.QueryContext(ctx, query, args...)
+	rows, err := q.lite.DB().QueryContext(ctx, query, args...)
 	if err != nil {
 		if strings.Contains(err.Error(), "no such table") {
 			return nil, fmt.Errorf("%w", errNoHistoryTable)
@@ -217,7 +219,7 @@ func (q *Queue) History(ctx context.Context, queue string, since time.Time) ([]H
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if q.w != nil {
+	if !q.historyOff() {
 		h := q.history()
 		h.mu.Lock()
 		for k, c := range h.pending {
@@ -252,3 +254,7 @@ func (q *Queue) History(ctx context.Context, queue string, since time.Time) ([]H
 // Now returns the time of the queue's Clock, for callers (such as a
 // dashboard) that show times relative to the queue's.
 func (q *Queue) Now() time.Time { return q.clock.Now() }
+
+// historyOff reports whether the queue keeps no history: it is read-only,
+// or its store is not SQLite (where the history table lives for now).
+func (q *Queue) historyOff() bool { return q.lite == nil || q.readOnly }

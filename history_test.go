@@ -39,10 +39,10 @@ func TestHistoryCountsOutcomesPerMinuteAndPersistsThem(t *testing.T) {
 	// FlushHistory. A reopened queue reads both from the file.
 	h.q.history().flights.Wait()
 	var rows int
-	require.NoError(t, h.q.db.QueryRow(`SELECT count(*) FROM lq_history`).Scan(&rows))
+	require.NoError(t, h.q.lite.DB().QueryRow(`SELECT count(*) FROM lq_history`).Scan(&rows))
 	require.Equal(t, 1, rows)
 	require.NoError(t, h.q.FlushHistory(ctx))
-	require.NoError(t, h.q.db.QueryRow(`SELECT count(*) FROM lq_history`).Scan(&rows))
+	require.NoError(t, h.q.lite.DB().QueryRow(`SELECT count(*) FROM lq_history`).Scan(&rows))
 	require.Equal(t, 2, rows)
 	require.NoError(t, h.q.Stop(ctx))
 	h.reopen(t)

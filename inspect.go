@@ -2,12 +2,13 @@ package litequeue
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/litequeue/litequeue/internal/sqlite"
+	"github.com/litequeue/litequeue/internal/store"
 )
 
 // State is where a job is in its life, as reported by Jobs, Job and Stats.
@@ -97,149 +98,60 @@ type JobFilter struct {
 	Offset int     // skip this many, for paging
 }
 
-const jobColumns = `id, queue, kind, state, attempt, priority, idem_key, payload, created_at, run_at,
-	visible_at, attempted_at, finished_at, last_error, dead_reason`
-
-// stateSQL is the SQL condition of a State at time ?now (named :now).
-func stateSQL(s State) string {
-	switch s {
-	case StateReady:
-		return "(state = 0 AND visible_at <= :now)"
-	case StateScheduled:
-		return "(state = 0 AND visible_at > :now)"
-	case StateRunning:
-		return "state = 1"
-	case StateCompleted:
-		return "state = 2"
-	default:
-		return "state = 3"
-	}
-}
-
+// scanJob reads a row of the SQLite store's job columns as the public view
+// at now (for the SQLite-only dashboard queries).
 func scanJob(rows interface{ Scan(...any) error }, now int64) (JobInfo, error) {
-	var j JobInfo
-	var state int
-	var key, lastErr, reason sql.NullString
-	var created, runAt, visible int64
-	var attempted, finished sql.NullInt64
-	if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &state, &j.Attempt, &j.Priority, &key, (*[]byte)(&j.Payload),
-		&created, &runAt, &visible, &attempted, &finished, &lastErr, &reason); err != nil {
+	j, err := sqlite.ScanJob(rows)
+	if err != nil {
 		return JobInfo{}, err
 	}
-	switch state {
-	case 0:
-		j.State = StateReady
-		if visible > now {
-			j.State = StateScheduled
-		}
-	case 1:
-		j.State = StateRunning
-	case 2:
-		j.State = StateCompleted
-	default:
-		j.State = StateDead
-	}
-	j.Key, j.LastError, j.DeadReason = key.String, lastErr.String, reason.String
-	j.CreatedAt, j.RunAt, j.VisibleAt = time.Unix(0, created), time.Unix(0, runAt), time.Unix(0, visible)
-	if attempted.Valid {
-		j.AttemptedAt = time.Unix(0, attempted.Int64)
-	}
-	if finished.Valid {
-		j.FinishedAt = time.Unix(0, finished.Int64)
-	}
-	return j, nil
+	return jobInfo(j, now), nil
 }
+
+// jobColumns are the columns scanJob reads.
+const jobColumns = sqlite.JobColumns
 
 // Jobs lists the jobs f selects, in f.Order. It reads a consistent snapshot
 // and works on a read-only queue.
 func (q *Queue) Jobs(ctx context.Context, f JobFilter) ([]JobInfo, error) {
 	now := unixNanos(q.clock)
-	var where []string
-	args := []any{sql.Named("now", now)}
-	if f.Queue != "" {
-		where = append(where, "queue = :queue")
-		args = append(args, sql.Named("queue", f.Queue))
-	}
-	if f.Kind != "" {
-		where = append(where, "kind = :kind")
-		args = append(args, sql.Named("kind", f.Kind))
-	}
-	if len(f.States) > 0 {
-		var ors []string
-		for _, s := range f.States {
-			if _, err := ParseState(string(s)); err != nil {
-				return nil, err
-			}
-			ors = append(ors, stateSQL(s))
+	sf := store.JobFilter{Queue: f.Queue, Kind: f.Kind, Limit: f.Limit, Offset: f.Offset, Now: now}
+	for _, st := range f.States {
+		if _, err := ParseState(string(st)); err != nil {
+			return nil, err
 		}
-		where = append(where, "("+strings.Join(ors, " OR ")+")")
-	}
-	query := "SELECT " + jobColumns + " FROM lq_jobs"
-	if len(where) > 0 {
-		query += " WHERE " + strings.Join(where, " AND ")
+		sf.States = append(sf.States, listState(st))
 	}
 	switch f.Order {
 	case OrderNextDue:
-		query += " ORDER BY visible_at, priority, id"
+		sf.Order = store.NextDue
 	case OrderNewest, "":
-		query += " ORDER BY id DESC"
+		sf.Order = store.NewestFirst
 	default:
 		return nil, fmt.Errorf("litequeue: unknown order %q; use %q or %q", f.Order, OrderNewest, OrderNextDue)
 	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = -1 // SQLite: no limit
-	}
-	query += " LIMIT :limit OFFSET :offset"
-	args = append(args, sql.Named("limit", limit), sql.Named("offset", max(f.Offset, 0)))
-	rows, err := q.db.QueryContext(ctx, query, args...)
+	rows, err := q.store.Jobs(ctx, sf)
 	if err != nil {
 		return nil, wrapf("litequeue: list jobs: %w", err)
 	}
-	defer rows.Close()
-	var out []JobInfo
-	for rows.Next() {
-		j, err := scanJob(rows, now)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, j)
+	out := make([]JobInfo, 0, len(rows))
+	for _, j := range rows {
+		out = append(out, jobInfo(j, now))
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Job returns one job with its attempt history, or an error wrapping
 // ErrNotFound.
 func (q *Queue) Job(ctx context.Context, id int64) (JobInfo, error) {
 	now := unixNanos(q.clock)
-	tx, err := q.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	j, as, err := q.store.Job(ctx, id)
 	if err != nil {
-		return JobInfo{}, err
+		return JobInfo{}, wrapf("litequeue: %w", err)
 	}
-	defer tx.Rollback()
-	j, err := scanJob(tx.QueryRowContext(ctx, "SELECT "+jobColumns+" FROM lq_jobs WHERE id = ?", id), now)
-	if errors.Is(err, sql.ErrNoRows) {
-		return JobInfo{}, wrapf("litequeue: job %d: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return JobInfo{}, err
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT attempt, started_at, finished_at, error, decision, delay
-		FROM lq_attempts WHERE job_id = ? ORDER BY id`, id)
-	if err != nil {
-		return JobInfo{}, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var a AttemptRecord
-		var started, finished, delay int64
-		if err := rows.Scan(&a.Attempt, &started, &finished, &a.Error, &a.Decision, &delay); err != nil {
-			return JobInfo{}, err
-		}
-		a.StartedAt, a.FinishedAt, a.Delay = time.Unix(0, started), time.Unix(0, finished), time.Duration(delay)
-		j.Attempts = append(j.Attempts, a)
-	}
-	return j, rows.Err()
+	info := jobInfo(j, now)
+	info.Attempts = attemptRecords(as)
+	return info, nil
 }
 
 // Cancel deletes pending (ready or scheduled) jobs by id and returns how many
@@ -250,47 +162,11 @@ func (q *Queue) Cancel(ctx context.Context, ids ...int64) (int, error) {
 	if err := q.writable(); err != nil {
 		return 0, err
 	}
-	n := 0
-	err := q.w.do(ctx, func(ctx context.Context, tx execer) error {
-		n = 0
-		for _, id := range ids {
-			var state int
-			err := tx.QueryRowContext(ctx, `SELECT state FROM lq_jobs WHERE id = ?`, id).Scan(&state)
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
-				return wrapf("litequeue: cancel job %d: %w", id, ErrNotFound)
-			case err != nil:
-				return err
-			case state == 1:
-				return wrapf("litequeue: cancel job %d: %w; wait for it to finish, or stop its worker first", id, ErrJobRunning)
-			case state != 0:
-				return wrapf("litequeue: cancel job %d: it is %s: %w", id, stateName(state), ErrWrongState)
-			}
-			res, err := tx.ExecContext(ctx, `DELETE FROM lq_jobs WHERE id = ? AND state = 0`, id)
-			if err != nil {
-				return err
-			}
-			c, _ := res.RowsAffected()
-			n += int(c)
-		}
-		return nil
-	})
+	n, err := q.store.Cancel(ctx, ids)
 	if err != nil {
-		return 0, err
+		return 0, wrapf("litequeue: %w", err)
 	}
 	return n, nil
-}
-
-func stateName(state int) State {
-	switch state {
-	case 1:
-		return StateRunning
-	case 2:
-		return StateCompleted
-	case 3:
-		return StateDead
-	}
-	return StateReady
 }
 
 // PurgeCompleted deletes retained completed jobs that finished more than
@@ -310,16 +186,7 @@ func boolInt(b bool) int64 {
 }
 
 func (q *Queue) purgeCompletedBefore(ctx context.Context, cutoff int64) (int, error) {
-	var n int64
-	err := q.w.do(ctx, func(ctx context.Context, tx execer) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM lq_jobs WHERE state = 2 AND finished_at < ?`, cutoff)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	return int(n), err
+	return q.store.PurgeCompleted(ctx, cutoff)
 }
 
 // QueueStats counts one queue's jobs by state. In JSON, OldestReady is a Go
@@ -344,32 +211,23 @@ type QueueStats struct {
 // inspection, not per job.
 func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
 	now := unixNanos(q.clock)
-	rows, err := q.db.QueryContext(ctx, `SELECT queue,
-		sum(state = 0 AND visible_at <= :now), sum(state = 0 AND visible_at > :now),
-		sum(state = 1), sum(state = 2), sum(state = 3),
-		min(CASE WHEN state = 0 AND visible_at <= :now THEN visible_at END),
-		min(CASE WHEN state = 0 AND visible_at > :now THEN visible_at END)
-		FROM lq_jobs GROUP BY queue ORDER BY queue`, sql.Named("now", now))
+	rows, err := q.store.Stats(ctx, now)
 	if err != nil {
 		return nil, wrapf("litequeue: stats: %w", err)
 	}
-	defer rows.Close()
-	var out []QueueStats
-	for rows.Next() {
-		var s QueueStats
-		var oldest, next sql.NullInt64
-		if err := rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Running, &s.Completed, &s.Dead, &oldest, &next); err != nil {
-			return nil, err
+	out := make([]QueueStats, 0, len(rows))
+	for _, r := range rows {
+		s := QueueStats{Queue: r.Queue, Ready: r.Ready, Scheduled: r.Scheduled, Running: r.Running,
+			Completed: r.Completed, Dead: r.Dead}
+		if r.OldestReadySince != 0 {
+			s.OldestReady = time.Duration(now - r.OldestReadySince)
 		}
-		if oldest.Valid {
-			s.OldestReady = time.Duration(now - oldest.Int64)
-		}
-		if next.Valid {
-			s.NextDue = time.Unix(0, next.Int64)
+		if r.NextDue != 0 {
+			s.NextDue = time.Unix(0, r.NextDue)
 		}
 		out = append(out, s)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // errPrefix begins the text of every error of the package.
@@ -384,6 +242,9 @@ func wrapf(format string, args ...any) error {
 	err := fmt.Errorf(format, args...)
 	msg := err.Error()
 	if rest, ok := strings.CutPrefix(msg, errPrefix); ok {
+		for strings.HasPrefix(rest, errPrefix) {
+			rest = rest[len(errPrefix):]
+		}
 		msg = errPrefix + strings.ReplaceAll(rest, ": "+errPrefix, ": ")
 	}
 	return &prefixedError{msg: msg, err: err}

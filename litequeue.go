@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +15,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/benbjohnson/clock"
+
+	"github.com/litequeue/litequeue/internal/sqlite"
+	"github.com/litequeue/litequeue/internal/store"
 )
 
 // Job is a unit of work: any JSON-encodable type with a Kind. The kind names
@@ -121,6 +122,21 @@ type QueueConfig struct {
 	// Strategy, when set, decides retries after failures that have
 	// attempts left (see Strategy). Nil uses the policy's backoff.
 	Strategy Strategy
+	// OnDead, when set, is called when a job of this queue gives up for
+	// good (its attempts are used up, it failed permanently, a Strategy
+	// refused it, or its last attempt was lost with its process) and
+	// returns a follow-up job (nil for none) that is enqueued in the same
+	// transaction that makes the job a dead letter: both happen or
+	// neither, even across a crash, so business state waiting on the job
+	// (an order left "pending") always hears of its end — handle the
+	// follow-up kind to update it, with its own retries. dead describes the
+	// job (State dead, its payload, attempt and last error); cause is the
+	// final failure. OnDead runs on the worker's goroutine before the write
+	// and must not block. A follow-up that does not validate, or an OnDead
+	// that panics, is logged and the job is dead-lettered without it. A
+	// follow-up whose idempotency key is held by a live job is not
+	// enqueued again. Nil means no follow-up.
+	OnDead func(dead JobInfo, cause error) (Job, *EnqueueOptions)
 }
 
 // NewQueueConfig returns the default configuration of a queue: one attempt
@@ -268,11 +284,9 @@ type Queue struct {
 	clock Clock
 	log   *slog.Logger
 
-	db    *sql.DB // reads (and, from New, the application's pool)
-	wdb   *sql.DB // the writer's own pool, from Open
-	owned bool    // Open made db and wdb; Close closes them
-	wconn *sql.Conn
-	w     *writer // nil when read-only
+	store    store.Store
+	lite     *sqlite.Store // the SQLite store, nil on other backends
+	readOnly bool
 
 	randMu sync.Mutex
 	rnd    *rand.Rand
@@ -305,69 +319,11 @@ func Open(name string, opts *Options) (*Queue, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	if err := checkFile(name, o.ReadOnly); err != nil {
-		return nil, err
-	}
-	ctx := context.Background()
-	rdb, err := sql.Open("sqlite", dsn(name, &o, true))
+	st, err := sqlite.Open(name, o.sqliteOptions())
 	if err != nil {
-		return nil, err
+		return nil, wrapf("%w", err)
 	}
-	rdb.SetMaxOpenConns(4)
-	if o.ReadOnly {
-		version, foreign, err := identify(ctx, rdb)
-		if err != nil && onReadOnlyMedia(name, err) {
-			// A WAL file on read-only media with no -wal beside it: no
-			// process can be writing it, so read it as immutable (SQLite
-			// cannot make the -shm it would otherwise need).
-			rdb.Close()
-			if rdb, err = sql.Open("sqlite", dsn(name, &o, true)+"&immutable=1"); err != nil {
-				return nil, err
-			}
-			rdb.SetMaxOpenConns(4)
-			version, foreign, err = identify(ctx, rdb)
-		}
-		if err == nil {
-			err = checkVersion(version, foreign)
-		}
-		if err != nil {
-			rdb.Close()
-			return nil, fmt.Errorf("litequeue: open %s: %w", name, err)
-		}
-		return newQueue(o, rdb, nil, true, nil), nil
-	}
-	wdb, err := sql.Open("sqlite", dsn(name, &o, false))
-	if err != nil {
-		rdb.Close()
-		return nil, err
-	}
-	wdb.SetMaxOpenConns(1)
-	_, statErr := os.Stat(name)
-	conn, err := wdb.Conn(ctx)
-	if err != nil {
-		err = explainOpenError(name, statErr == nil, classifyOpenError(err))
-	} else {
-		openStep("created")
-		err = prepareFile(ctx, conn, true)
-	}
-	if err != nil {
-		if conn != nil {
-			conn.Close()
-		}
-		wdb.Close()
-		rdb.Close()
-		return nil, fmt.Errorf("litequeue: open %s: %w", name, err)
-	}
-	id, err := newFileIdentity(name)
-	if err != nil {
-		conn.Close()
-		wdb.Close()
-		rdb.Close()
-		return nil, fmt.Errorf("litequeue: open %s: %w", name, err)
-	}
-	q := newQueue(o, rdb, wdb, true, conn)
-	q.w.file.Store(id)
-	return q, nil
+	return newQueue(o, st, st, o.ReadOnly), nil
 }
 
 // New returns a queue that keeps its tables (named lq_*) in the application's
@@ -394,92 +350,27 @@ func New(db *sql.DB, opts *Options) (*Queue, error) {
 	if o.ReadOnly {
 		return nil, errors.New("litequeue: New: Options.ReadOnly applies to Open only")
 	}
-	if db.Stats().MaxOpenConnections == 1 {
-		return nil, errors.New("litequeue: New: db allows one open connection; the queue's writer holds one, so allow at least two (db.SetMaxOpenConns)")
-	}
-	ctx := context.Background()
-	conn, err := db.Conn(ctx)
+	st, err := sqlite.New(db, o.sqliteOptions())
 	if err != nil {
-		return nil, wrapf("litequeue: New: %w", err)
+		return nil, wrapf("%w", err)
 	}
-	// The connection is as db's DSN made it: its busy timeout is what the
-	// application's connections have.
-	var appBusy int64
-	if err := conn.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&appBusy); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("litequeue: New: PRAGMA busy_timeout: %w", err)
-	}
-	if appBusy <= 0 {
-		conn.Close()
-		return nil, errors.New(`litequeue: New: db's connections have busy_timeout 0, so the application's writes would fail at once with SQLITE_BUSY whenever the queue writes; open db with a busy timeout, e.g. sql.Open("sqlite", "file:app.db?_pragma=busy_timeout(5000)")`)
-	}
-	for _, p := range []string{
-		fmt.Sprintf("PRAGMA busy_timeout = %d", o.BusyTimeout.Milliseconds()),
-		"PRAGMA foreign_keys = ON",
-		"PRAGMA synchronous = " + o.Durability.synchronous(),
-	} {
-		if _, err := conn.ExecContext(ctx, p); err != nil {
-			conn.Close()
-			return nil, wrapf("litequeue: New: %s: %w", p, err)
-		}
-	}
-	if err := prepareFile(ctx, conn, false); err != nil {
-		conn.Close()
-		return nil, wrapf("litequeue: New: %w", err)
-	}
-	return newQueue(o, db, nil, false, conn), nil
+	return newQueue(o, st, st, false), nil
 }
 
-func checkVersion(version int, foreign bool) error {
-	switch {
-	case version > SchemaVersion:
-		return fmt.Errorf("%w: file has version %d, this build knows up to %d; upgrade litequeue", ErrSchemaTooNew, version, SchemaVersion)
-	case version == 0 && foreign:
-		return fmt.Errorf("%w: it holds tables of another application and no litequeue schema", ErrNotLitequeue)
-	case version == 0:
-		return fmt.Errorf("%w: it holds no litequeue schema", ErrNotLitequeue)
-	}
-	return nil
+func (o *Options) sqliteOptions() sqlite.Options {
+	return sqlite.Options{BusyTimeout: o.BusyTimeout, Synchronous: o.Durability.synchronous(),
+		Pragmas: o.Pragmas, ReadOnly: o.ReadOnly, Logger: o.Logger}
 }
 
-// prepareFile checks what conn's database holds, then switches it to WAL and
-// migrates it. Nothing is written before the checks pass. own says the file
-// belongs to the queue alone (Open), so other applications' tables are
-// refused.
-func prepareFile(ctx context.Context, conn *sql.Conn, own bool) error {
-	version, foreign, err := identify(ctx, conn)
-	if err != nil {
-		return err
-	}
-	openStep("identified")
-	if version > SchemaVersion {
-		return checkVersion(version, foreign)
-	}
-	if own && version == 0 && foreign {
-		return checkVersion(version, foreign)
-	}
-	var mode string
-	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
-		return classifyOpenError(err)
-	}
-	openStep("wal")
-	if version < SchemaVersion {
-		err := migrate(ctx, conn, version)
-		openStep("migrated")
-		return err
-	}
-	return nil
-}
-
-func newQueue(o Options, db, wdb *sql.DB, owned bool, conn *sql.Conn) *Queue {
+// newQueue makes a queue on st; lite is st when it is the SQLite store.
+func newQueue(o Options, st store.Store, lite *sqlite.Store, readOnly bool) *Queue {
 	q := &Queue{
 		opts:     o,
 		clock:    o.Clock,
 		log:      o.Logger,
-		db:       db,
-		wdb:      wdb,
-		owned:    owned,
-		wconn:    conn,
+		store:    st,
+		lite:     lite,
+		readOnly: readOnly,
 		rnd:      o.Rand,
 		handlers: map[string]*handler{},
 		configs:  map[string]QueueConfig{},
@@ -489,10 +380,21 @@ func newQueue(o Options, db, wdb *sql.DB, owned bool, conn *sql.Conn) *Queue {
 		q.configs[qc.Name] = qc.withDefaults()
 	}
 	q.leaseSeq.Store(rand.Int64N(1 << 40))
-	if conn != nil {
-		q.w = newWriter(conn, q.writeCompletions)
-	}
 	return q
+}
+
+func init() {
+	store.NewQueue = func(st store.Store, opts any) (any, error) {
+		o, _ := opts.(*Options)
+		oo := o.withDefaults()
+		if err := oo.validate(); err != nil {
+			return nil, err
+		}
+		if oo.ReadOnly {
+			return nil, errors.New("litequeue: Options.ReadOnly applies to Open only")
+		}
+		return newQueue(oo, st, nil, false), nil
+	}
 }
 
 // config returns the configuration of the named queue.
@@ -530,23 +432,7 @@ func (q *Queue) Close() error {
 	q.closed = true
 	q.mu.Unlock()
 	q.cleanup.stop()
-	if q.w != nil {
-		q.w.close()
-	}
-	if q.owned {
-		// The readers first, so that the writer's connection is the last
-		// one this process has on the file.
-		errs = append(errs, q.db.Close())
-		if q.w != nil {
-			errs = append(errs, checkpointOnClose(q.wconn))
-		}
-	}
-	if q.wconn != nil {
-		errs = append(errs, q.wconn.Close())
-	}
-	if q.owned && q.wdb != nil {
-		errs = append(errs, q.wdb.Close())
-	}
+	errs = append(errs, q.store.Close())
 	return errors.Join(errs...)
 }
 
@@ -557,7 +443,7 @@ func (q *Queue) writable() error {
 	if closed {
 		return ErrClosed
 	}
-	if q.w == nil {
+	if q.readOnly {
 		return ErrReadOnly
 	}
 	return nil
@@ -593,17 +479,6 @@ type EnqueueOptions struct {
 	Queue string
 }
 
-// newJob is a validated, encoded job ready to insert.
-type newJob struct {
-	queue, kind string
-	priority    int
-	visibleAt   int64
-	runAt       int64
-	createdAt   int64
-	payload     []byte
-	key         string
-}
-
 func validName(what, s string) error {
 	switch {
 	case s == "":
@@ -630,91 +505,58 @@ var (
 	maxRunAt = time.Unix(0, 1<<63-1)
 )
 
-func (q *Queue) prepare(job Job, o *EnqueueOptions) (newJob, error) {
+func (q *Queue) prepare(job Job, o *EnqueueOptions) (store.NewJob, error) {
 	if job == nil {
-		return newJob{}, fmt.Errorf("%w: nil job", ErrInvalidJob)
+		return store.NewJob{}, fmt.Errorf("%w: nil job", ErrInvalidJob)
 	}
 	if o == nil {
 		o = &EnqueueOptions{}
 	}
-	nj := newJob{kind: job.Kind(), queue: o.Queue, priority: o.Priority, key: o.Key}
-	if nj.queue == "" {
-		nj.queue = jobQueue(job)
+	nj := store.NewJob{Kind: job.Kind(), Queue: o.Queue, Priority: o.Priority, Key: o.Key}
+	if nj.Queue == "" {
+		nj.Queue = jobQueue(job)
 	}
-	if err := validName("kind", nj.kind); err != nil {
-		return newJob{}, err
+	if err := validName("kind", nj.Kind); err != nil {
+		return store.NewJob{}, err
 	}
-	if err := validName("queue", nj.queue); err != nil {
-		return newJob{}, err
+	if err := validName("queue", nj.Queue); err != nil {
+		return store.NewJob{}, err
 	}
-	if len(nj.key) > MaxKeyLen {
-		return newJob{}, fmt.Errorf("%w: idempotency key is %d bytes, longer than %d", ErrInvalidJob, len(nj.key), MaxKeyLen)
+	if len(nj.Key) > MaxKeyLen {
+		return store.NewJob{}, fmt.Errorf("%w: idempotency key is %d bytes, longer than %d", ErrInvalidJob, len(nj.Key), MaxKeyLen)
 	}
 	if o.Delay < 0 {
-		return newJob{}, fmt.Errorf("%w: negative delay %s; use 0 to run now", ErrInvalidJob, o.Delay)
+		return store.NewJob{}, fmt.Errorf("%w: negative delay %s; use 0 to run now", ErrInvalidJob, o.Delay)
 	}
 	if o.Delay != 0 && !o.RunAt.IsZero() {
-		return newJob{}, fmt.Errorf("%w: both Delay and RunAt are set; set one", ErrInvalidJob)
+		return store.NewJob{}, fmt.Errorf("%w: both Delay and RunAt are set; set one", ErrInvalidJob)
 	}
 	now := q.clock.Now()
-	nj.createdAt = now.UnixNano()
+	nj.CreatedAt = now.UnixNano()
 	due := now
 	switch {
 	case !o.RunAt.IsZero():
 		if o.RunAt.After(maxRunAt) || o.RunAt.Before(minRunAt) {
-			return newJob{}, fmt.Errorf("%w: RunAt %s is outside the years 1678–2262 that the queue can store", ErrInvalidJob, o.RunAt)
+			return store.NewJob{}, fmt.Errorf("%w: RunAt %s is outside the years 1678–2262 that the queue can store", ErrInvalidJob, o.RunAt)
 		}
 		due = o.RunAt
 	case o.Delay > 0:
 		if now.After(maxRunAt.Add(-o.Delay)) {
-			return newJob{}, fmt.Errorf("%w: delay %s runs past year 2262", ErrInvalidJob, o.Delay)
+			return store.NewJob{}, fmt.Errorf("%w: delay %s runs past year 2262", ErrInvalidJob, o.Delay)
 		}
 		due = now.Add(o.Delay)
 	}
-	nj.visibleAt = due.UnixNano()
-	nj.runAt = nj.visibleAt
+	nj.VisibleAt = due.UnixNano()
 	payload, err := json.Marshal(job)
 	if err != nil {
-		return newJob{}, fmt.Errorf("%w: job of kind %q does not encode as JSON: %v", ErrInvalidJob, nj.kind, err)
+		return store.NewJob{}, fmt.Errorf("%w: job of kind %q does not encode as JSON: %v", ErrInvalidJob, nj.Kind, err)
 	}
 	if q.opts.MaxPayloadBytes > 0 && len(payload) > q.opts.MaxPayloadBytes {
-		return newJob{}, fmt.Errorf("%w: job of kind %q encodes to %d bytes, over Options.MaxPayloadBytes (%d); store large data elsewhere and enqueue a reference",
-			ErrInvalidJob, nj.kind, len(payload), q.opts.MaxPayloadBytes)
+		return store.NewJob{}, fmt.Errorf("%w: job of kind %q encodes to %d bytes, over Options.MaxPayloadBytes (%d); store large data elsewhere and enqueue a reference",
+			ErrInvalidJob, nj.Kind, len(payload), q.opts.MaxPayloadBytes)
 	}
-	nj.payload = payload
+	nj.Payload = payload
 	return nj, nil
-}
-
-const insertJobSQL = `INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload, idem_key)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
-
-// insert writes one job on tx. With a key held by a live job it inserts
-// nothing and returns that job's id and a *DuplicateError.
-func insert(ctx context.Context, tx execer, nj *newJob, stmt *sql.Stmt) (int64, error) {
-	var key any
-	if nj.key != "" {
-		key = nj.key
-		var id int64
-		err := tx.QueryRowContext(ctx, `SELECT id FROM lq_jobs WHERE idem_key = ? AND state IN (0, 1)`, nj.key).Scan(&id)
-		if err == nil {
-			return id, &DuplicateError{Key: nj.key, ID: id}
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return 0, err
-		}
-	}
-	args := []any{nj.queue, nj.kind, nj.priority, nj.visibleAt, nj.runAt, nj.createdAt, nj.payload, key}
-	var res sql.Result
-	var err error
-	if stmt != nil {
-		res, err = stmt.ExecContext(ctx, args...)
-	} else {
-		res, err = tx.ExecContext(ctx, insertJobSQL, args...)
-	}
-	if err != nil {
-		return 0, err
-	}
-	return res.LastInsertId()
 }
 
 // Enqueue stores job and returns its id, which stays the job's identity
@@ -744,52 +586,54 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 	// A job due now, of a kind whose pool here is idle, is claimed in the
 	// same transaction and handed straight to a worker.
 	var direct *pool
-	var d *delivery
-	if nj.visibleAt <= nj.createdAt {
+	if nj.VisibleAt <= nj.CreatedAt {
 		q.mu.Lock()
 		if q.run != nil {
-			direct = q.run.reserveDirect(nj.queue, nj.kind)
+			direct = q.run.reserveDirect(nj.Queue, nj.Kind)
 		}
 		q.mu.Unlock()
 	}
 	var id int64
-	handed := true
-	var after func()
+	var d *delivery
 	if direct != nil {
-		// On the writer, in commit order with the dispatchers' claims.
-		after = func() { handed = direct.handOff(d) }
-	}
-	err = q.w.doAfter(ctx, func(ctx context.Context, tx execer) error {
-		var err error
-		d = nil
-		id, err = insert(ctx, tx, &nj, nil)
-		if err == nil && direct != nil {
-			d, err = direct.claimDirect(ctx, tx)
-		}
-		return err
-	}, after)
-	if direct != nil {
+		handed := true
+		cq := direct.claimQuery(1)
+		id, err = q.store.InsertClaim(ctx, nj, cq, func(cs []store.Claimed) {
+			// On the store's commit path, in commit order with the
+			// dispatchers' claims.
+			if len(cs) > 0 {
+				d = direct.delivery(cs[0], cq.Lease)
+				handed = direct.handOff(d)
+			}
+		})
 		direct.unreserve()
 		if !handed {
 			direct.release([]*delivery{d})
+		}
+	} else {
+		var ids []int64
+		var dups []error
+		ids, dups, err = q.store.Insert(ctx, nil, []store.NewJob{nj})
+		if err == nil {
+			id, err = ids[0], dups[0]
 		}
 	}
 	if err != nil {
 		var dup *DuplicateError
 		if errors.As(err, &dup) {
-			q.emit(Event{Type: EventDuplicate, JobID: dup.ID, Queue: nj.queue, Kind: nj.kind})
+			q.emit(Event{Type: EventDuplicate, JobID: dup.ID, Queue: nj.Queue, Kind: nj.Kind})
 			return dup.ID, err
 		}
-		return 0, fmt.Errorf("litequeue: enqueue %s: %w", nj.kind, classifyWriteError(err))
+		return 0, wrapf("litequeue: enqueue %s: %w", nj.Kind, err)
 	}
-	q.emit(Event{Type: EventEnqueued, JobID: id, Queue: nj.queue, Kind: nj.kind, Delay: time.Duration(nj.visibleAt - nj.createdAt)})
+	q.emit(Event{Type: EventEnqueued, JobID: id, Queue: nj.Queue, Kind: nj.Kind, Delay: time.Duration(nj.VisibleAt - nj.CreatedAt)})
 	switch {
-	case nj.visibleAt > nj.createdAt:
-		q.dueAt(nj.queue, nj.kind, nj.visibleAt)
+	case nj.VisibleAt > nj.CreatedAt:
+		q.dueAt(nj.Queue, nj.Kind, nj.VisibleAt)
 	case d == nil || d.id != id:
-		// The job waits in the file: the hand-off took a more urgent one,
+		// The job waits in the store: the hand-off took a more urgent one,
 		// or none.
-		q.wake(nj.queue)
+		q.wake(nj.Queue)
 	}
 	return id, nil
 }
@@ -812,18 +656,19 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, job Job, opts *Enqueu
 	if err != nil {
 		return 0, err
 	}
-	id, err := insert(ctx, tx, &nj, nil)
-	if err != nil {
-		var dup *DuplicateError
-		if errors.As(err, &dup) {
-			return dup.ID, err
-		}
-		return 0, wrapf("litequeue: enqueue %s: %w", nj.kind, classifyWriteError(err))
+	ids, dups, err := q.store.Insert(ctx, tx, []store.NewJob{nj})
+	if err == nil && dups[0] != nil {
+		return ids[0], dups[0]
 	}
-	// tx holds the write lock from the insert until it ends, and a claim
-	// begins with BEGIN IMMEDIATE: the claim this wakes runs after tx's
-	// commit and sees the job, or after its rollback and finds nothing.
-	q.wake(nj.queue)
+	if err != nil {
+		return 0, wrapf("litequeue: enqueue %s: %w", nj.Kind, err)
+	}
+	id := ids[0]
+	// On SQLite tx holds the write lock from the insert until it ends, and a
+	// claim begins with BEGIN IMMEDIATE: the claim this wakes runs after tx's
+	// commit and sees the job, or after its rollback and finds nothing. On
+	// PostgreSQL the commit's notification wakes the workers.
+	q.wake(nj.Queue)
 	return id, nil
 }
 
@@ -847,28 +692,22 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []BatchItem) ([]int64, e
 	if err != nil {
 		return nil, err
 	}
-	var ids []int64
-	var dups []error
-	err = q.w.do(ctx, func(ctx context.Context, tx execer) error {
-		var err error
-		ids, dups, err = insertBatch(ctx, tx, jobs)
-		return err
-	})
+	ids, dups, err := q.store.Insert(ctx, nil, jobs)
 	if err != nil {
-		return nil, fmt.Errorf("litequeue: enqueue batch: %w", classifyWriteError(err))
+		return nil, wrapf("litequeue: enqueue batch: %w", err)
 	}
 	queues := map[string]bool{}
 	for i, nj := range jobs {
 		if dups[i] != nil {
-			q.emit(Event{Type: EventDuplicate, JobID: ids[i], Queue: nj.queue, Kind: nj.kind})
+			q.emit(Event{Type: EventDuplicate, JobID: ids[i], Queue: nj.Queue, Kind: nj.Kind})
 			continue
 		}
-		if nj.visibleAt > nj.createdAt {
-			q.dueAt(nj.queue, nj.kind, nj.visibleAt)
+		if nj.VisibleAt > nj.CreatedAt {
+			q.dueAt(nj.Queue, nj.Kind, nj.VisibleAt)
 		} else {
-			queues[nj.queue] = true
+			queues[nj.Queue] = true
 		}
-		q.emit(Event{Type: EventEnqueued, JobID: ids[i], Queue: nj.queue, Kind: nj.kind, Delay: time.Duration(nj.visibleAt - nj.createdAt)})
+		q.emit(Event{Type: EventEnqueued, JobID: ids[i], Queue: nj.Queue, Kind: nj.Kind, Delay: time.Duration(nj.VisibleAt - nj.CreatedAt)})
 	}
 	for name := range queues {
 		q.wake(name)
@@ -890,22 +729,22 @@ func (q *Queue) EnqueueBatchTx(ctx context.Context, tx *sql.Tx, items []BatchIte
 	if err != nil {
 		return nil, err
 	}
-	ids, dups, err := insertBatch(ctx, tx, jobs)
+	ids, dups, err := q.store.Insert(ctx, tx, jobs)
 	if err != nil {
-		return nil, wrapf("litequeue: enqueue batch: %w", classifyWriteError(err))
+		return nil, wrapf("litequeue: enqueue batch: %w", err)
 	}
 	queues := map[string]bool{}
 	for _, nj := range jobs {
-		if !queues[nj.queue] {
-			queues[nj.queue] = true
-			q.wake(nj.queue) // as in EnqueueTx: the claim waits for tx to end
+		if !queues[nj.Queue] {
+			queues[nj.Queue] = true
+			q.wake(nj.Queue) // as in EnqueueTx: the claim waits for tx to end
 		}
 	}
 	return ids, errors.Join(dups...)
 }
 
-func (q *Queue) prepareBatch(items []BatchItem) ([]newJob, error) {
-	jobs := make([]newJob, len(items))
+func (q *Queue) prepareBatch(items []BatchItem) ([]store.NewJob, error) {
+	jobs := make([]store.NewJob, len(items))
 	for i, it := range items {
 		nj, err := q.prepare(it.Job, it.Options)
 		if err != nil {
@@ -914,46 +753,6 @@ func (q *Queue) prepareBatch(items []BatchItem) ([]newJob, error) {
 		jobs[i] = nj
 	}
 	return jobs, nil
-}
-
-type preparer interface {
-	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
-}
-
-// insertBatch writes jobs on tx. ids[i] is the id of jobs[i]; dups[i] is the
-// *DuplicateError of an item whose key a live job (or an earlier item) holds,
-// and which was therefore not inserted. err is any other failure: then the
-// caller must not commit.
-func insertBatch(ctx context.Context, tx execer, jobs []newJob) (ids []int64, dups []error, err error) {
-	var stmt *sql.Stmt
-	if p, ok := tx.(preparer); ok && len(jobs) > 1 {
-		s, err := p.PrepareContext(ctx, insertJobSQL)
-		if err != nil {
-			return nil, nil, err
-		}
-		defer s.Close()
-		stmt = s
-	}
-	ids = make([]int64, len(jobs))
-	dups = make([]error, len(jobs))
-	for i := 0; i < len(jobs); i++ {
-		if k := keylessRun(jobs[i:]); k > 1 {
-			if err := insertMany(ctx, tx, jobs[i:i+k], ids[i:i+k]); err != nil {
-				return nil, nil, fmt.Errorf("batch items %d-%d: %w", i, i+k-1, err)
-			}
-			i += k - 1
-			continue
-		}
-		id, err := insert(ctx, tx, &jobs[i], stmt)
-		var dup *DuplicateError
-		if errors.As(err, &dup) {
-			dups[i] = fmt.Errorf("batch item %d: %w", i, err)
-		} else if err != nil {
-			return nil, nil, fmt.Errorf("batch item %d: %w", i, err)
-		}
-		ids[i] = id
-	}
-	return ids, dups, nil
 }
 
 // Notify wakes this process's idle workers to look for due jobs now, for
@@ -992,68 +791,4 @@ func (q *Queue) dueAt(queue, kind string, due int64) {
 	if p, ok := run.pools[queue]; ok && p.kinds[kind] {
 		p.dueAt(time.Unix(0, due))
 	}
-}
-
-// maxInsertRows is the most rows of one multi-row INSERT (8 parameters each).
-const maxInsertRows = 256
-
-// insertManySQL[k] inserts k keyless jobs in one statement, for k a power of
-// two up to maxInsertRows: a handful of statement texts, each prepared once.
-var insertManySQL = func() map[int]string {
-	const row = "(?, ?, ?, ?, ?, ?, ?, NULL)"
-	m := map[int]string{}
-	for k := 2; k <= maxInsertRows; k *= 2 {
-		m[k] = strings.TrimSuffix(insertJobSQL, "(?, ?, ?, ?, ?, ?, ?, ?)") + strings.Repeat(row+", ", k-1) + row + " RETURNING id"
-	}
-	return m
-}()
-
-// keylessRun returns how many of the leading jobs to insert in one multi-row
-// INSERT: the largest power of two, up to maxInsertRows, of leading jobs
-// without an idempotency key (a keyed job needs its duplicate check).
-func keylessRun(jobs []newJob) int {
-	n := 0
-	for n < len(jobs) && n < maxInsertRows && jobs[n].key == "" {
-		n++
-	}
-	k := 1
-	for k*2 <= n {
-		k *= 2
-	}
-	return k
-}
-
-// insertMany writes keyless jobs with one multi-row INSERT and stores their
-// ids in ids. AUTOINCREMENT hands out ever larger ids in insertion order, and
-// the rows are inserted in VALUES order, so the sorted returned ids are the
-// jobs' ids in order.
-func insertMany(ctx context.Context, tx execer, jobs []newJob, ids []int64) error {
-	args := make([]any, 0, 7*len(jobs))
-	for i := range jobs {
-		nj := &jobs[i]
-		args = append(args, nj.queue, nj.kind, nj.priority, nj.visibleAt, nj.runAt, nj.createdAt, nj.payload)
-	}
-	rows, err := tx.QueryContext(ctx, insertManySQL[len(jobs)], args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	n := 0
-	for rows.Next() {
-		if n == len(ids) {
-			return fmt.Errorf("litequeue: multi-row insert returned more than %d ids", len(ids))
-		}
-		if err := rows.Scan(&ids[n]); err != nil {
-			return err
-		}
-		n++
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if n != len(ids) {
-		return fmt.Errorf("litequeue: multi-row insert of %d jobs returned %d ids", len(ids), n)
-	}
-	slices.Sort(ids)
-	return nil
 }

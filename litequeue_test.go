@@ -11,10 +11,13 @@ import (
 
 	"context"
 	"errors"
-	"github.com/benbjohnson/clock"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/litequeue/litequeue/internal/sqlite"
 
 	"github.com/stretchr/testify/require"
 )
@@ -198,7 +201,7 @@ func claimAsDeadProcess(t *testing.T, path, queue string, kinds string, now time
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
 	require.NoError(t, err)
 	defer db.Close()
-	rows, err := db.Query(claimSQL, now.Add(lease).UnixNano(), 424242, now.UnixNano(), queue, kinds, 1000, 0)
+	rows, err := db.Query(sqlite.ClaimSQL, now.Add(lease).UnixNano(), 424242, now.UnixNano(), queue, kinds, 1000, 0)
 	require.NoError(t, err)
 	n := 0
 	for rows.Next() {
@@ -733,24 +736,6 @@ func TestEnqueueBatchIsAllOrNothingAndReportsDuplicates(t *testing.T) {
 	jobs, err = h.q.Jobs(ctx, JobFilter{})
 	require.NoError(t, err)
 	require.Len(t, jobs, 2)
-}
-
-func TestCompletedJobsAreRetainedThenCleanedUp(t *testing.T) {
-	h := setup(t, func(o *Options) { o.CompletedRetention = 10 * time.Minute })
-	Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error { return nil })
-	h.start(t)
-	ctx := context.Background()
-	id, err := h.q.Enqueue(ctx, SendEmail{To: "x"}, nil)
-	require.NoError(t, err)
-	h.ev.wait(t, EventSucceeded, id, 1)
-	j, err := h.q.Job(ctx, id)
-	require.NoError(t, err)
-	require.Equal(t, StateCompleted, j.State)
-	h.clock.Add(10*time.Minute + DefaultCleanupInterval)
-	require.Eventually(t, func() bool {
-		_, err := h.q.Job(ctx, id)
-		return errors.Is(err, ErrNotFound)
-	}, waitLimit, time.Millisecond)
 }
 
 func TestOpenRefusesForeignFilesUntouched(t *testing.T) {

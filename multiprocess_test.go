@@ -553,7 +553,7 @@ func liveCount(t testing.TB, path string) int {
 	require.NoError(t, err)
 	defer q.Close()
 	var n int
-	require.NoError(t, q.db.QueryRow(`SELECT count(*) FROM lq_jobs WHERE state IN (0, 1)`).Scan(&n))
+	require.NoError(t, q.lite.DB().QueryRow(`SELECT count(*) FROM lq_jobs WHERE state IN (0, 1)`).Scan(&n))
 	return n
 }
 

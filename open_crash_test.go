@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/litequeue/litequeue/internal/sqlite"
 )
 
 // openCrashEnv tells a re-executed test binary to be a process doing a
@@ -36,7 +38,7 @@ func TestOpenCrashHelper(t *testing.T) {
 	}
 	mode, rest, _ := strings.Cut(spec, ":")
 	at, path, _ := strings.Cut(rest, ":")
-	openHook = func(step string) {
+	sqlite.OpenHook = func(step string) {
 		if step != at {
 			return
 		}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/litequeue/litequeue/internal/sqlite"
 )
 
 // JobQuery selects jobs for SearchJobs, CountJobs and the bulk actions
@@ -79,7 +81,7 @@ func queryWhere(f JobQuery) ([]string, []any, error) {
 			if _, err := ParseState(string(s)); err != nil {
 				return nil, nil, err
 			}
-			ors = append(ors, stateSQL(s))
+			ors = append(ors, sqlite.StateSQL(listState(s)))
 		}
 		where = append(where, "("+strings.Join(ors, " OR ")+")")
 	}
@@ -112,7 +114,7 @@ func (q *Queue) SearchJobs(ctx context.Context, f JobQuery, p PageRequest) (JobP
 	if err != nil {
 		return JobPage{}, err
 	}
-	tx, err := q.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := q.lite.DB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return JobPage{}, fmt.Errorf("litequeue: search jobs: %w", err)
 	}
@@ -189,7 +191,7 @@ func (q *Queue) CountJobs(ctx context.Context, f JobQuery, limit int) (int, erro
 		args = append(args, sql.Named("limit", limit))
 	}
 	var n int
-	if err := q.db.QueryRowContext(ctx, "SELECT count(*) FROM ("+query+")", args...).Scan(&n); err != nil {
+	if err := q.lite.DB().QueryRowContext(ctx, "SELECT count(*) FROM ("+query+")", args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("litequeue: count jobs: %w", err)
 	}
 	return n, nil
@@ -231,7 +233,7 @@ func (q *Queue) QueueSummaries(ctx context.Context, limit int) ([]QueueSummary, 
 		limit = DefaultCountLimit
 	}
 	now := unixNanos(q.clock)
-	tx, err := q.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := q.lite.DB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("litequeue: queue summaries: %w", err)
 	}

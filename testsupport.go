@@ -8,6 +8,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/litequeue/litequeue/internal/sqlite"
+	"github.com/litequeue/litequeue/internal/store"
 	"github.com/litequeue/litequeue/internal/testbridge"
 )
 
@@ -56,7 +58,7 @@ func (q *Queue) load(ctx context.Context) (testbridge.Load, error) {
 	b = append(b, ']')
 	var l testbridge.Load
 	var next *int64
-	err := q.db.QueryRowContext(ctx, loadSQL, sql.Named("pairs", string(b)), sql.Named("now", unixNanos(q.clock))).
+	err := q.lite.DB().QueryRowContext(ctx, loadSQL, sql.Named("pairs", string(b)), sql.Named("now", unixNanos(q.clock))).
 		Scan(&l.Busy, &next, &l.Unhandled)
 	if err != nil {
 		return l, wrapf("litequeue: reading the queue's load: %w", err)
@@ -104,14 +106,17 @@ func runStored(ctx context.Context, hv any, qv any, payload []byte, spec testbri
 	if created.IsZero() {
 		created = now
 	}
-	nj := newJob{queue: queue, kind: h.kind, priority: spec.Priority, visibleAt: created.UnixNano(), runAt: created.UnixNano(),
-		createdAt: created.UnixNano(), payload: payload, key: spec.Key}
+	if q.lite == nil {
+		return 0, ErrUnsupported
+	}
+	nj := store.NewJob{Queue: queue, Kind: h.kind, Priority: spec.Priority, VisibleAt: created.UnixNano(),
+		CreatedAt: created.UnixNano(), Payload: payload, Key: spec.Key}
 	attempt := max(spec.Attempt, 1)
 	lease := q.nextLease()
 	var id int64
-	err := q.w.do(ctx, func(ctx context.Context, tx execer) error {
+	err := q.lite.Do(ctx, func(ctx context.Context, tx sqlite.Execer) error {
 		var err error
-		if id, err = insert(ctx, tx, &nj, nil); err != nil {
+		if id, err = sqlite.InsertOne(ctx, tx, &nj); err != nil {
 			return err
 		}
 		var lastErr any
@@ -122,11 +127,11 @@ func runStored(ctx context.Context, hv any, qv any, payload []byte, spec testbri
 		return err
 	})
 	if err != nil {
-		return 0, wrapf("litequeue: storing the job for the test: %w", classifyWriteError(err))
+		return 0, wrapf("litequeue: storing the job for the test: %w", err)
 	}
 	q.emit(Event{Type: EventEnqueued, JobID: id, Queue: queue, Kind: h.kind})
 	d := &delivery{q: q, p: p, id: id, lease: lease, queue: queue, kind: h.kind, attempt: attempt,
-		priority: spec.Priority, payload: payload, key: spec.Key, createdAt: nj.createdAt, dueAt: nj.visibleAt,
+		priority: spec.Priority, payload: payload, key: spec.Key, createdAt: nj.CreatedAt, dueAt: nj.VisibleAt,
 		lastErr: spec.LastError, started: now}
 	own, run, decodeErr := h.prepare(payload)
 	policy := p.policy(own)
@@ -139,13 +144,13 @@ func runStored(ctx context.Context, hv any, qv any, payload []byte, spec testbri
 	hctx := ctx
 	if t := p.cfg.Timeout; t > 0 {
 		var cancel context.CancelFunc
-		hctx, cancel = q.clock.WithTimeout(ctx, t)
+		hctx, cancel = withClockTimeout(q.clock, ctx, t, &TimeoutError{Timeout: t})
 		defer cancel()
 	}
 	herr := safeCall(hctx, d, run)
 	took := q.clock.Since(now)
 	if herr != nil && p.cfg.Timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) {
-		herr = fmt.Errorf("job timeout %s passed: %w", p.cfg.Timeout, herr)
+		herr = fmt.Errorf("%w: %w", &TimeoutError{Timeout: p.cfg.Timeout}, herr)
 	}
 	switch {
 	case herr != nil:
@@ -153,14 +158,12 @@ func runStored(ctx context.Context, hv any, qv any, payload []byte, spec testbri
 	case d.inTx.Load():
 		p.finishTx(d, policy, took)
 	default:
-		var results []error
-		err := q.w.do(ctx, func(ctx context.Context, tx execer) error {
-			var err error
-			results, err = q.writeCompletions(ctx, tx, []completion{{id: id, lease: lease, queue: queue, kind: h.kind, at: unixNanos(q.clock)}})
-			return err
-		})
+		done := make(chan error, 1)
+		q.store.Complete(store.Completion{Lease: store.Lease{ID: id, Lease: lease}, At: unixNanos(q.clock),
+			Keep: q.opts.CompletedRetention > 0, Notify: func(err error) { done <- err }})
+		err := q.store.Flush(ctx)
 		if err == nil {
-			err = results[0]
+			err = <-done
 		}
 		if err != nil {
 			return id, wrapf("litequeue: recording the success of job %d: %w", id, err)
@@ -197,11 +200,11 @@ func runHandler(ctx context.Context, hv any, cfgQueue any, payload []byte, spec 
 	}
 	if t := p.cfg.Timeout; t > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = q.clock.WithTimeout(ctx, t)
+		ctx, cancel = withClockTimeout(q.clock, ctx, t, &TimeoutError{Timeout: t})
 		defer cancel()
 		err := safeCall(ctx, d, run)
-		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			err = fmt.Errorf("job timeout %s passed: %w", t, err)
+		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.As(err, new(*TimeoutError)) {
+			err = fmt.Errorf("%w: %w", &TimeoutError{Timeout: t}, err)
 		}
 		return err
 	}

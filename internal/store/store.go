@@ -289,6 +289,8 @@ var (
 	ErrJobRunning   = errors.New("litequeue: job is running")
 	ErrLeaseLost    = errors.New("litequeue: lease lost")
 	ErrWrongState   = errors.New("litequeue: job is not in the required state")
+	ErrStorageIO    = errors.New("litequeue: I/O error on the queue file")
+	ErrFileReplaced = errors.New("litequeue: the queue file was removed or replaced while open")
 )
 
 // DuplicateError reports an idempotency key held by a live job.
@@ -298,7 +300,7 @@ type DuplicateError struct {
 }
 
 func (e *DuplicateError) Error() string {
-	return fmt.Sprintf("litequeue: idempotency key %q is held by live job %d", e.Key, e.ID)
+	return fmt.Sprintf("litequeue: idempotency key %q is held by live job %d; nothing was enqueued", e.Key, e.ID)
 }
 
 // Is reports whether target is ErrDuplicate.

@@ -1,0 +1,260 @@
+package litequeue
+
+import (
+	"container/heap"
+	"context"
+	"time"
+
+	"github.com/litequeue/litequeue/internal/store"
+)
+
+// Dispatch: claiming due jobs when there are free slots and there may be work,
+// and handing them to the workers in priority, then due-time order.
+
+// claimQuery is what a claim of up to n jobs of p takes now, under a new
+// lease.
+func (p *pool) claimQuery(n int) store.ClaimQuery {
+	now := p.q.clock.Now()
+	return store.ClaimQuery{Queue: p.cfg.Name, Kinds: p.kindList, KindsJSON: p.kindsJSON, N: n,
+		Now: now.UnixNano(), Until: addClamped(now, p.cfg.VisibilityTimeout), Lease: p.q.nextLease()}
+}
+
+// delivery makes the delivery of a job claimed under lease.
+func (p *pool) delivery(c store.Claimed, lease int64) *delivery {
+	return &delivery{q: p.q, p: p, id: c.ID, lease: lease, queue: p.cfg.Name, kind: c.Kind, attempt: c.Attempt,
+		priority: c.Priority, payload: c.Payload, key: c.Key, createdAt: c.CreatedAt, dueAt: c.DueAt, lastErr: c.LastError}
+}
+
+// claim takes up to n due jobs and queues them for the workers, in commit
+// order with every other claim. It returns how many it took.
+func (p *pool) claim(n int) (int, error) {
+	cq := p.claimQuery(n)
+	return p.q.store.Claim(context.Background(), cq, func(cs []store.Claimed) {
+		ds := make([]*delivery, len(cs))
+		for i, c := range cs {
+			ds[i] = p.delivery(c, cq.Lease)
+		}
+		p.push(ds...)
+	})
+}
+
+// nextDue returns when the earliest live job of p's kinds becomes claimable
+// (a running job's lease end counts), or ok false if there is none.
+func (p *pool) nextDue() (time.Time, bool, error) {
+	due, ok, err := p.q.store.NextDue(context.Background(), p.cfg.Name, p.kindList, p.kindsJSON)
+	if err != nil || !ok {
+		return time.Time{}, false, err
+	}
+	return time.Unix(0, due), true, nil
+}
+
+// push queues claimed deliveries for the workers, most urgent first.
+func (p *pool) push(ds ...*delivery) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pushLocked(ds...)
+}
+
+func (p *pool) pushLocked(ds ...*delivery) {
+	wasIdle := len(p.inflight) == 0
+	for _, d := range ds {
+		p.inflight[d] = struct{}{}
+		heap.Push(&p.ready, d)
+		p.tokens <- struct{}{} // never blocks: capacity bounds the claimed jobs
+	}
+	if wasIdle && len(ds) > 0 {
+		select {
+		case p.busy <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// pop takes the most urgent queued delivery, waiting for one until stop is
+// closed (then it returns nil).
+func (p *pool) pop(stop <-chan struct{}) *delivery {
+	select {
+	case <-stop:
+		return nil
+	default:
+	}
+	select {
+	case <-stop:
+		return nil
+	case <-p.tokens:
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return heap.Pop(&p.ready).(*delivery)
+}
+
+// queued reports how many claimed deliveries wait for a worker.
+func (p *pool) queued() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ready.Len()
+}
+
+// readyHeap orders claimed deliveries by priority, then by the time each
+// became due, then by id: the order the README promises.
+type readyHeap []*delivery
+
+func (h readyHeap) Len() int { return len(h) }
+func (h readyHeap) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	if a.priority != b.priority {
+		return a.priority < b.priority
+	}
+	if a.dueAt != b.dueAt {
+		return a.dueAt < b.dueAt
+	}
+	return a.id < b.id
+}
+func (h readyHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *readyHeap) Push(x any)   { *h = append(*h, x.(*delivery)) }
+func (h *readyHeap) Pop() any {
+	old := *h
+	d := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return d
+}
+
+// reserveDirect reserves a slot of the pool running queue's jobs of kind
+// when that pool is idle — started, nothing claimed waiting in memory, a
+// worker free — so that an enqueue of a job due now can claim in its own
+// transaction (the queue's most urgent due job: the new one unless another
+// is due first, so the hand-off never overtakes a due job) and hand the
+// claimed job straight to a worker: one commit instead of two between
+// Enqueue and the handler. It returns nil when the
+// enqueue should take the usual path (insert, then wake the dispatcher).
+func (r *runState) reserveDirect(queue, kind string) *pool {
+	p, ok := r.pools[queue]
+	if !ok || !p.kinds[kind] {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped || p.ready.Len() > 0 || p.running.Load() >= int64(p.cfg.Concurrency) ||
+		p.capacity-len(p.inflight)-p.reserved <= 0 {
+		return nil
+	}
+	p.reserved++
+	return p
+}
+
+// handOff ends a reservation, on the writer right after the enqueue's
+// commit: it queues d (nil if the enqueue claimed nothing) for the workers
+// and reports true, or reports false if the pool began to stop meanwhile —
+// then the caller releases d.
+func (p *pool) handOff(d *delivery) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if d == nil {
+		return true
+	}
+	if p.stopped {
+		return false
+	}
+	p.pushLocked(d)
+	return true
+}
+
+// unreserve ends a reservation that handed nothing off.
+func (p *pool) unreserve() {
+	p.mu.Lock()
+	p.reserved--
+	p.mu.Unlock()
+}
+
+// dispatch claims due jobs whenever there are free slots and there may be
+// work: after a wake-up (an enqueue here, another process's write, a freed
+// slot after a full claim) or when a Clock timer reaches the next due time.
+// It never polls the table in a loop.
+func (p *pool) dispatch() {
+	defer p.r.bg.Done()
+	defer p.due.stop()
+	dirty := true
+	for {
+		select {
+		case <-p.r.stopping:
+			return
+		default:
+		}
+		if dirty {
+			p.mu.Lock()
+			free := p.capacity - len(p.inflight) - p.reserved
+			waiting := p.ready.Len()
+			p.mu.Unlock()
+			// While the workers still have more than a round of claimed jobs
+			// waiting, let free slots gather: one claim of many rows costs a
+			// statement where many claims of a few rows cost one each.
+			if free <= 0 || (waiting > p.cfg.Concurrency && free < p.q.opts.ClaimBatch/2) {
+				p.mu.Lock()
+				p.full = true
+				p.mu.Unlock()
+				dirty = false
+			} else {
+				n := min(free, p.q.opts.ClaimBatch)
+				got, err := p.claim(n)
+				switch {
+				case err != nil:
+					p.q.log.Error("litequeue: claim failed; retrying", LogQueue, p.cfg.Name, LogError, err.Error())
+					p.due.set(p.q.clock.Now().Add(time.Second), true)
+					dirty = false
+				case got == n:
+					p.mu.Lock()
+					p.full = true
+					p.mu.Unlock()
+					// More may be due: loop while slots are free.
+				default:
+					p.mu.Lock()
+					p.full = false
+					p.mu.Unlock()
+					dirty = false
+					due, ok, err := p.nextDue()
+					// An alarm set earlier than this stays: it may be a due time
+					// written after this read, and an early wake-up costs one
+					// empty claim.
+					switch {
+					case err != nil:
+						p.q.log.Error("litequeue: next due time", LogQueue, p.cfg.Name, LogError, err.Error())
+						p.due.set(p.q.clock.Now().Add(time.Second), true)
+					case ok:
+						p.due.set(due, true)
+					}
+				}
+				if dirty {
+					continue
+				}
+			}
+		}
+		select {
+		case <-p.r.stopping:
+			return
+		case <-p.wakeCh:
+			dirty = true
+		case <-p.due.C:
+			dirty = true
+		}
+	}
+}
+
+// dueAt makes the dispatcher claim at t (at once if t has come), unless it
+// is already set to claim earlier. It sets the Clock timer before returning,
+// so the caller may report the job's new due time as an event right after.
+func (p *pool) dueAt(t time.Time) {
+	p.due.set(t, true)
+}
+
+// freed is called when a delivery finishes: if the last claim was full there
+// may be more work waiting for the slot.
+func (p *pool) freed(d *delivery) {
+	p.mu.Lock()
+	delete(p.inflight, d)
+	full := p.full
+	p.mu.Unlock()
+	if full {
+		p.signal()
+	}
+}

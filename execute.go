@@ -1,0 +1,354 @@
+package litequeue
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/litequeue/litequeue/internal/store"
+)
+
+// Execution: running one attempt of a job in its handler, with its timeout and
+// panics caught, and recording the outcome: success, retry or dead letter.
+
+func (p *pool) work() {
+	defer p.workers.Done()
+	for {
+		d := p.pop(p.r.stopping)
+		if d == nil {
+			return
+		}
+		p.execute(d)
+	}
+}
+
+// execute runs one attempt and records its outcome.
+func (p *pool) execute(d *delivery) {
+	q := p.q
+	h := q.handlerFor(d.kind)
+	if h == nil { // cannot happen: we claim only registered kinds
+		p.release([]*delivery{d})
+		return
+	}
+	own, run, decodeErr := h.prepare(d.payload)
+	policy := p.policy(own)
+	if d.attempt > policy.Attempts() {
+		// The last allowed attempt died with its process: no crash loop.
+		p.bury(d, policy)
+		return
+	}
+	if decodeErr != nil {
+		p.fail(d, policy, Permanent(decodeErr), 0)
+		return
+	}
+	ctx, cancel := context.WithCancelCause(p.r.base)
+	defer cancel(nil)
+	var hctx context.Context = ctx
+	if p.cfg.Timeout > 0 {
+		var c2 context.CancelFunc
+		hctx, c2 = withClockTimeout(q.clock, ctx, p.cfg.Timeout, &TimeoutError{Timeout: p.cfg.Timeout})
+		defer c2()
+	}
+	d.mu.Lock()
+	d.cancel = cancel
+	d.mu.Unlock()
+	if d.released.Load() { // released by shutdown before it started
+		p.forget(d)
+		return
+	}
+	d.started = q.clock.Now()
+	p.running.Add(1)
+	q.emit(Event{Type: EventStarted, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt})
+	err := safeCall(hctx, d, run)
+	p.running.Add(-1)
+	took := q.clock.Since(d.started)
+	if d.released.Load() {
+		// Shutdown released the job, or the lease was lost: the result no
+		// longer counts.
+		q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: err})
+		p.forget(d)
+		return
+	}
+	if err != nil && p.cfg.Timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) && !errors.As(err, new(*TimeoutError)) {
+		err = fmt.Errorf("%w: %w", &TimeoutError{Timeout: p.cfg.Timeout}, err)
+	}
+	if err != nil {
+		p.fail(d, policy, err, took)
+		return
+	}
+	if d.inTx.Load() {
+		p.finishTx(d, policy, took)
+		return
+	}
+	q.store.Complete(store.Completion{Lease: store.Lease{ID: d.id, Lease: d.lease}, At: unixNanos(q.clock),
+		Keep: q.opts.CompletedRetention > 0, Notify: func(err error) {
+			switch {
+			case err == nil:
+				q.emit(Event{Type: EventSucceeded, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Duration: took})
+			case errors.Is(err, ErrLeaseLost):
+				q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: err})
+			default:
+				q.log.Error("litequeue: writing a success failed; the job runs again when its lease expires",
+					LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogError, err.Error())
+			}
+		}})
+	if q.opts.CompletedRetention > 0 {
+		q.noteRetained(unixNanos(q.clock))
+	}
+	// The slot is free now, not when the success commits: the next claim
+	// then shares the writer's transaction with these successes instead of
+	// waiting for a commit of its own.
+	p.freed(d)
+}
+
+// finishTx checks that a CompleteTx transaction really committed.
+func (p *pool) finishTx(d *delivery, policy RetryPolicy, took time.Duration) {
+	holds, err := p.q.store.Holds(context.Background(), store.Lease{ID: d.id, Lease: d.lease})
+	if err == nil && holds {
+		p.fail(d, policy, errors.New("CompleteTx was called but its transaction did not commit"), took)
+		return
+	}
+	p.q.emit(Event{Type: EventSucceeded, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Duration: took})
+	p.freed(d)
+}
+
+// followUp returns the job QueueConfig.OnDead asks to enqueue with the
+// burial of d, validated and encoded, or nil for none. A follow-up that
+// does not validate (or an OnDead that panics) is logged, and the job is
+// buried without it.
+func (p *pool) followUp(d *delivery, cause error) (nj *store.NewJob) {
+	if p.cfg.OnDead == nil {
+		return nil
+	}
+	q := p.q
+	defer func() {
+		if v := recover(); v != nil {
+			q.log.Error("litequeue: QueueConfig.OnDead panicked; the job is dead-lettered without a follow-up",
+				LogJobID, d.id, LogQueue, d.queue, LogError, fmt.Sprint(v))
+			nj = nil
+		}
+	}()
+	info := d.info()
+	info.State = StateDead
+	job, opts := p.cfg.OnDead(info, cause)
+	if job == nil {
+		return nil
+	}
+	j, err := q.prepare(job, opts)
+	if err != nil {
+		q.log.Error("litequeue: the follow-up job of QueueConfig.OnDead is invalid; the job is dead-lettered without it",
+			LogJobID, d.id, LogQueue, d.queue, LogError, err.Error())
+		return nil
+	}
+	return &j
+}
+
+func (q *Queue) handlerFor(kind string) *handler {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.handlers[kind]
+}
+
+// PanicError is the failure recorded when a handler panics.
+type PanicError struct {
+	Value any    // what the handler panicked with
+	Stack string // the goroutine's stack at the panic
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("handler panicked: %v\n%s", e.Value, e.Stack) }
+
+func safeCall(ctx context.Context, d *delivery, run func(context.Context, *delivery) error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: string(debug.Stack())}
+		}
+	}()
+	return run(ctx, d)
+}
+
+// decide applies the failure order: attempts used up, Permanent, RetryAfter,
+// the queue's Strategy, the policy's backoff.
+func (p *pool) decide(d *delivery, policy RetryPolicy, err error) (RetryDecision, string, string) {
+	switch {
+	case d.attempt >= policy.Attempts():
+		return RetryDecision{}, DecisionGiveUp, fmt.Sprintf("attempts used up (%d of %d)", d.attempt, policy.Attempts())
+	case IsPermanent(err):
+		return RetryDecision{}, DecisionPermanent, "permanent error"
+	}
+	var ra *RetryAfterError
+	if errors.As(err, &ra) {
+		return RetryDecision{Retry: true, Delay: ra.Delay}, DecisionRetry, ""
+	}
+	def := p.q.randDecide(policy, d.attempt)
+	if p.cfg.Strategy != nil {
+		dec := p.cfg.Strategy(Failure{Attempt: d.attempt, Err: err, Job: d.info(), Policy: policy, Default: def})
+		if !dec.Retry {
+			return RetryDecision{}, DecisionGiveUp, "retry strategy refused"
+		}
+		return RetryDecision{Retry: true, Delay: max(dec.Delay, 0)}, DecisionRetry, ""
+	}
+	return def, DecisionRetry, ""
+}
+
+// fail records a failed attempt: the job is rescheduled or becomes a dead
+// letter, with the attempt in its history, in one transaction.
+func (p *pool) fail(d *delivery, policy RetryPolicy, herr error, took time.Duration) {
+	q := p.q
+	defer p.freed(d)
+	dec, decision, reason := p.decide(d, policy, herr)
+	now := q.clock.Now()
+	started := d.started
+	if started.IsZero() {
+		started = now
+	}
+	msg := herr.Error()
+	due := addClamped(now, dec.Delay)
+	if dec.Retry && dec.Delay > 0 && due-now.UnixNano() != int64(dec.Delay) {
+		q.log.Warn("litequeue: retry delay runs past the latest time the queue can store; the retry is due then",
+			LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogDelay, dec.Delay, "due", time.Unix(0, due).UTC())
+		dec.Delay = time.Duration(due - now.UnixNano())
+	}
+	record := store.Attempt{Attempt: d.attempt, StartedAt: started.UnixNano(), FinishedAt: now.UnixNano(),
+		Error: msg, Decision: decision, Delay: int64(dec.Delay)}
+	l := store.Lease{ID: d.id, Lease: d.lease}
+	var err error
+	if dec.Retry {
+		err = q.store.Retry(context.Background(), store.Retry{Lease: l, Due: due, LastError: msg, Record: record})
+	} else {
+		follow := p.followUp(d, herr)
+		err = q.store.Bury(context.Background(), store.Burial{Lease: l, At: now.UnixNano(), Reason: reason,
+			LastError: &msg, Record: record, FollowUp: follow})
+		if err == nil && follow != nil {
+			q.wake(follow.Queue)
+		}
+	}
+	switch {
+	case errors.Is(err, ErrLeaseLost):
+		q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: herr})
+	case err != nil:
+		q.log.Error("litequeue: recording a failure failed; the job runs again when its lease expires",
+			LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogError, err.Error())
+	case dec.Retry:
+		p.dueAt(time.Unix(0, due))
+		q.emit(Event{Type: EventRetrying, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
+			Delay: dec.Delay, Decision: decision, Err: herr, Duration: took})
+	default:
+		q.emit(Event{Type: EventDead, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
+			Decision: decision, Err: herr, Duration: took})
+	}
+}
+
+// bury dead-letters a job claimed after its last allowed attempt was lost
+// with its process, without running it again.
+func (p *pool) bury(d *delivery, policy RetryPolicy) {
+	q := p.q
+	defer p.freed(d)
+	now := q.clock.Now().UnixNano()
+	// The last real attempt was the policy's last: later claims were only
+	// meant to bury the job, and may themselves have died with a process.
+	lost := min(d.attempt-1, policy.Attempts())
+	reason := fmt.Sprintf("attempts used up: attempt %d of %d was lost with its process (lease expired)", lost, policy.Attempts())
+	follow := p.followUp(d, errors.New(reason))
+	err := q.store.Bury(context.Background(), store.Burial{Lease: store.Lease{ID: d.id, Lease: d.lease}, At: now,
+		Reason: reason, Attempt: lost, FollowUp: follow,
+		Record: store.Attempt{Attempt: lost, StartedAt: now, FinishedAt: now, Error: "lease expired: the worker was lost", Decision: DecisionGiveUp}})
+	if err == nil && follow != nil {
+		q.wake(follow.Queue)
+	}
+	if err != nil {
+		q.log.Error("litequeue: dead-lettering a lost job failed", LogJobID, d.id, LogError, err.Error())
+		return
+	}
+	q.emit(Event{Type: EventDead, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: lost,
+		Decision: DecisionGiveUp, Err: errors.New(reason)})
+}
+
+// releaseQueued returns the claimed, unstarted jobs of p.
+func (p *pool) releaseQueued() {
+	var ds []*delivery
+	for {
+		select {
+		case <-p.tokens:
+			p.mu.Lock()
+			ds = append(ds, heap.Pop(&p.ready).(*delivery))
+			p.mu.Unlock()
+			continue
+		default:
+		}
+		break
+	}
+	p.release(ds)
+}
+
+// releaseRunning cancels the running handlers of p and releases their jobs.
+func (p *pool) releaseRunning() {
+	ds := p.claimed()
+	for _, d := range ds {
+		d.released.Store(true)
+		d.mu.Lock()
+		if d.cancel != nil {
+			d.cancel(errShutdown)
+		}
+		d.mu.Unlock()
+	}
+	p.release(ds)
+}
+
+var errShutdown = errors.New("litequeue: queue stopped")
+
+// releaseTimeout bounds how long a release on shutdown waits for the write
+// lock; past it the jobs come back when their leases expire instead.
+const releaseTimeout = 30 * time.Second
+
+// release puts claimed jobs back to ready without using an attempt.
+func (p *pool) release(ds []*delivery) {
+	if len(ds) == 0 {
+		return
+	}
+	q := p.q
+	now := unixNanos(q.clock)
+	ctx, cancel := withClockTimeout(q.clock, context.Background(), releaseTimeout, errReleaseTimeout)
+	defer cancel()
+	err := q.store.Release(ctx, leasesOf(ds), now)
+	for _, d := range ds {
+		d.released.Store(true)
+		p.forget(d)
+		if err == nil {
+			q.emit(Event{Type: EventReleased, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt})
+		}
+	}
+	if err != nil {
+		q.log.Error("litequeue: release on shutdown failed; the jobs come back when their leases expire", LogQueue, p.cfg.Name, LogError, err.Error())
+	}
+}
+
+var errReleaseTimeout = errors.New("litequeue: releasing jobs on shutdown waited too long for the write lock")
+
+func (p *pool) forget(d *delivery) {
+	p.mu.Lock()
+	delete(p.inflight, d)
+	p.mu.Unlock()
+}
+
+// claimed returns every delivery p holds claimed, queued or running.
+func (p *pool) claimed() []*delivery {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ds := make([]*delivery, 0, len(p.inflight))
+	for d := range p.inflight {
+		ds = append(ds, d)
+	}
+	return ds
+}
+
+// leasesOf names the claimed rows of ds.
+func leasesOf(ds []*delivery) []store.Lease {
+	leases := make([]store.Lease, len(ds))
+	for i, d := range ds {
+		leases[i] = store.Lease{ID: d.id, Lease: d.lease}
+	}
+	return leases
+}

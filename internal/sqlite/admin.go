@@ -1,0 +1,325 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/litequeue/litequeue/internal/store"
+)
+
+// The reads and writes of inspection and recovery: listings, one job with
+// its history, cancel, requeue, purge and the per-queue counts.
+
+// JobColumns are the columns ScanJob reads, in order.
+const JobColumns = `id, queue, kind, state, attempt, priority, idem_key, payload, created_at, run_at,
+	visible_at, attempted_at, finished_at, last_error, dead_reason`
+
+// StateSQL is the SQL condition of a listing state at time :now.
+func StateSQL(s store.ListState) string {
+	switch s {
+	case store.ListReady:
+		return "(state = 0 AND visible_at <= :now)"
+	case store.ListScheduled:
+		return "(state = 0 AND visible_at > :now)"
+	case store.ListRunning:
+		return "state = 1"
+	case store.ListCompleted:
+		return "state = 2"
+	default:
+		return "state = 3"
+	}
+}
+
+// ScanJob reads a row of JobColumns.
+func ScanJob(rows interface{ Scan(...any) error }) (store.Job, error) {
+	var j store.Job
+	var key, lastErr, reason sql.NullString
+	var attempted, finished sql.NullInt64
+	if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &j.State, &j.Attempt, &j.Priority, &key, &j.Payload,
+		&j.CreatedAt, &j.RunAt, &j.VisibleAt, &attempted, &finished, &lastErr, &reason); err != nil {
+		return store.Job{}, err
+	}
+	j.Key, j.LastError, j.DeadReason = key.String, lastErr.String, reason.String
+	j.AttemptedAt, j.FinishedAt = attempted.Int64, finished.Int64
+	return j, nil
+}
+
+// Jobs implements store.Store.
+func (s *Store) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, error) {
+	var where []string
+	args := []any{sql.Named("now", f.Now)}
+	if f.Queue != "" {
+		where = append(where, "queue = :queue")
+		args = append(args, sql.Named("queue", f.Queue))
+	}
+	if f.Kind != "" {
+		where = append(where, "kind = :kind")
+		args = append(args, sql.Named("kind", f.Kind))
+	}
+	if len(f.States) > 0 {
+		var ors []string
+		for _, st := range f.States {
+			ors = append(ors, StateSQL(st))
+		}
+		where = append(where, "("+strings.Join(ors, " OR ")+")")
+	}
+	query := "SELECT " + JobColumns + " FROM lq_jobs"
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	if f.Order == store.NextDue {
+		query += " ORDER BY visible_at, priority, id"
+	} else {
+		query += " ORDER BY id DESC"
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	query += " LIMIT :limit OFFSET :offset"
+	args = append(args, sql.Named("limit", limit), sql.Named("offset", max(f.Offset, 0)))
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Job
+	for rows.Next() {
+		j, err := ScanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// Job implements store.Store.
+func (s *Store) Job(ctx context.Context, id int64) (store.Job, []store.Attempt, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return store.Job{}, nil, err
+	}
+	defer tx.Rollback()
+	j, err := ScanJob(tx.QueryRowContext(ctx, "SELECT "+JobColumns+" FROM lq_jobs WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Job{}, nil, fmt.Errorf("litequeue: job %d: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Job{}, nil, err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT attempt, started_at, finished_at, error, decision, delay
+		FROM lq_attempts WHERE job_id = ? ORDER BY id`, id)
+	if err != nil {
+		return store.Job{}, nil, err
+	}
+	defer rows.Close()
+	var as []store.Attempt
+	for rows.Next() {
+		var a store.Attempt
+		if err := rows.Scan(&a.Attempt, &a.StartedAt, &a.FinishedAt, &a.Error, &a.Decision, &a.Delay); err != nil {
+			return store.Job{}, nil, err
+		}
+		as = append(as, a)
+	}
+	return j, as, rows.Err()
+}
+
+// StateName names a stored state for error messages.
+func StateName(st store.State) string {
+	switch st {
+	case store.Running:
+		return "running"
+	case store.Completed:
+		return "completed"
+	case store.Dead:
+		return "dead"
+	}
+	return "ready"
+}
+
+// Cancel implements store.Store.
+func (s *Store) Cancel(ctx context.Context, ids []int64) (int, error) {
+	if s.w == nil {
+		return 0, store.ErrReadOnly
+	}
+	n := 0
+	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+		n = 0
+		for _, id := range ids {
+			var state store.State
+			err := tx.QueryRowContext(ctx, `SELECT state FROM lq_jobs WHERE id = ?`, id).Scan(&state)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				return fmt.Errorf("litequeue: cancel job %d: %w", id, store.ErrNotFound)
+			case err != nil:
+				return err
+			case state == store.Running:
+				return fmt.Errorf("litequeue: cancel job %d: %w; wait for it to finish, or stop its worker first", id, store.ErrJobRunning)
+			case state != store.Pending:
+				return fmt.Errorf("litequeue: cancel job %d: it is %s: %w", id, StateName(state), store.ErrWrongState)
+			}
+			res, err := tx.ExecContext(ctx, `DELETE FROM lq_jobs WHERE id = ? AND state = 0`, id)
+			if err != nil {
+				return err
+			}
+			c, _ := res.RowsAffected()
+			n += int(c)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, classifyWriteError(err)
+	}
+	return n, nil
+}
+
+const requeueSQL = `UPDATE lq_jobs SET state = 0, attempt = 0, visible_at = ?, lease = NULL,
+	finished_at = NULL, dead_reason = NULL WHERE id = ? AND state = 3`
+
+// Requeue implements store.Store.
+func (s *Store) Requeue(ctx context.Context, ids []int64, now int64) ([]store.Moved, error) {
+	if s.w == nil {
+		return nil, store.ErrReadOnly
+	}
+	var moved []store.Moved
+	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+		moved = moved[:0]
+		for _, id := range ids {
+			var state store.State
+			var queue, kind string
+			var key sql.NullString
+			err := tx.QueryRowContext(ctx, `SELECT state, queue, kind, idem_key FROM lq_jobs WHERE id = ?`, id).Scan(&state, &queue, &kind, &key)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				return fmt.Errorf("litequeue: requeue job %d: %w", id, store.ErrNotFound)
+			case err != nil:
+				return err
+			case state != store.Dead:
+				return fmt.Errorf("litequeue: requeue job %d: it is %s, not dead: %w", id, StateName(state), store.ErrWrongState)
+			}
+			if key.Valid {
+				var holder int64
+				err := tx.QueryRowContext(ctx, liveKeySQL, key.String).Scan(&holder)
+				if err == nil {
+					return fmt.Errorf("litequeue: requeue job %d: %w", id, &store.DuplicateError{Key: key.String, ID: holder})
+				}
+				if !errors.Is(err, sql.ErrNoRows) {
+					return err
+				}
+			}
+			if _, err := tx.ExecContext(ctx, requeueSQL, now, id); err != nil {
+				return err
+			}
+			moved = append(moved, store.Moved{ID: id, Queue: queue, Kind: kind})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, classifyWriteError(err)
+	}
+	return moved, nil
+}
+
+// RequeueWhere implements store.Store. UPDATE OR IGNORE skips a row whose
+// key a live job now holds (the unique index of live keys refuses it).
+func (s *Store) RequeueWhere(ctx context.Context, f store.DeadFilter, now int64) ([]store.Moved, error) {
+	if s.w == nil {
+		return nil, store.ErrReadOnly
+	}
+	f.FinishedBefore = 0
+	where, args := deadWhere(f)
+	var moved []store.Moved
+	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+		moved = moved[:0]
+		rows, err := tx.QueryContext(ctx, `UPDATE OR IGNORE lq_jobs SET state = 0, attempt = 0, visible_at = ?, lease = NULL,
+			finished_at = NULL, dead_reason = NULL WHERE `+where+` RETURNING id, queue, kind`, append([]any{now}, args...)...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var m store.Moved
+			if err := rows.Scan(&m.ID, &m.Queue, &m.Kind); err != nil {
+				return err
+			}
+			moved = append(moved, m)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, classifyWriteError(err)
+	}
+	return moved, nil
+}
+
+// PurgeDead implements store.Store.
+func (s *Store) PurgeDead(ctx context.Context, f store.DeadFilter) (int, error) {
+	if s.w == nil {
+		return 0, store.ErrReadOnly
+	}
+	where, args := deadWhere(f)
+	var n int64
+	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM lq_jobs WHERE `+where, args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, classifyWriteError(err)
+	}
+	return int(n), nil
+}
+
+func deadWhere(f store.DeadFilter) (string, []any) {
+	where := []string{"state = 3"}
+	var args []any
+	if f.Queue != "" {
+		where = append(where, "queue = ?")
+		args = append(args, f.Queue)
+	}
+	if f.Kind != "" {
+		where = append(where, "kind = ?")
+		args = append(args, f.Kind)
+	}
+	if f.FinishedBefore != 0 {
+		where = append(where, "finished_at < ?")
+		args = append(args, f.FinishedBefore)
+	}
+	if len(f.IDs) > 0 {
+		where = append(where, "id IN (SELECT value FROM json_each(?))")
+		args = append(args, IDsJSON(f.IDs))
+	}
+	return strings.Join(where, " AND "), args
+}
+
+// Stats implements store.Store. It scans the table.
+func (s *Store) Stats(ctx context.Context, now int64) ([]store.QueueStats, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT queue,
+		sum(state = 0 AND visible_at <= :now), sum(state = 0 AND visible_at > :now),
+		sum(state = 1), sum(state = 2), sum(state = 3),
+		min(CASE WHEN state = 0 AND visible_at <= :now THEN visible_at END),
+		min(CASE WHEN state = 0 AND visible_at > :now THEN visible_at END)
+		FROM lq_jobs GROUP BY queue ORDER BY queue`, sql.Named("now", now))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.QueueStats
+	for rows.Next() {
+		var st store.QueueStats
+		var oldest, next sql.NullInt64
+		if err := rows.Scan(&st.Queue, &st.Ready, &st.Scheduled, &st.Running, &st.Completed, &st.Dead, &oldest, &next); err != nil {
+			return nil, err
+		}
+		st.OldestReadySince, st.NextDue = oldest.Int64, next.Int64
+		out = append(out, st)
+	}
+	return out, rows.Err()
+}

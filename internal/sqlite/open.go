@@ -1,0 +1,599 @@
+// Package sqlite is litequeue's SQLite store: every SQL text the queue runs
+// on a SQLite file lives in this package, behind internal/store.Store. It
+// owns the file format (embedded, numbered migrations), opening and
+// checking files, the single writer goroutine with group commit, and the
+// SQL of every operation.
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/litequeue/litequeue/internal/store"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// SchemaVersion is the version of the queue file format this build writes.
+// Open migrates older files up to it and refuses newer ones with
+// store.ErrSchemaTooNew.
+const SchemaVersion = 3
+
+// formatName is stored in lq_meta to tell a litequeue file from another
+// application's SQLite file.
+const formatName = "litequeue"
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+type migration struct {
+	version int
+	sql     string
+}
+
+// migrations returns the embedded migrations in version order. File names
+// start with the zero-padded version number: 0001_init.sql.
+func migrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("litequeue: bad migration file name %q", e.Name())
+		}
+		b, err := migrationFS.ReadFile(path.Join("migrations", e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, sql: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	return ms, nil
+}
+
+// Execer is what the store's statements run on: the writer's connection
+// inside its transaction, a read transaction, or the application's *sql.Tx.
+type Execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// sqliteHeader is the first 16 bytes of every SQLite 3 database file.
+var sqliteHeader = []byte("SQLite format 3\x00")
+
+// OpenHook, when set (only by tests), is called at each step of preparing a
+// queue file, so a test can kill the process at that step. It is nil in
+// production and costs one comparison per step of Open.
+var OpenHook func(step string)
+
+// openStep calls OpenHook at a named step of Open.
+func openStep(step string) {
+	if OpenHook != nil {
+		OpenHook(step)
+	}
+}
+
+// checkFile refuses, without opening it as a database (and so without changing
+// it), a path that is a directory or a file that is not SQLite. A missing
+// file is fine unless readOnly. An empty (0-byte) file is fine: to SQLite it
+// is an empty database, and it is what a process killed inside its first
+// Open leaves behind, between creating the file and writing its first page.
+func checkFile(name string, readOnly bool) error {
+	st, err := os.Stat(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		if readOnly {
+			return fmt.Errorf("litequeue: open %s read-only: file does not exist: %w", name, fs.ErrNotExist)
+		}
+		dir := filepath.Dir(name)
+		if dst, err := os.Stat(dir); err != nil {
+			return fmt.Errorf("litequeue: open %s: cannot create the file: directory %s: %w", name, dir, err)
+		} else if !dst.IsDir() {
+			return fmt.Errorf("litequeue: open %s: cannot create the file: %s is not a directory", name, dir)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("litequeue: open %s: %w", name, err)
+	}
+	if st.IsDir() {
+		return fmt.Errorf("litequeue: open %s: is a directory, not a queue file; pass the path of a file inside it", name)
+	}
+	if st.Size() == 0 {
+		return checkWritable(name, readOnly)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return fmt.Errorf("litequeue: open %s: %w", name, err)
+	}
+	defer f.Close()
+	head := make([]byte, len(sqliteHeader))
+	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, sqliteHeader) {
+		return fmt.Errorf("litequeue: open %s: %w (its first bytes are not the SQLite header)", name, store.ErrNotSQLite)
+	}
+	return checkWritable(name, readOnly)
+}
+
+// checkWritable refuses a file this process cannot write, unless readOnly:
+// SQLite would silently open it read-only, and every write would fail later.
+// Opening for writing writes nothing.
+func checkWritable(name string, readOnly bool) error {
+	if readOnly {
+		return nil
+	}
+	w, err := os.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("litequeue: open %s: the file is not writable (%v); open it with Options.ReadOnly to inspect it: %w", name, err, store.ErrReadOnly)
+	}
+	return w.Close()
+}
+
+// explainOpenError makes the driver's "unable to open database file" say
+// why, when the file did not exist before Open and its directory does not
+// take new files.
+func explainOpenError(name string, existed bool, err error) error {
+	var se *sqlite.Error
+	if existed || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_CANTOPEN {
+		return err
+	}
+	dir := filepath.Dir(name)
+	probe, perr := os.CreateTemp(dir, ".litequeue-probe-*")
+	if perr != nil {
+		return fmt.Errorf("cannot create the file: directory %s is read-only or not writable (%v): %w", dir, perr, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return err
+}
+
+// dsn builds the modernc.org/sqlite data source name for a queue file. Only
+// connection-level pragmas go here: nothing that writes to the file, so a file
+// can be checked before anything changes it.
+func dsn(name string, o *Options, readOnly bool) string {
+	v := url.Values{}
+	// The driver runs _pragma values sorted by text, not in order, so a
+	// user's pragma of the same name replaces the queue's own instead of
+	// racing it: Options.Pragmas win.
+	for _, p := range []string{
+		fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()),
+		"foreign_keys(1)",
+		"synchronous(" + o.Synchronous + ")",
+	} {
+		if !slices.ContainsFunc(o.Pragmas, func(u string) bool { return pragmaName(u) == pragmaName(p) }) {
+			v.Add("_pragma", p)
+		}
+	}
+	for _, p := range o.Pragmas {
+		v.Add("_pragma", p)
+	}
+	if readOnly {
+		v.Set("mode", "ro")
+	} else {
+		v.Set("_txlock", "immediate")
+	}
+	return "file:" + (&url.URL{Path: name}).EscapedPath() + "?" + v.Encode()
+}
+
+// pragmaName returns the lower-case name of a _pragma value such as
+// "synchronous(NORMAL)" or "synchronous = 1".
+func pragmaName(p string) string {
+	if i := strings.IndexAny(p, "(="); i >= 0 {
+		p = p[:i]
+	}
+	return strings.ToLower(strings.TrimSpace(p))
+}
+
+// identify tells whether db holds a litequeue schema, and its version.
+// version is 0 for a database with no litequeue tables; foreign reports
+// whether the database holds other tables.
+func identify(ctx context.Context, db Execer) (version int, foreign bool, err error) {
+	rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table'`)
+	if err != nil {
+		return 0, false, classifyOpenError(err)
+	}
+	hasMeta := false
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return 0, false, err
+		}
+		switch {
+		case name == "lq_meta":
+			hasMeta = true
+		case strings.HasPrefix(name, "lq_"), strings.HasPrefix(name, "sqlite_"):
+		default:
+			foreign = true
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return 0, false, classifyOpenError(err)
+	}
+	if !hasMeta {
+		return 0, foreign, nil
+	}
+	var format, ver string
+	err = db.QueryRowContext(ctx, `SELECT
+		(SELECT value FROM lq_meta WHERE key = 'format'),
+		(SELECT value FROM lq_meta WHERE key = 'schema_version')`).Scan(&format, &ver)
+	if err != nil || format != formatName {
+		return 0, foreign, fmt.Errorf("%w: its lq_meta table does not name the litequeue format", store.ErrNotLitequeue)
+	}
+	version, err = strconv.Atoi(ver)
+	if err != nil || version < 1 {
+		return 0, foreign, fmt.Errorf("%w: unreadable schema version %q", store.ErrNotLitequeue, ver)
+	}
+	return version, foreign, nil
+}
+
+// onReadOnlyMedia reports whether a read-only open of name failed because
+// SQLite could not create the -shm of a WAL file, and no -wal exists: the
+// directory takes no new files, so no writer can have the file open.
+func onReadOnlyMedia(name string, err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_CANTOPEN {
+		return false
+	}
+	_, werr := os.Stat(name + "-wal")
+	return errors.Is(werr, fs.ErrNotExist)
+}
+
+// classifyOpenError turns the driver's "not a database" into store.ErrNotSQLite
+// and "malformed" into store.ErrCorrupt.
+func classifyOpenError(err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_NOTADB:
+			return fmt.Errorf("%w (%v)", store.ErrNotSQLite, err)
+		case sqlite3.SQLITE_CORRUPT:
+			return fmt.Errorf("%w (%v)", store.ErrCorrupt, err)
+		}
+	}
+	return err
+}
+
+// migrate brings the schema from version `from` up to SchemaVersion in one
+// IMMEDIATE transaction on conn.
+func migrate(ctx context.Context, conn *sql.Conn, from int) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	return runTx(ctx, ctx, conn, func(tx Execer) error {
+		// Re-check inside the write lock: another process may have migrated.
+		cur, _, err := identify(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if cur > SchemaVersion {
+			return fmt.Errorf("%w: file has version %d, this build knows up to %d", store.ErrSchemaTooNew, cur, SchemaVersion)
+		}
+		for _, m := range ms {
+			if m.version <= cur {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return fmt.Errorf("litequeue: migration %d: %w", m.version, err)
+			}
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO lq_meta (key, value) VALUES ('format', ?), ('schema_version', ?)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, formatName, strconv.Itoa(SchemaVersion))
+		openStep("schema-written")
+		return err
+	})
+}
+
+// runTx runs fn inside BEGIN IMMEDIATE … COMMIT on conn, rolling back when fn
+// or the commit fails. BEGIN is retried while the database stays busy beyond
+// the busy timeout, until wait ends; ctx is for the statements.
+func runTx(wait, ctx context.Context, conn Execer, fn func(tx Execer) error) error {
+	if err := beginImmediate(wait, conn); err != nil {
+		return err
+	}
+	if err := fn(conn); err != nil {
+		rollback(conn)
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		rollback(conn)
+		return err
+	}
+	return nil
+}
+
+func beginImmediate(ctx context.Context, conn Execer) error {
+	for {
+		_, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE")
+		if err == nil {
+			return nil
+		}
+		// Still locked after a whole busy timeout (the driver's busy handler
+		// already slept), or interrupted by ctx while waiting: keep waiting
+		// while the caller's context allows.
+		if ctx.Err() != nil {
+			return fmt.Errorf("litequeue: database stayed locked by another connection: %w (%v)", context.Cause(ctx), err)
+		}
+		if !isBusy(err) {
+			return err
+		}
+	}
+}
+
+func rollback(conn Execer) {
+	// A failed COMMIT may already have rolled back; the error is expected then.
+	_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
+}
+
+// classifyWriteError marks SQLite's "database or disk is full" as
+// store.ErrStorageFull, its I/O errors as store.ErrStorageIO and "the database file has
+// moved" as store.ErrFileReplaced.
+func classifyWriteError(err error) error {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch {
+	case se.Code()&0xff == sqlite3.SQLITE_FULL:
+		return fmt.Errorf("%w: %w", store.ErrStorageFull, err)
+	case se.Code() == sqlite3.SQLITE_READONLY_DBMOVED:
+		return fmt.Errorf("%w: %w", store.ErrFileReplaced, err)
+	case se.Code()&0xff == sqlite3.SQLITE_IOERR:
+		return fmt.Errorf("%w: %w", store.ErrStorageIO, err)
+	}
+	return err
+}
+
+// fileIdentity is the file a queue made by Open opened: its path and what
+// the path named then (device and inode).
+type fileIdentity struct {
+	path string
+	st   os.FileInfo
+}
+
+// newFileIdentity records what path names now.
+func newFileIdentity(path string) (*fileIdentity, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	return &fileIdentity{path: path, st: st}, nil
+}
+
+// check fails with store.ErrFileReplaced when the path no longer names the file
+// that was opened. A nil identity (New: the application's file) always
+// passes, and so does a path that cannot be checked for another reason
+// (SQLite's own write reports a real problem). One stat call.
+func (f *fileIdentity) check() error {
+	if f == nil {
+		return nil
+	}
+	st, err := os.Stat(f.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %s was removed or renamed; nothing of this call was written: put the file back to go on, or Close the queue and Open the path again", store.ErrFileReplaced, f.path)
+	case err == nil && !os.SameFile(st, f.st):
+		return fmt.Errorf("%w: %s was replaced by another file; nothing of this call was written: Close the queue and Open the path again", store.ErrFileReplaced, f.path)
+	}
+	return nil
+}
+
+// isBusy reports SQLITE_BUSY and SQLITE_LOCKED (and their extended codes).
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		c := se.Code() & 0xff
+		return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
+	}
+	return false
+}
+
+// Options configures a SQLite store. The root package fills it from
+// litequeue.Options; every field is required (no defaults here).
+type Options struct {
+	BusyTimeout time.Duration
+	Synchronous string // FULL or NORMAL
+	Pragmas     []string
+	ReadOnly    bool
+	Logger      *slog.Logger
+}
+
+// Open opens the queue file at name, creating it (and its schema) if it does
+// not exist. It refuses, leaving the file untouched: a directory, a path
+// whose directory is missing (fs.ErrNotExist) or read-only (each error says
+// so), a file this process cannot write (store.ErrReadOnly), a file that is
+// not SQLite (store.ErrNotSQLite), a damaged one (store.ErrCorrupt), another
+// application's SQLite file (store.ErrNotLitequeue), and a file of a newer
+// schema version (store.ErrSchemaTooNew). An older schema is migrated. The
+// file is put in WAL mode.
+//
+// An empty (0-byte) file, and a SQLite file with no tables at all, open as a
+// new queue: that is what a process killed inside its first Open leaves (the
+// schema is created in one transaction, so it is there whole or not at all).
+func Open(name string, o Options) (*Store, error) {
+	if err := checkFile(name, o.ReadOnly); err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	rdb, err := sql.Open("sqlite", dsn(name, &o, true))
+	if err != nil {
+		return nil, err
+	}
+	rdb.SetMaxOpenConns(4)
+	if o.ReadOnly {
+		version, foreign, err := identify(ctx, rdb)
+		if err != nil && onReadOnlyMedia(name, err) {
+			// A WAL file on read-only media with no -wal beside it: no
+			// process can be writing it, so read it as immutable (SQLite
+			// cannot make the -shm it would otherwise need).
+			rdb.Close()
+			if rdb, err = sql.Open("sqlite", dsn(name, &o, true)+"&immutable=1"); err != nil {
+				return nil, err
+			}
+			rdb.SetMaxOpenConns(4)
+			version, foreign, err = identify(ctx, rdb)
+		}
+		if err == nil {
+			err = checkVersion(version, foreign)
+		}
+		if err != nil {
+			rdb.Close()
+			return nil, fmt.Errorf("litequeue: open %s: %w", name, err)
+		}
+		return newStore(o, rdb, nil, true, nil), nil
+	}
+	wdb, err := sql.Open("sqlite", dsn(name, &o, false))
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	wdb.SetMaxOpenConns(1)
+	_, statErr := os.Stat(name)
+	conn, err := wdb.Conn(ctx)
+	if err != nil {
+		err = explainOpenError(name, statErr == nil, classifyOpenError(err))
+	} else {
+		openStep("created")
+		err = prepareFile(ctx, conn, true)
+	}
+	if err != nil {
+		if conn != nil {
+			conn.Close()
+		}
+		wdb.Close()
+		rdb.Close()
+		return nil, fmt.Errorf("litequeue: open %s: %w", name, err)
+	}
+	id, err := newFileIdentity(name)
+	if err != nil {
+		conn.Close()
+		wdb.Close()
+		rdb.Close()
+		return nil, fmt.Errorf("litequeue: open %s: %w", name, err)
+	}
+	s := newStore(o, rdb, wdb, true, conn)
+	s.w.file.Store(id)
+	return s, nil
+}
+
+// New returns a store that keeps its tables (named lq_*) in the
+// application's own SQLite database db, opened with the modernc.org/sqlite
+// driver ("sqlite"). It keeps one connection of db for its writer, so db must
+// allow at least two open connections, and db's connections must have a busy
+// timeout (New refuses busy_timeout 0 and says how to set it). New puts the
+// file in WAL mode. Close does not close db.
+func New(db *sql.DB, o Options) (*Store, error) {
+	if db.Stats().MaxOpenConnections == 1 {
+		return nil, errors.New("litequeue: New: db allows one open connection; the queue's writer holds one, so allow at least two (db.SetMaxOpenConns)")
+	}
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("litequeue: New: %w", err)
+	}
+	// The connection is as db's DSN made it: its busy timeout is what the
+	// application's connections have.
+	var appBusy int64
+	if err := conn.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&appBusy); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("litequeue: New: PRAGMA busy_timeout: %w", err)
+	}
+	if appBusy <= 0 {
+		conn.Close()
+		return nil, errors.New(`litequeue: New: db's connections have busy_timeout 0, so the application's writes would fail at once with SQLITE_BUSY whenever the queue writes; open db with a busy timeout, e.g. sql.Open("sqlite", "file:app.db?_pragma=busy_timeout(5000)")`)
+	}
+	for _, p := range []string{
+		fmt.Sprintf("PRAGMA busy_timeout = %d", o.BusyTimeout.Milliseconds()),
+		"PRAGMA foreign_keys = ON",
+		"PRAGMA synchronous = " + o.Synchronous,
+	} {
+		if _, err := conn.ExecContext(ctx, p); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("litequeue: New: %s: %w", p, err)
+		}
+	}
+	if err := prepareFile(ctx, conn, false); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("litequeue: New: %w", err)
+	}
+	return newStore(o, db, nil, false, conn), nil
+}
+
+func checkVersion(version int, foreign bool) error {
+	switch {
+	case version > SchemaVersion:
+		return fmt.Errorf("%w: file has version %d, this build knows up to %d; upgrade litequeue", store.ErrSchemaTooNew, version, SchemaVersion)
+	case version == 0 && foreign:
+		return fmt.Errorf("%w: it holds tables of another application and no litequeue schema", store.ErrNotLitequeue)
+	case version == 0:
+		return fmt.Errorf("%w: it holds no litequeue schema", store.ErrNotLitequeue)
+	}
+	return nil
+}
+
+// prepareFile checks what conn's database holds, then switches it to WAL and
+// migrates it. Nothing is written before the checks pass. own says the file
+// belongs to the queue alone (Open), so other applications' tables are
+// refused.
+func prepareFile(ctx context.Context, conn *sql.Conn, own bool) error {
+	version, foreign, err := identify(ctx, conn)
+	if err != nil {
+		return err
+	}
+	openStep("identified")
+	if version > SchemaVersion {
+		return checkVersion(version, foreign)
+	}
+	if own && version == 0 && foreign {
+		return checkVersion(version, foreign)
+	}
+	var mode string
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+		return classifyOpenError(err)
+	}
+	openStep("wal")
+	if version < SchemaVersion {
+		err := migrate(ctx, conn, version)
+		openStep("migrated")
+		return err
+	}
+	return nil
+}
+
+// checkpointOnClose copies the WAL into the database file and truncates the
+// WAL, so that the file alone holds everything committed. It does not wait
+// for other connections: with a reader in another process the checkpoint
+// copies what it can and the rest stays in the WAL, which is not an error.
+func checkpointOnClose(conn *sql.Conn) error {
+	ctx := context.Background()
+	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
+		return fmt.Errorf("litequeue: close: %w", err)
+	}
+	var busy, logFrames, done int
+	err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done)
+	if err != nil && !isBusy(err) {
+		return fmt.Errorf("litequeue: close: checkpoint: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,768 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/litequeue/litequeue/internal/store"
+)
+
+// Store is the SQLite store: a read pool, and (unless read-only) one writer
+// goroutine owning one connection, which commits every write of the process
+// in group commits.
+type Store struct {
+	opts  Options
+	db    *sql.DB // reads (and, from New, the application's pool)
+	wdb   *sql.DB // the writer's own pool, from Open
+	owned bool    // Open made db and wdb; Close closes them
+	wconn *sql.Conn
+	w     *writer // nil when read-only
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ store.Store = (*Store)(nil)
+
+func newStore(o Options, db, wdb *sql.DB, owned bool, conn *sql.Conn) *Store {
+	s := &Store{opts: o, db: db, wdb: wdb, owned: owned, wconn: conn}
+	if conn != nil {
+		s.w = newWriter(conn, s.writeCompletions)
+	}
+	return s
+}
+
+// DB returns the store's read pool (the application's db for New).
+func (s *Store) DB() *sql.DB { return s.db }
+
+// ReadOnly reports whether the store was opened read-only.
+func (s *Store) ReadOnly() bool { return s.w == nil }
+
+// Do runs fn in the writer's next transaction and waits for its commit.
+func (s *Store) Do(ctx context.Context, fn func(ctx context.Context, tx Execer) error) error {
+	if s.w == nil {
+		return store.ErrReadOnly
+	}
+	return s.w.do(ctx, fn)
+}
+
+// Read runs fn on the writer's connection between two commits (on the read
+// pool for a read-only store).
+func (s *Store) Read(ctx context.Context, fn func(ctx context.Context, tx Execer) error) error {
+	if s.w == nil {
+		return fn(ctx, s.db)
+	}
+	return s.w.read(ctx, fn)
+}
+
+// Close writes what is queued, stops the writer and closes the handles the
+// store opened. A store made by Open (not read-only) checkpoints the WAL into
+// the file and truncates it first, so the .db alone holds every job.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		var errs []error
+		if s.w != nil {
+			s.w.close()
+		}
+		if s.owned {
+			// The readers first, so that the writer's connection is the
+			// last one this process has on the file.
+			errs = append(errs, s.db.Close())
+			if s.w != nil {
+				errs = append(errs, checkpointOnClose(s.wconn))
+			}
+		}
+		if s.wconn != nil {
+			errs = append(errs, s.wconn.Close())
+		}
+		if s.owned && s.wdb != nil {
+			errs = append(errs, s.wdb.Close())
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+const insertJobSQL = `INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload, idem_key)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+
+const liveKeySQL = `SELECT id FROM lq_jobs WHERE idem_key = ? AND state IN (0, 1)`
+
+// InsertOne writes one job on tx, as Insert does for one item (for the
+// root package's test support).
+func InsertOne(ctx context.Context, tx Execer, nj *store.NewJob) (int64, error) {
+	return insertOne(ctx, tx, nj, nil)
+}
+
+// insertOne writes one job on tx. With a key held by a live job it inserts
+// nothing and returns that job's id and a *store.DuplicateError.
+func insertOne(ctx context.Context, tx Execer, nj *store.NewJob, stmt *sql.Stmt) (int64, error) {
+	var key any
+	if nj.Key != "" {
+		key = nj.Key
+		var id int64
+		err := tx.QueryRowContext(ctx, liveKeySQL, nj.Key).Scan(&id)
+		if err == nil {
+			return id, &store.DuplicateError{Key: nj.Key, ID: id}
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return 0, err
+		}
+	}
+	args := []any{nj.Queue, nj.Kind, nj.Priority, nj.VisibleAt, nj.VisibleAt, nj.CreatedAt, nj.Payload, key}
+	var res sql.Result
+	var err error
+	if stmt != nil {
+		res, err = stmt.ExecContext(ctx, args...)
+	} else {
+		res, err = tx.ExecContext(ctx, insertJobSQL, args...)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
+}
+
+type preparer interface {
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}
+
+// Insert implements store.Store.
+func (s *Store) Insert(ctx context.Context, tx *sql.Tx, jobs []store.NewJob) (ids []int64, dups []error, err error) {
+	if tx != nil {
+		ids, dups, err = insertBatch(ctx, tx, jobs)
+		return ids, dups, err
+	}
+	if s.w == nil {
+		return nil, nil, store.ErrReadOnly
+	}
+	err = s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+		var err error
+		ids, dups, err = insertBatch(ctx, tx, jobs)
+		return err
+	})
+	if err != nil {
+		return nil, nil, classifyWriteError(err)
+	}
+	return ids, dups, nil
+}
+
+// insertBatch writes jobs on tx. ids[i] is the id of jobs[i]; dups[i] is the
+// *DuplicateError of an item whose key a live job (or an earlier item) holds,
+// and which was therefore not inserted. err is any other failure: then the
+// caller must not commit.
+func insertBatch(ctx context.Context, tx Execer, jobs []store.NewJob) (ids []int64, dups []error, err error) {
+	var stmt *sql.Stmt
+	if p, ok := tx.(preparer); ok && len(jobs) > 1 {
+		s, err := p.PrepareContext(ctx, insertJobSQL)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer s.Close()
+		stmt = s
+	}
+	ids = make([]int64, len(jobs))
+	dups = make([]error, len(jobs))
+	for i := 0; i < len(jobs); i++ {
+		if k := keylessRun(jobs[i:]); k > 1 {
+			if err := insertMany(ctx, tx, jobs[i:i+k], ids[i:i+k]); err != nil {
+				return nil, nil, fmt.Errorf("batch items %d-%d: %w", i, i+k-1, err)
+			}
+			i += k - 1
+			continue
+		}
+		id, err := insertOne(ctx, tx, &jobs[i], stmt)
+		var dup *store.DuplicateError
+		if errors.As(err, &dup) {
+			dups[i] = fmt.Errorf("batch item %d: %w", i, err)
+		} else if err != nil {
+			return nil, nil, fmt.Errorf("batch item %d: %w", i, err)
+		}
+		ids[i] = id
+	}
+	return ids, dups, nil
+}
+
+// maxInsertRows is the most rows of one multi-row INSERT (8 parameters each).
+const maxInsertRows = 256
+
+// insertManySQL[k] inserts k keyless jobs in one statement, for k a power of
+// two up to maxInsertRows: a handful of statement texts, each prepared once.
+var insertManySQL = func() map[int]string {
+	const row = "(?, ?, ?, ?, ?, ?, ?, NULL)"
+	m := map[int]string{}
+	for k := 2; k <= maxInsertRows; k *= 2 {
+		m[k] = strings.TrimSuffix(insertJobSQL, "(?, ?, ?, ?, ?, ?, ?, ?)") + strings.Repeat(row+", ", k-1) + row + " RETURNING id"
+	}
+	return m
+}()
+
+// keylessRun returns how many of the leading jobs to insert in one multi-row
+// INSERT: the largest power of two, up to maxInsertRows, of leading jobs
+// without an idempotency key (a keyed job needs its duplicate check).
+func keylessRun(jobs []store.NewJob) int {
+	n := 0
+	for n < len(jobs) && n < maxInsertRows && jobs[n].Key == "" {
+		n++
+	}
+	k := 1
+	for k*2 <= n {
+		k *= 2
+	}
+	return k
+}
+
+// insertMany writes keyless jobs with one multi-row INSERT and stores their
+// ids in ids. AUTOINCREMENT hands out ever larger ids in insertion order, and
+// the rows are inserted in VALUES order, so the sorted returned ids are the
+// jobs' ids in order.
+func insertMany(ctx context.Context, tx Execer, jobs []store.NewJob, ids []int64) error {
+	args := make([]any, 0, 7*len(jobs))
+	for i := range jobs {
+		nj := &jobs[i]
+		args = append(args, nj.Queue, nj.Kind, nj.Priority, nj.VisibleAt, nj.VisibleAt, nj.CreatedAt, nj.Payload)
+	}
+	rows, err := tx.QueryContext(ctx, insertManySQL[len(jobs)], args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		if n == len(ids) {
+			return fmt.Errorf("litequeue: multi-row insert returned more than %d ids", len(ids))
+		}
+		if err := rows.Scan(&ids[n]); err != nil {
+			return err
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if n != len(ids) {
+		return fmt.Errorf("litequeue: multi-row insert of %d jobs returned %d ids", len(ids), n)
+	}
+	slices.Sort(ids)
+	return nil
+}
+
+// InsertClaim implements store.Store: the insert and the claim share one
+// transaction, and handOff runs on the writer right after its commit, in
+// commit order with every other claim.
+func (s *Store) InsertClaim(ctx context.Context, job store.NewJob, q store.ClaimQuery, handOff func([]store.Claimed)) (int64, error) {
+	if s.w == nil {
+		return 0, store.ErrReadOnly
+	}
+	var id int64
+	var claimed []store.Claimed
+	err := s.w.doAfter(ctx, func(ctx context.Context, tx Execer) error {
+		var err error
+		claimed = nil
+		id, err = insertOne(ctx, tx, &job, nil)
+		if err != nil {
+			return err
+		}
+		claimed, err = claimTx(ctx, tx, q)
+		return err
+	}, func() { handOff(claimed) })
+	var dup *store.DuplicateError
+	if errors.As(err, &dup) {
+		return dup.ID, err
+	}
+	if err != nil {
+		return 0, classifyWriteError(err)
+	}
+	return id, nil
+}
+
+// claimSQL claims up to ?6 due rows of one priority of a queue, in due-time
+// order, for the kinds this process handles. A running row whose lease has
+// lapsed is due too: its worker is gone. The claim takes a new lease, moves
+// the visibility timestamp to the lease's end, counts the attempt and keeps
+// the time the row became due in due_at (SET reads the old visible_at), by
+// which the workers take the batch.
+//
+// One priority at a time keeps the claim a range scan of the claim index
+// (queue, priority, visible_at): across priorities SQLite could not stop at
+// the first row that is not yet due, and would walk every scheduled row.
+const claimSQL = `UPDATE lq_jobs
+SET state = 1, visible_at = ?1, lease = ?2, attempt = attempt + 1, attempted_at = ?3, due_at = visible_at,
+    last_error = CASE WHEN state = 1 THEN 'lease expired: the worker of attempt ' || attempt || ' was lost' ELSE last_error END
+WHERE id IN (
+    SELECT id FROM lq_jobs
+    WHERE queue = ?4 AND state IN (0, 1) AND priority = ?7 AND visible_at <= ?3
+      AND kind IN (SELECT value FROM json_each(?5))
+    ORDER BY visible_at, id
+    LIMIT ?6)
+RETURNING id, kind, attempt, priority, payload, idem_key, created_at, last_error, due_at`
+
+// ClaimSQL is the claim statement, for tests that claim as a dead process
+// would.
+const ClaimSQL = claimSQL
+
+// nextPrioritySQL finds the most urgent priority of a queue's live rows at or
+// after ?2 with one seek of the claim index.
+const nextPrioritySQL = `SELECT min(priority) FROM lq_jobs WHERE queue = ?1 AND state IN (0, 1) AND priority >= ?2`
+
+// priorities calls fn for each priority of queue's live rows, most urgent
+// first, until fn returns false. Each step is one index seek, so a claim costs
+// O(P log n) for P distinct priorities, not a scan of the backlog.
+func priorities(ctx context.Context, tx Execer, queue string, fn func(prio int64) (more bool, err error)) error {
+	from := int64(math.MinInt64)
+	for {
+		var prio sql.NullInt64
+		if err := tx.QueryRowContext(ctx, nextPrioritySQL, queue, from).Scan(&prio); err != nil {
+			return err
+		}
+		if !prio.Valid {
+			return nil
+		}
+		more, err := fn(prio.Int64)
+		if err != nil || !more || prio.Int64 == math.MaxInt64 {
+			return err
+		}
+		from = prio.Int64 + 1
+	}
+}
+
+// claimTx claims per q on tx, most urgent first.
+func claimTx(ctx context.Context, tx Execer, q store.ClaimQuery) ([]store.Claimed, error) {
+	var cs []store.Claimed
+	err := priorities(ctx, tx, q.Queue, func(prio int64) (bool, error) {
+		rows, err := tx.QueryContext(ctx, claimSQL, q.Until, q.Lease, q.Now, q.Queue, q.KindsJSON, q.N-len(cs), prio)
+		if err != nil {
+			return false, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c store.Claimed
+			var key, lastErr sql.NullString
+			if err := rows.Scan(&c.ID, &c.Kind, &c.Attempt, &c.Priority, &c.Payload, &key, &c.CreatedAt, &lastErr, &c.DueAt); err != nil {
+				return false, err
+			}
+			c.Key, c.LastError = key.String, lastErr.String
+			cs = append(cs, c)
+		}
+		return len(cs) < q.N, rows.Err()
+	})
+	return cs, err
+}
+
+// Claim implements store.Store.
+func (s *Store) Claim(ctx context.Context, q store.ClaimQuery, handOff func([]store.Claimed)) (int, error) {
+	if s.w == nil {
+		return 0, store.ErrReadOnly
+	}
+	var cs []store.Claimed
+	err := s.w.doAfter(ctx, func(ctx context.Context, tx Execer) error {
+		var err error
+		cs, err = claimTx(ctx, tx, q)
+		return err
+	}, func() { handOff(cs) }) // in commit order: no later claim is handed out first
+	if err != nil {
+		return 0, err
+	}
+	return len(cs), nil
+}
+
+// nextDueSQL is the earliest visibility timestamp of one priority's live
+// rows of a queue's kinds: a walk of the claim index in due order that stops
+// at the first row of a handled kind.
+const nextDueSQL = `SELECT visible_at FROM lq_jobs
+WHERE queue = ?1 AND state IN (0, 1) AND priority = ?2 AND kind IN (SELECT value FROM json_each(?3))
+ORDER BY visible_at LIMIT 1`
+
+// NextDue implements store.Store. It reads in one snapshot, one priority at
+// a time (see claimSQL).
+func (s *Store) NextDue(ctx context.Context, queue string, kinds []string, kindsJSON string) (int64, bool, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return 0, false, err
+	}
+	defer tx.Rollback()
+	var earliest int64
+	ok := false
+	err = priorities(ctx, tx, queue, func(prio int64) (bool, error) {
+		var v int64
+		err := tx.QueryRowContext(ctx, nextDueSQL, queue, prio, kindsJSON).Scan(&v)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return false, err
+		case !ok || v < earliest:
+			earliest, ok = v, true
+		}
+		return true, nil
+	})
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	return earliest, true, nil
+}
+
+const extendSQL = `UPDATE lq_jobs SET visible_at = ? WHERE id = ? AND lease = ? AND state = 1`
+
+// Extend implements store.Store.
+func (s *Store) Extend(ctx context.Context, leases []store.Lease, until int64) ([]int, error) {
+	if s.w == nil {
+		return nil, store.ErrReadOnly
+	}
+	var lost []int
+	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+		lost = lost[:0]
+		for i, l := range leases {
+			ok, err := execHolds(ctx, tx, extendSQL, until, l.ID, l.Lease)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				lost = append(lost, i)
+			}
+		}
+		return nil
+	})
+	return lost, err
+}
+
+// execHolds runs a write conditional on a lease and reports whether it
+// changed the row (false: the lease was lost).
+func execHolds(ctx context.Context, tx Execer, query string, args ...any) (bool, error) {
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+const releaseSQL = `UPDATE lq_jobs SET state = 0, visible_at = ?, lease = NULL, attempt = max(attempt - 1, 0)
+	WHERE id = ? AND lease = ? AND state = 1`
+
+// Release implements store.Store.
+func (s *Store) Release(ctx context.Context, leases []store.Lease, now int64) error {
+	if s.w == nil {
+		return store.ErrReadOnly
+	}
+	return s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+		for _, l := range leases {
+			if _, err := tx.ExecContext(ctx, releaseSQL, now, l.ID, l.Lease); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Complete implements store.Store: the success goes into the writer's next
+// transaction.
+func (s *Store) Complete(c store.Completion) {
+	if s.w == nil {
+		if c.Notify != nil {
+			c.Notify(store.ErrReadOnly)
+		}
+		return
+	}
+	s.w.complete(c)
+}
+
+// Flush implements store.Store.
+func (s *Store) Flush(ctx context.Context) error {
+	if s.w == nil {
+		return nil
+	}
+	err := s.w.do(ctx, func(context.Context, Execer) error { return nil })
+	if errors.Is(err, store.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+const (
+	completeDeleteSQL = `DELETE FROM lq_jobs WHERE id = ? AND lease = ? AND state = 1`
+	completeKeepSQL   = `UPDATE lq_jobs SET state = 2, lease = NULL, finished_at = ?1, visible_at = ?1
+		WHERE id = ?2 AND lease = ?3 AND state = 1`
+)
+
+// CompleteTx implements store.Store.
+func (s *Store) CompleteTx(ctx context.Context, tx *sql.Tx, l store.Lease, keepAt int64) error {
+	var ok bool
+	var err error
+	if keepAt != 0 {
+		ok, err = execHolds(ctx, tx, completeKeepSQL, keepAt, l.ID, l.Lease)
+	} else {
+		ok, err = execHolds(ctx, tx, completeDeleteSQL, l.ID, l.Lease)
+	}
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return store.ErrLeaseLost
+	}
+	return nil
+}
+
+// Holds implements store.Store.
+func (s *Store) Holds(ctx context.Context, l store.Lease) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM lq_jobs WHERE id = ? AND lease = ? AND state = 1`, l.ID, l.Lease).Scan(&n)
+	return n == 1, err
+}
+
+// WriteCompletions writes cs in one transaction of the writer, as one batch,
+// and returns each one's outcome (nil or store.ErrLeaseLost).
+func (s *Store) WriteCompletions(ctx context.Context, cs []store.Completion) ([]error, error) {
+	var results []error
+	err := s.Do(ctx, func(ctx context.Context, tx Execer) error {
+		var err error
+		results, err = s.writeCompletions(ctx, tx, cs)
+		return err
+	})
+	return results, err
+}
+
+// writeCompletions writes a batch of successes inside the writer's
+// transaction. Each is conditional on its lease; one whose lease was lost
+// gets ErrLeaseLost and changes nothing.
+func (s *Store) writeCompletions(ctx context.Context, tx Execer, cs []store.Completion) ([]error, error) {
+	results := make([]error, len(cs))
+	var del []int
+	for i, c := range cs {
+		if !c.Keep {
+			del = append(del, i)
+			continue
+		}
+		ok, err := execHolds(ctx, tx, completeKeepSQL, c.At, c.ID, c.Lease.Lease)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			results[i] = store.ErrLeaseLost
+		}
+	}
+	if len(del) > 0 {
+		if err := deleteCompleted(ctx, tx, cs, del, results); err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
+}
+
+// completeDeleteManySQL deletes the succeeded jobs of one lease (one claim)
+// in one statement; a row whose lease is no longer that lease stays.
+const completeDeleteManySQL = `DELETE FROM lq_jobs
+WHERE id IN (SELECT value FROM json_each(?1)) AND lease = ?2 AND state = 1
+RETURNING id`
+
+// deleteCompleted deletes the jobs of the successes cs[i] for i in which, one
+// statement per lease (a claim takes one lease for its whole batch), and
+// sets results[i] to ErrLeaseLost for every job whose row did not hold its
+// lease any more.
+func deleteCompleted(ctx context.Context, tx Execer, cs []store.Completion, which []int, results []error) error {
+	byLease := map[int64][]int{} // lease -> indexes in cs
+	var leases []int64
+	for _, i := range which {
+		c := cs[i]
+		if _, ok := byLease[c.Lease.Lease]; !ok {
+			leases = append(leases, c.Lease.Lease)
+		}
+		byLease[c.Lease.Lease] = append(byLease[c.Lease.Lease], i)
+	}
+	deleted := make(map[int64]bool, len(which))
+	var ids []byte
+	for _, lease := range leases {
+		idx := byLease[lease]
+		ids = AppendIDsJSON(ids[:0], len(idx), func(k int) int64 { return cs[idx[k]].ID })
+		// TEXT, not a BLOB: json_each would read a BLOB as JSONB.
+		rows, err := tx.QueryContext(ctx, completeDeleteManySQL, string(ids), lease)
+		if err != nil {
+			return err
+		}
+		clear(deleted)
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			deleted[id] = true
+		}
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return err
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		for _, i := range idx {
+			if !deleted[cs[i].ID] {
+				results[i] = store.ErrLeaseLost
+			}
+		}
+	}
+	return nil
+}
+
+// IDsJSON renders ids as a JSON array for json_each, as TEXT: json_each
+// would read a BLOB as JSONB.
+func IDsJSON(ids []int64) string {
+	return string(AppendIDsJSON(nil, len(ids), func(i int) int64 { return ids[i] }))
+}
+
+// AppendIDsJSON appends the JSON array of the n ids id(0)…id(n-1) to b.
+func AppendIDsJSON(b []byte, n int, id func(i int) int64) []byte {
+	b = append(b, '[')
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id(i), 10)
+	}
+	return append(b, ']')
+}
+
+const (
+	retrySQL = `UPDATE lq_jobs SET state = 0, visible_at = ?, lease = NULL, last_error = ?
+		WHERE id = ? AND lease = ? AND state = 1`
+	buryFailedSQL = `UPDATE lq_jobs SET state = 3, lease = NULL, finished_at = ?, last_error = ?, dead_reason = ?
+		WHERE id = ? AND lease = ? AND state = 1`
+	buryLostSQL = `UPDATE lq_jobs SET state = 3, lease = NULL, finished_at = ?, dead_reason = ?, attempt = ?
+		WHERE id = ? AND lease = ? AND state = 1`
+	attemptSQL = `INSERT INTO lq_attempts (job_id, attempt, started_at, finished_at, error, decision, delay)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`
+)
+
+func insertAttempt(ctx context.Context, tx Execer, id int64, a store.Attempt) error {
+	_, err := tx.ExecContext(ctx, attemptSQL, id, a.Attempt, a.StartedAt, a.FinishedAt, a.Error, a.Decision, a.Delay)
+	return err
+}
+
+// Retry implements store.Store.
+func (s *Store) Retry(ctx context.Context, r store.Retry) error {
+	if s.w == nil {
+		return store.ErrReadOnly
+	}
+	return s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+		ok, err := execHolds(ctx, tx, retrySQL, r.Due, r.LastError, r.ID, r.Lease.Lease)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return store.ErrLeaseLost
+		}
+		return insertAttempt(ctx, tx, r.ID, r.Record)
+	})
+}
+
+// Bury implements store.Store.
+func (s *Store) Bury(ctx context.Context, b store.Burial) error {
+	if s.w == nil {
+		return store.ErrReadOnly
+	}
+	return s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+		var ok bool
+		var err error
+		if b.LastError != nil {
+			ok, err = execHolds(ctx, tx, buryFailedSQL, b.At, *b.LastError, b.Reason, b.ID, b.Lease.Lease)
+		} else {
+			ok, err = execHolds(ctx, tx, buryLostSQL, b.At, b.Reason, b.Attempt, b.ID, b.Lease.Lease)
+		}
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return store.ErrLeaseLost
+		}
+		if err := insertAttempt(ctx, tx, b.ID, b.Record); err != nil {
+			return err
+		}
+		if b.FollowUp != nil {
+			if _, err := insertOne(ctx, tx, b.FollowUp, nil); err != nil {
+				var dup *store.DuplicateError
+				if !errors.As(err, &dup) {
+					return fmt.Errorf("follow-up job: %w", err)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// Watch implements store.Store: it polls PRAGMA data_version on the writer's
+// connection, where it changes only for other connections' commits, every
+// interval of real time.
+func (s *Store) Watch(ctx context.Context, interval time.Duration, wake func()) error {
+	if interval <= 0 || s.w == nil {
+		return nil
+	}
+	version, err := s.dataVersion(ctx)
+	if err != nil {
+		return err
+	}
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			v, err := s.dataVersion(ctx)
+			if err != nil {
+				continue
+			}
+			if v != version {
+				wake()
+			}
+			version = v
+		}
+	}()
+	return nil
+}
+
+func (s *Store) dataVersion(ctx context.Context) (int64, error) {
+	var v int64
+	err := s.w.read(ctx, func(ctx context.Context, tx Execer) error {
+		return tx.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v)
+	})
+	return v, err
+}
+
+// oldestCompletedSQL finds the earliest finish of a retained completed job
+// with one seek of lq_jobs_finished.
+const oldestCompletedSQL = `SELECT min(finished_at) FROM lq_jobs WHERE state = 2`
+
+// OldestCompleted implements store.Store.
+func (s *Store) OldestCompleted(ctx context.Context) (int64, bool, error) {
+	var v sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, oldestCompletedSQL).Scan(&v); err != nil || !v.Valid {
+		return 0, false, err
+	}
+	return v.Int64, true, nil
+}
+
+// PurgeCompleted implements store.Store.
+func (s *Store) PurgeCompleted(ctx context.Context, before int64) (int, error) {
+	if s.w == nil {
+		return 0, store.ErrReadOnly
+	}
+	var n int64
+	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM lq_jobs WHERE state = 2 AND finished_at < ?`, before)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}

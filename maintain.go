@@ -1,0 +1,121 @@
+package litequeue
+
+import (
+	"context"
+	"time"
+)
+
+// Maintenance: lease extension while handlers run, and the cleanup of
+// retained completed jobs.
+
+// extendLeases pushes the leases of p's claimed jobs forward every third of
+// the visibility timeout while p holds any, until every handler has returned
+// or been released (also during a graceful Stop). A job whose lease was lost
+// has its handler's context cancelled with ErrLeaseLost and its result
+// dropped. With nothing claimed it sets no timer.
+func (p *pool) extendLeases() {
+	defer p.r.keep.Done()
+	period := max(p.cfg.VisibilityTimeout/3, time.Millisecond)
+	for {
+		p.mu.Lock()
+		idle := len(p.inflight) == 0
+		p.mu.Unlock()
+		if idle {
+			select {
+			case <-p.r.settled:
+				return
+			case <-p.busy:
+			}
+			continue
+		}
+		t := p.q.clock.Timer(period)
+		select {
+		case <-p.r.settled:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		p.extend()
+	}
+}
+
+// extend pushes the lease of every claimed job of p forward by the
+// visibility timeout.
+func (p *pool) extend() {
+	ds := p.claimed()
+	if len(ds) == 0 {
+		return
+	}
+	until := addClamped(p.q.clock.Now(), p.cfg.VisibilityTimeout)
+	lostIdx, err := p.q.store.Extend(context.Background(), leasesOf(ds), until)
+	if err != nil {
+		p.q.log.Error("litequeue: extending leases failed", LogQueue, p.cfg.Name, LogError, err.Error())
+		return
+	}
+	lost := make([]*delivery, len(lostIdx))
+	for i, k := range lostIdx {
+		lost[i] = ds[k]
+	}
+	for _, d := range lost {
+		if d.released.Swap(true) {
+			continue
+		}
+		d.mu.Lock()
+		if d.cancel != nil {
+			d.cancel(ErrLeaseLost)
+		}
+		d.mu.Unlock()
+		p.q.log.Warn("litequeue: lease lost; the handler's result will be dropped", LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind)
+	}
+}
+
+// maintain deletes retained completed jobs when they expire, on the cleanup
+// alarm: set for the next expiry by completions and here after each
+// cleanup, so a queue with nothing retained sets no timer. (Other
+// processes' writes are watched by the store: see Store.Watch.)
+func (r *runState) maintain() {
+	defer r.bg.Done()
+	q := r.q
+	armClean := func(after time.Time) {
+		if q.opts.CompletedRetention <= 0 {
+			return
+		}
+		oldestNs, ok, err := q.store.OldestCompleted(context.Background())
+		oldest := time.Unix(0, oldestNs)
+		if err != nil {
+			q.log.Error("litequeue: finding the next retained job to clean up", LogError, err.Error())
+			return
+		}
+		if ok {
+			// Expiries closer together than the cleanup interval share a run.
+			q.cleanup.set(latest(time.Unix(0, addClamped(oldest, q.opts.CompletedRetention)), after), true)
+		}
+	}
+	armClean(time.Time{})
+	for {
+		select {
+		case <-r.stopping:
+			return
+		case <-q.cleanup.C:
+			now := q.clock.Now()
+			cutoff := now.Add(-q.opts.CompletedRetention).UnixNano()
+			if _, err := q.purgeCompletedBefore(context.Background(), cutoff); err != nil {
+				q.log.Error("litequeue: cleaning up completed jobs", LogError, err.Error())
+			}
+			armClean(now.Add(DefaultCleanupInterval))
+		}
+	}
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// noteRetained sets the cleanup alarm for a job completed at the Unix
+// nanosecond at and kept for CompletedRetention, unless it is set earlier.
+func (q *Queue) noteRetained(at int64) {
+	q.cleanup.set(time.Unix(0, addClamped(time.Unix(0, at), q.opts.CompletedRetention)), true)
+}
