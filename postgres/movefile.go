@@ -21,6 +21,7 @@ type Moved struct {
 	Pending   int // ready or scheduled jobs
 	Running   int // jobs leased by a process that is gone: they run again when the lease ends, as on SQLite
 	Dead      int // dead letters
+	Completed int // retained completed jobs (Options.CompletedRetention)
 	Attempts  int // attempt records of those jobs
 	Skipped   int // jobs an earlier MoveFile of this file already copied
 	Schema    string
@@ -28,7 +29,7 @@ type Moved struct {
 }
 
 // Jobs is how many jobs were copied.
-func (m Moved) Jobs() int { return m.Pending + m.Running + m.Dead }
+func (m Moved) Jobs() int { return m.Pending + m.Running + m.Dead + m.Completed }
 
 // moveRow is one lq_jobs row of the queue file.
 type moveRow struct {
@@ -46,12 +47,12 @@ type moveRow struct {
 	lastError, deadReason          *string
 }
 
-// MoveFile copies every live job (pending, scheduled, and running under the
-// lease of a process that is gone) and every dead letter of the queue file
-// at path, with their attempt history, into the PostgreSQL queue at url
-// (creating its tables if needed). Jobs keep their ids, attempts, due times,
-// keys, priorities, errors and dead reasons; retained completed jobs are not
-// copied. The PostgreSQL id sequence continues after the file's highest id.
+// MoveFile copies every job of the queue file at path — live (pending,
+// scheduled, and running under the lease of a process that is gone: it runs
+// again when the lease ends, as on SQLite), dead letters and retained
+// completed jobs — with their attempt history, into the PostgreSQL queue at
+// url (creating its tables if needed). Jobs keep their ids, states,
+// attempts, due times, keys, priorities, errors and dead reasons. The PostgreSQL id sequence continues after the file's highest id.
 //
 // It refuses (ErrFileInUse, nothing written anywhere) while any process has
 // the file open, and holds the file's exclusive lock while it reads, so no
@@ -97,7 +98,7 @@ func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 	}
 	rows, err := conn.QueryContext(ctx, `SELECT id, queue, kind, state, priority, visible_at, attempt, payload, idem_key, lease,
 		created_at, run_at, attempted_at, finished_at, due_at, last_error, dead_reason
-		FROM lq_jobs WHERE state IN (0, 1, 3) ORDER BY id`)
+		FROM lq_jobs ORDER BY id`)
 	if err != nil {
 		return m, err
 	}
@@ -164,6 +165,8 @@ func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 				m.Pending++
 			case 1:
 				m.Running++
+			case 2:
+				m.Completed++
 			case 3:
 				m.Dead++
 			}

@@ -9,13 +9,13 @@ import (
 
 func (a *app) migrate(args []string) error {
 	fs := a.newFlags("migrate", "FILE postgres://URL", `
-Copy every live job (ready, scheduled, and running under the lease of a
-process that is gone) and every dead letter of the queue file FILE, with their
-attempt history, into the PostgreSQL queue at URL, creating its tables if
-needed (in the schema of the URL parameter search_path, default public). Jobs
-keep their ids, attempts, due times, keys and priorities; the PostgreSQL id
-sequence continues after the file's highest id. Retained completed jobs are
-not copied.
+Copy every job of the queue file FILE — ready, scheduled, running under the
+lease of a process that is gone (it runs again when the lease ends, as on
+SQLite), dead letters and retained completed jobs — with their attempt
+history, into the PostgreSQL queue at URL, creating its tables if needed (in
+the schema of the URL parameter search_path, default public). Jobs keep their
+ids, states, attempts, due times, keys and priorities; the PostgreSQL id
+sequence continues after the file's highest id.
 
 It refuses while any process has FILE open (stop the queue first), and holds
 the file's lock while it reads. FILE is not changed. Running it again copies
@@ -40,12 +40,12 @@ queue with postgres.Open(ctx, URL, opts) instead of litequeue.Open(FILE, opts).`
 		return err
 	}
 	if fs.json {
-		b, _ := json.Marshal(map[string]any{"pending": m.Pending, "running": m.Running, "dead": m.Dead,
+		b, _ := json.Marshal(map[string]any{"pending": m.Pending, "running": m.Running, "dead": m.Dead, "completed": m.Completed,
 			"attempts": m.Attempts, "skipped": m.Skipped, "schema": m.Schema, "last_job_id": m.LastJobID})
 		_, err = fmt.Fprintln(a.stdout, string(b))
 		return err
 	}
-	_, err = fmt.Fprintf(a.stdout, "moved %d jobs from %s into PostgreSQL schema %q: %d pending or scheduled, %d running (their leases run out as on SQLite), %d dead letters, %d attempt records; %d already moved by an earlier run; new ids continue after %d\n",
-		m.Jobs(), pos[0], m.Schema, m.Pending, m.Running, m.Dead, m.Attempts, m.Skipped, m.LastJobID)
+	_, err = fmt.Fprintf(a.stdout, "moved %d jobs from %s into PostgreSQL schema %q: %d pending or scheduled, %d running (their leases run out as on SQLite), %d dead letters, %d completed, %d attempt records; %d already moved by an earlier run; new ids continue after %d\n",
+		m.Jobs(), pos[0], m.Schema, m.Pending, m.Running, m.Dead, m.Completed, m.Attempts, m.Skipped, m.LastJobID)
 	return err
 }

@@ -21,19 +21,28 @@ func TestMigrateMovesAStoppedQueueFileOnceAndRefusesARunningOne(t *testing.T) {
 	require.Zero(t, n, "tables created by a refused migrate")
 
 	// A consistent copy nobody has open moves: 2 ready + 2 scheduled
-	// (ids 6, 7) + 1 ready (8) pending, the render job running, 3 dead.
+	// (ids 6, 7) + 1 ready (8) pending, the render job running, 3 dead,
+	// the retained ping.
 	copy := filepath.Join(t.TempDir(), "copy.db")
 	require.Equal(t, 0, lq(t, "", "backup", fx.path, copy).code)
 	r = lq(t, "", "migrate", copy, u)
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "moved 9 jobs")
+	require.Contains(t, r.stdout, "moved 10 jobs")
 	require.Contains(t, r.stdout, "5 pending or scheduled, 1 running")
-	require.Contains(t, r.stdout, "3 dead letters, 4 attempt records")
+	require.Contains(t, r.stdout, "3 dead letters, 1 completed, 4 attempt records")
+
+	// lqinspect reads the PostgreSQL queue as it reads the file.
+	for _, args := range [][]string{{"jobs", "--json"}, {"stats", "--json"}, {"dead", "--json"}, {"show", "--json", "6"}} {
+		want := lq(t, "", append([]string{args[0], copy}, args[1:]...)...)
+		got := lq(t, "", append([]string{args[0], u}, args[1:]...)...)
+		require.Equal(t, 0, got.code, got.stderr)
+		require.Equal(t, want.stdout, got.stdout, "lqinspect %v on the file and on PostgreSQL", args)
+	}
 
 	r = lq(t, "", "migrate", copy, u)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "moved 0 jobs")
-	require.Contains(t, r.stdout, "9 already moved")
+	require.Contains(t, r.stdout, "10 already moved")
 
 	r = lq(t, "", "migrate", copy)
 	require.Equal(t, exitUsage, r.code)
