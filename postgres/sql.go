@@ -150,6 +150,9 @@ func qualifier(schema string) *strings.Replacer {
 		"lq_jobs\n", q+"lq_jobs\n",
 		"lq_attempts ", q+"lq_attempts ",
 		"lq_meta ", q+"lq_meta ",
+		"lq_history ", q+"lq_history ",
+		"lq_schedules ", q+"lq_schedules ",
+		"lq_schedule_events ", q+"lq_schedule_events ",
 		"lq_claim(", q+"lq_claim(",
 	)
 }
