@@ -63,10 +63,7 @@ func (p *pool) pushLocked(ds ...*delivery) {
 		p.tokens <- struct{}{} // never blocks: capacity bounds the claimed jobs
 	}
 	if wasIdle && len(ds) > 0 {
-		select {
-		case p.busy <- struct{}{}:
-		default:
-		}
+		p.ext.set(p.q.clock.Now().Add(p.extendPeriod()), true)
 	}
 }
 

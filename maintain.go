@@ -12,31 +12,34 @@ import (
 // the visibility timeout while p holds any, until every handler has returned
 // or been released (also during a graceful Stop). A job whose lease was lost
 // has its handler's context cancelled with ErrLeaseLost and its result
-// dropped. With nothing claimed it sets no timer.
+// dropped. With nothing claimed it sets no timer: the claim that makes p
+// busy sets the extension alarm, before any handler of it starts.
 func (p *pool) extendLeases() {
 	defer p.r.keep.Done()
-	period := max(p.cfg.VisibilityTimeout/3, time.Millisecond)
+	defer p.ext.stop()
 	for {
-		p.mu.Lock()
-		idle := len(p.inflight) == 0
-		p.mu.Unlock()
-		if idle {
-			select {
-			case <-p.r.settled:
-				return
-			case <-p.busy:
-			}
-			continue
-		}
-		t := p.q.clock.Timer(period)
 		select {
 		case <-p.r.settled:
-			t.Stop()
 			return
-		case <-t.C:
+		case <-p.ext.C:
+		}
+		// The next round's alarm is set before this round writes, so a
+		// test that sees the extension and then moves a mock clock always
+		// finds it set.
+		p.mu.Lock()
+		busy := len(p.inflight) > 0
+		p.mu.Unlock()
+		if busy {
+			p.ext.set(p.q.clock.Now().Add(p.extendPeriod()), true)
 		}
 		p.extend()
 	}
+}
+
+// extendPeriod is how often the leases of claimed jobs are extended: every
+// third of the visibility timeout.
+func (p *pool) extendPeriod() time.Duration {
+	return max(p.cfg.VisibilityTimeout/3, time.Millisecond)
 }
 
 // extend pushes the lease of every claimed job of p forward by the

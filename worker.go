@@ -198,7 +198,7 @@ type pool struct {
 	wakeCh chan struct{}
 	due    *alarm        // the dispatcher's wake-up at the next due time
 	tokens chan struct{} // one per delivery in ready; capacity bounds the claimed jobs
-	busy   chan struct{} // signalled when inflight stops being empty
+	ext    *alarm        // when the leases of the claimed jobs are next extended
 
 	mu       sync.Mutex
 	ready    readyHeap              // claimed, not yet started: most urgent first
@@ -340,7 +340,7 @@ func newPool(q *Queue, r *runState, cfg QueueConfig, kinds []string) *pool {
 		capacity: cfg.Concurrency + q.opts.ClaimBatch,
 		wakeCh:   make(chan struct{}, 1),
 		due:      newAlarm(q.clock),
-		busy:     make(chan struct{}, 1),
+		ext:      newAlarm(q.clock),
 		inflight: map[*delivery]struct{}{},
 		kinds:    map[string]bool{},
 	}
