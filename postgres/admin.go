@@ -273,6 +273,11 @@ func (s *pgStore) Requeue(ctx context.Context, ids []int64, now int64) ([]store.
 				}
 			}
 		}
+		for _, id := range ids {
+			if err := uniqueTwin(s, ctx, tx, id); err != nil {
+				return fmt.Errorf("litequeue: requeue job %d: %w", id, err)
+			}
+		}
 		if _, err := tx.ExecContext(ctx, s.q(requeueSQL), now, ids); err != nil {
 			return err
 		}
@@ -339,6 +344,7 @@ WHERE j.state = 3 AND j.id IN (
     SELECT min(d.id) FROM lq_jobs d WHERE ` + w1 + ` AND d.idem_key IS NOT NULL
         AND NOT EXISTS (SELECT 1 FROM lq_jobs l WHERE l.idem_key = d.idem_key AND l.state IN (0, 1))
     GROUP BY d.idem_key)
+  AND NOT ` + uniqueTwinCond("j") + `
 RETURNING j.id, j.queue, j.kind`
 	var moved []store.Moved
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
@@ -367,6 +373,13 @@ RETURNING j.id, j.queue, j.kind`
 		return nil, fmt.Errorf("litequeue: requeue dead letters: %w", err)
 	}
 	return moved, nil
+}
+
+// uniqueTwinCond is true for a dead row (alias t) that may not become
+// pending because another row blocks its uniqueness key.
+func uniqueTwinCond(t string) string {
+	return `(` + t + `.unique_key IS NOT NULL AND (` + t + `.unique_states & 1) = 1 AND EXISTS (SELECT 1 FROM lq_jobs u
+    WHERE u.unique_key = ` + t + `.unique_key AND ((u.unique_states >> u.state) & 1) = 1 AND u.id <> ` + t + `.id))`
 }
 
 // PurgeDead implements store.Store.

@@ -325,6 +325,8 @@ WHERE j.state = 3 AND j.id IN (
     SELECT min(d.id) FROM lq_jobs d WHERE d.id = ANY ($2) AND d.state = 3 AND d.idem_key IS NOT NULL
         AND NOT EXISTS (SELECT 1 FROM lq_jobs l WHERE l.idem_key = d.idem_key AND l.state IN (0, 1))
     GROUP BY d.idem_key)
+  AND NOT (j.unique_key IS NOT NULL AND (j.unique_states & 1) = 1 AND EXISTS (SELECT 1 FROM lq_jobs u
+    WHERE u.unique_key = j.unique_key AND ((u.unique_states >> u.state) & 1) = 1 AND u.id <> j.id))
 RETURNING j.id, j.queue, j.kind`
 
 func (s *pgStore) bulkRequeue(ctx context.Context, tx *sql.Tx, ids []int64, now int64, res *store.BulkResult) error {

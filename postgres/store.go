@@ -46,6 +46,17 @@ type pgStore struct {
 
 var _ store.Store = (*pgStore)(nil)
 
+// Hooks of the parts of the store built with their own tags (unique jobs):
+// slowPath reports jobs that insertSlow must insert one at a time, on tx,
+// instead of the merged insert.
+var (
+	slowPath   = func(jobs []store.NewJob) bool { return false }
+	insertSlow func(s *pgStore, ctx context.Context, tx *sql.Tx, jobs []store.NewJob) ([]int64, []error, error)
+	// uniqueTwin returns the error naming the row that keeps dead row id
+	// from becoming pending (nil if none).
+	uniqueTwin = func(s *pgStore, ctx context.Context, tx *sql.Tx, id int64) error { return nil }
+)
+
 func startStore(db *sql.DB, owned, readOnly bool, schema string) *pgStore {
 	s := &pgStore{
 		db:       db,
@@ -99,6 +110,24 @@ func (s *pgStore) Insert(ctx context.Context, tx *sql.Tx, jobs []store.NewJob) (
 	}
 	if len(jobs) == 0 {
 		return nil, nil, nil
+	}
+	if slowPath(jobs) {
+		if tx != nil {
+			return insertSlow(s, ctx, tx, jobs)
+		}
+		var ids []int64
+		var dups []error
+		o := &op{ctx: ctx, run: func(ctx context.Context) error {
+			return s.inTx(ctx, func(tx *sql.Tx) error {
+				var err error
+				ids, dups, err = insertSlow(s, ctx, tx, jobs)
+				return err
+			})
+		}}
+		if err := s.ins.submit(o); err != nil {
+			return nil, nil, err
+		}
+		return ids, dups, nil
 	}
 	if tx != nil {
 		return s.insertTx(ctx, tx, jobs)
@@ -180,6 +209,34 @@ func (s *pgStore) claimInto(b *pgx.Batch, q store.ClaimQuery, out *[]store.Claim
 	})
 }
 
+// claimTx claims per q on an application-style transaction.
+func (s *pgStore) claimTx(ctx context.Context, tx *sql.Tx, q store.ClaimQuery) ([]store.Claimed, error) {
+	if q.N <= 0 {
+		return nil, nil
+	}
+	kinds := q.Kinds
+	if kinds == nil {
+		kinds = []string{}
+	}
+	rows, err := tx.QueryContext(ctx, s.q(claimSQL), q.Queue, kinds, q.N, q.Now, q.Until, q.Lease)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Claimed
+	for rows.Next() {
+		var c store.Claimed
+		var key, lastErr sql.NullString
+		var due sql.NullInt64
+		if err := rows.Scan(&c.ID, &c.Kind, &c.Attempt, &c.Priority, &c.Payload, &key, &c.CreatedAt, &lastErr, &due); err != nil {
+			return nil, err
+		}
+		c.Key, c.LastError, c.DueAt = key.String, lastErr.String, due.Int64
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
 // InsertClaim implements store.Store.
 func (s *pgStore) InsertClaim(ctx context.Context, job store.NewJob, q store.ClaimQuery, handOff func([]store.Claimed)) (int64, error) {
 	if err := s.writable(); err != nil {
@@ -189,6 +246,30 @@ func (s *pgStore) InsertClaim(ctx context.Context, job store.NewJob, q store.Cla
 	o := &op{ctx: ctx, jobs: []store.NewJob{job}}
 	if q.N > 0 {
 		o.add = func(b *pgx.Batch) { s.claimInto(b, q, &claimed) }
+	}
+	if slowPath(o.jobs) {
+		var id int64
+		var dupErr error
+		o = &op{ctx: ctx, run: func(ctx context.Context) error {
+			return s.inTx(ctx, func(tx *sql.Tx) error {
+				ids, dups, err := insertSlow(s, ctx, tx, []store.NewJob{job})
+				if err != nil {
+					return err
+				}
+				id, dupErr = ids[0], dups[0]
+				claimed, err = s.claimTx(ctx, tx, q)
+				return err
+			})
+		}}
+		o.after = func() {
+			if handOff != nil {
+				handOff(claimed)
+			}
+		}
+		if err := s.claims.submit(o); err != nil {
+			return 0, err
+		}
+		return id, dupErr
 	}
 	o.after = func() {
 		if handOff != nil {
@@ -376,6 +457,9 @@ func (s *pgStore) Bury(ctx context.Context, bu store.Burial) error {
 	if bu.LastError != nil {
 		setErr, lastErr = true, *bu.LastError
 	}
+	if bu.FollowUp != nil && slowPath([]store.NewJob{*bu.FollowUp}) {
+		return s.buryThenFollow(ctx, bu, setErr, lastErr)
+	}
 	var f store.NewJob
 	if bu.FollowUp != nil {
 		f = *bu.FollowUp
@@ -404,6 +488,40 @@ func (s *pgStore) Bury(ctx context.Context, bu store.Burial) error {
 		return err
 	}
 	_ = followed
+	if lost {
+		return fmt.Errorf("litequeue: bury job %d: %w", bu.ID, store.ErrLeaseLost)
+	}
+	return nil
+}
+
+// buryThenFollow is Bury whose follow-up must be inserted the slow way: the
+// burial, then (if it happened) the follow-up, in one transaction; a
+// follow-up that is a duplicate is not inserted and not an error.
+func (s *pgStore) buryThenFollow(ctx context.Context, bu store.Burial, setErr bool, lastErr string) error {
+	var lost bool
+	o := &op{ctx: ctx, run: func(ctx context.Context) error {
+		return s.inTx(ctx, func(tx *sql.Tx) error {
+			var a, fl int64
+			err := tx.QueryRowContext(ctx, s.q(burySQL),
+				bu.At, bu.Reason, setErr, lastErr, bu.Attempt, bu.ID, bu.Lease.Lease,
+				bu.Record.Attempt, bu.Record.StartedAt, bu.Record.FinishedAt, bu.Record.Error, bu.Record.Decision, bu.Record.Delay,
+				false, "", "", int64(0), int64(0), int64(0), []byte{}, "").Scan(&a, &fl)
+			if err != nil {
+				return err
+			}
+			if lost = a != 1; lost {
+				return nil
+			}
+			_, dups, err := insertSlow(s, ctx, tx, []store.NewJob{*bu.FollowUp})
+			if err == nil && dups[0] != nil && !errors.Is(dups[0], store.ErrDuplicate) {
+				err = dups[0]
+			}
+			return err
+		})
+	}}
+	if err := s.fin.submit(o); err != nil {
+		return err
+	}
 	if lost {
 		return fmt.Errorf("litequeue: bury job %d: %w", bu.ID, store.ErrLeaseLost)
 	}

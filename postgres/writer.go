@@ -35,6 +35,11 @@ type op struct {
 	// results. It may run more than once (a batch is re-sent after a
 	// connection loss), so it must reset what it records.
 	add func(b *pgx.Batch)
+	// run, when set, replaces jobs and add: the op runs alone, on the
+	// writer goroutine after the batch it came with, as a transaction of its
+	// own (for work whose statements depend on each other's answers). Its
+	// after runs once it returned nil.
+	run func(ctx context.Context) error
 	// after, when set, runs on the writer once the batch committed, before
 	// any later batch: claims hand off their jobs in commit order this way.
 	after func()
@@ -194,13 +199,29 @@ func (w *writer) gather(batch *[]*op) {
 // reported to it alone.
 func (w *writer) commit(all []*op) {
 	ops := all[:0:0]
+	var alone []*op
 	for _, o := range all {
-		if err := o.ctx.Err(); err != nil {
-			o.done <- err
-			continue
+		switch {
+		case o.ctx.Err() != nil:
+			o.done <- o.ctx.Err()
+		case o.run != nil:
+			alone = append(alone, o)
+		default:
+			ops = append(ops, o)
 		}
-		ops = append(ops, o)
 	}
+	defer func() {
+		for _, o := range alone {
+			err := o.ctx.Err()
+			if err == nil {
+				err = o.run(o.ctx)
+			}
+			if err == nil && o.after != nil {
+				o.after()
+			}
+			o.done <- err
+		}
+	}()
 	w.mu.Lock()
 	cs := w.completions
 	w.completions = nil

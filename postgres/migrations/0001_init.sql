@@ -34,7 +34,16 @@ CREATE TABLE lq_jobs (
     dead_reason  text,
     -- The time the current (or last) attempt became due: the visible_at the
     -- claim found. NULL until the first claim.
-    due_at       bigint
+    due_at       bigint,
+    -- The handler's last progress report and its output (JSON), if any.
+    progress     double precision,
+    progress_msg text,
+    progress_at  bigint,
+    output       bytea,
+    -- Uniqueness beyond the idempotency key: a row blocks another with the
+    -- same unique_key while its state's bit is set in its unique_states.
+    unique_key    text COLLATE "C",
+    unique_states smallint
 );
 
 -- The claim: live rows of one queue in priority, then due-time order.
@@ -42,6 +51,11 @@ CREATE INDEX lq_jobs_claim ON lq_jobs (queue, priority, visible_at, id) WHERE st
 
 -- At most one live job per idempotency key.
 CREATE UNIQUE INDEX lq_jobs_key ON lq_jobs (idem_key) WHERE idem_key IS NOT NULL AND state IN (0, 1);
+
+-- At most one row per unique_key among the rows in one of their own
+-- blocking states.
+CREATE UNIQUE INDEX lq_jobs_unique ON lq_jobs (unique_key)
+    WHERE unique_key IS NOT NULL AND ((unique_states >> state) & 1) = 1;
 
 -- Retention clean-up and purges of completed and dead jobs by age.
 CREATE INDEX lq_jobs_finished ON lq_jobs (state, finished_at) WHERE state IN (2, 3);
