@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -132,12 +133,106 @@ func (s *pgStore) Insert(ctx context.Context, tx *sql.Tx, jobs []store.NewJob) (
 	if tx != nil {
 		return s.insertTx(ctx, tx, jobs)
 	}
+	if len(jobs) >= copyMin && copyable(jobs) {
+		var ids []int64
+		o := &op{ctx: ctx, run: func(ctx context.Context) error {
+			var err error
+			ids, err = s.copyJobs(ctx, jobs)
+			return err
+		}}
+		if err := s.ins.submit(o); err != nil {
+			return nil, nil, err
+		}
+		return ids, make([]error, len(jobs)), nil
+	}
 	o := &op{ctx: ctx, jobs: jobs}
 	if err := s.ins.submit(o); err != nil {
 		return nil, nil, err
 	}
 	s.fillHolders(ctx, s.db, o.ids, o.dups)
 	return o.ids, o.dups, nil
+}
+
+// copyMin is the smallest batch Insert writes with COPY.
+const copyMin = 256
+
+// copyable reports whether jobs can be written with COPY: no keys, nothing
+// unique, so no conflict can arise.
+func copyable(jobs []store.NewJob) bool {
+	if slowPath(jobs) {
+		return false
+	}
+	for i := range jobs {
+		if jobs[i].Key != "" {
+			return false
+		}
+	}
+	return true
+}
+
+var copyColumns = []string{"id", "queue", "kind", "priority", "visible_at", "run_at", "created_at", "payload"}
+
+// copyJobs inserts a large batch of jobs without keys in one transaction:
+// their ids are drawn from the id sequence in order, then the rows go in
+// with binary COPY, and their queues are notified.
+func (s *pgStore) copyJobs(ctx context.Context, jobs []store.NewJob) ([]int64, error) {
+	ids := make([]int64, 0, len(jobs))
+	err := s.withConn(ctx, func(c *pgx.Conn) error {
+		tx, err := c.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(ctx)
+		rows, err := tx.Query(ctx, `SELECT nextval(pg_get_serial_sequence($1, 'id')) FROM generate_series(1, $2)`,
+			quoteIdent(s.schema)+".lq_jobs", len(jobs))
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(ids) != len(jobs) {
+			return fmt.Errorf("litequeue: drew %d ids for %d jobs", len(ids), len(jobs))
+		}
+		slices.Sort(ids)
+		n, err := tx.CopyFrom(ctx, pgx.Identifier{s.schema, "lq_jobs"}, copyColumns, pgx.CopyFromSlice(len(jobs), func(i int) ([]any, error) {
+			j := &jobs[i]
+			p := j.Payload
+			if p == nil {
+				p = []byte{}
+			}
+			return []any{ids[i], j.Queue, j.Kind, int64(j.Priority), j.VisibleAt, j.VisibleAt, j.CreatedAt, p}, nil
+		}))
+		if err != nil {
+			return err
+		}
+		if n != int64(len(jobs)) {
+			return fmt.Errorf("litequeue: COPY wrote %d rows for %d jobs", n, len(jobs))
+		}
+		queues := map[string]bool{}
+		for i := range jobs {
+			if !queues[jobs[i].Queue] {
+				queues[jobs[i].Queue] = true
+				if _, err := tx.Exec(ctx, notifySQL, s.channel, jobs[i].Queue); err != nil {
+					return err
+				}
+			}
+		}
+		return tx.Commit(ctx)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
 }
 
 // insertTx inserts on an application's transaction; the notification goes

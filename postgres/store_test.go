@@ -116,30 +116,33 @@ func TestInsertReportsDuplicateKeys(t *testing.T) {
 func TestBatchIDsFollowTheBatchOrder(t *testing.T) {
 	s, _, _ := newTestStore(t)
 	ctx := context.Background()
-	var jobs []store.NewJob
-	for i := range 2000 {
-		k := ""
-		if i%7 == 0 {
-			k = fmt.Sprint("key", i%21) // every third keyed job repeats a key
+	// With keys: the merged INSERT; without: COPY.
+	for _, keyed := range []bool{true, false} {
+		var jobs []store.NewJob
+		for i := range 2000 {
+			k := ""
+			if keyed && i%7 == 0 {
+				k = fmt.Sprint("key", i%21) // every third keyed job repeats a key
+			}
+			j := job("q", "a", 0, 1, k)
+			j.Payload = []byte(fmt.Sprint(keyed, i))
+			jobs = append(jobs, j)
 		}
-		j := job("q", "a", 0, 1, k)
-		j.Payload = []byte(fmt.Sprint(i))
-		jobs = append(jobs, j)
-	}
-	got, dups, err := s.Insert(ctx, nil, jobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range jobs {
-		if dups[i] != nil {
-			continue
-		}
-		j, _, err := s.Job(ctx, got[i])
+		got, dups, err := s.Insert(ctx, nil, jobs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if string(j.Payload) != fmt.Sprint(i) {
-			t.Fatalf("job %d has id %d whose payload is %s", i, got[i], j.Payload)
+		for i := range jobs {
+			if dups[i] != nil {
+				continue
+			}
+			j, _, err := s.Job(ctx, got[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(j.Payload) != fmt.Sprint(keyed, i) {
+				t.Fatalf("keyed %v: job %d has id %d whose payload is %s", keyed, i, got[i], j.Payload)
+			}
 		}
 	}
 }
