@@ -2,11 +2,7 @@ package litequeue
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
-	"strings"
 
-	"github.com/litequeue/litequeue/internal/sqlite"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -24,31 +20,9 @@ const bulkChunk = 500
 // between two of them is judged by its state when its turn comes.
 func (q *Queue) RequeueMatching(ctx context.Context, f JobQuery) (int, error) {
 	f.States = []State{StateDead}
-	now := unixNanos(q.clock)
-	total := 0
-	var moved []store.Moved
-	err := q.bulk(ctx, f, func(ctx context.Context, tx sqlite.Execer, ids string) error {
-		moved = moved[:0]
-		rows, err := tx.QueryContext(ctx, `UPDATE OR IGNORE lq_jobs SET state = 0, attempt = 0, visible_at = ?, lease = NULL,
-			finished_at = NULL, dead_reason = NULL WHERE state = 3 AND id IN (SELECT value FROM json_each(?)) RETURNING id, queue, kind`, now, ids)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var m store.Moved
-			if err := rows.Scan(&m.ID, &m.Queue, &m.Kind); err != nil {
-				return err
-			}
-			moved = append(moved, m)
-		}
-		return rows.Err()
-	}, func() {
-		total += len(moved)
-		q.afterRequeue(moved)
-	})
+	total, err := q.bulk(ctx, store.BulkRequeue, f, func(r store.BulkResult) { q.afterRequeue(r.Moved) })
 	if err != nil {
-		return total, fmt.Errorf("litequeue: requeue matching jobs: %w", err)
+		return total, wrapf("litequeue: requeue matching jobs: %w", err)
 	}
 	return total, nil
 }
@@ -62,18 +36,9 @@ func (q *Queue) CancelMatching(ctx context.Context, f JobQuery) (int, error) {
 	if len(f.States) == 0 {
 		return 0, nil
 	}
-	total := 0
-	var n int64
-	err := q.bulk(ctx, f, func(ctx context.Context, tx sqlite.Execer, ids string) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM lq_jobs WHERE state = 0 AND id IN (SELECT value FROM json_each(?))`, ids)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	}, func() { total += int(n) })
+	total, err := q.bulk(ctx, store.BulkCancel, f, nil)
 	if err != nil {
-		return total, fmt.Errorf("litequeue: cancel matching jobs: %w", err)
+		return total, wrapf("litequeue: cancel matching jobs: %w", err)
 	}
 	return total, nil
 }
@@ -87,18 +52,9 @@ func (q *Queue) DeleteMatching(ctx context.Context, f JobQuery) (int, error) {
 	if len(f.States) == 0 {
 		return 0, nil
 	}
-	total := 0
-	var n int64
-	err := q.bulk(ctx, f, func(ctx context.Context, tx sqlite.Execer, ids string) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM lq_jobs WHERE state IN (2, 3) AND id IN (SELECT value FROM json_each(?))`, ids)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	}, func() { total += int(n) })
+	total, err := q.bulk(ctx, store.BulkDelete, f, nil)
 	if err != nil {
-		return total, fmt.Errorf("litequeue: delete matching jobs: %w", err)
+		return total, wrapf("litequeue: delete matching jobs: %w", err)
 	}
 	return total, nil
 }
@@ -121,57 +77,32 @@ func narrow(asked []State, want ...State) []State {
 	return out
 }
 
-// bulk selects the ids f matches, newest first, a chunk at a time, and runs
-// apply on each chunk (as a JSON array of ids) in its own writer
-// transaction, selecting and applying in the same transaction; committed
-// runs after each chunk's transaction committed.
-func (q *Queue) bulk(ctx context.Context, f JobQuery, apply func(ctx context.Context, tx sqlite.Execer, ids string) error, committed func()) error {
+// bulk applies op to the jobs f selects, newest first, a chunk at a time,
+// each chunk in its own store transaction (selecting and applying in it),
+// and returns how many changed; committed, when set, runs after each chunk
+// that changed something. The clock is read for each chunk.
+func (q *Queue) bulk(ctx context.Context, op store.BulkOp, f JobQuery, committed func(store.BulkResult)) (int, error) {
 	if err := q.writable(); err != nil {
-		return err
+		return 0, err
 	}
-	where, args, err := queryWhere(f)
-	if err != nil {
-		return err
+	if _, err := storeQuery(f, 0); err != nil {
+		return 0, err
 	}
-	where = append(where, "id < :cursor")
-	query := "SELECT id FROM lq_jobs WHERE " + strings.Join(where, " AND ") + " ORDER BY id DESC LIMIT :chunk"
+	total := 0
 	cursor := int64(1<<63 - 1)
 	for {
-		now := unixNanos(q.clock)
-		var ids []int64
-		err := q.lite.Do(ctx, func(ctx context.Context, tx sqlite.Execer) error {
-			ids = ids[:0]
-			a := append(args[:len(args):len(args)], sql.Named("now", now), sql.Named("cursor", cursor), sql.Named("chunk", bulkChunk))
-			rows, err := tx.QueryContext(ctx, query, a...)
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				var id int64
-				if err := rows.Scan(&id); err != nil {
-					rows.Close()
-					return err
-				}
-				ids = append(ids, id)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			if len(ids) == 0 {
-				return nil
-			}
-			return apply(ctx, tx, idsJSON(ids))
-		})
+		sq, _ := storeQuery(f, unixNanos(q.clock))
+		r, err := q.store.Bulk(ctx, op, sq, cursor, bulkChunk)
 		if err != nil {
-			return err
+			return total, err
 		}
-		if len(ids) > 0 {
-			committed()
+		total += r.Changed
+		if r.Changed > 0 && committed != nil {
+			committed(r)
 		}
-		if len(ids) < bulkChunk {
-			return nil
+		if r.Selected < bulkChunk {
+			return total, nil
 		}
-		cursor = ids[len(ids)-1]
+		cursor = r.Last
 	}
 }

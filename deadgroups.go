@@ -2,12 +2,12 @@ package litequeue
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/litequeue/litequeue/internal/store"
 )
 
 // DeadGroup is a set of dead letters that failed with the same normalised
@@ -83,17 +83,6 @@ func NormalizeError(msg string) string {
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
-// deadErrorSQL is the message a dead letter is grouped by: its last error,
-// else its dead reason.
-const deadErrorSQL = `coalesce(nullif(last_error, ''), dead_reason, '')`
-
-// deadGroupsSQL is the query of DeadLetterGroups: the newest dead letters
-// through the finished index.
-func deadGroupsSQL(where []string) string {
-	return `SELECT id, queue, kind, finished_at, ` + deadErrorSQL + ` FROM lq_jobs INDEXED BY lq_jobs_finished
-		WHERE ` + strings.Join(where, " AND ") + ` ORDER BY finished_at DESC, id DESC LIMIT ?`
-}
-
 // DeadLetterGroups groups the most recent dead letters (up to f.Limit) by
 // normalised error message, largest group first (then most recent). It reads
 // through the finished index, newest first, so its cost is bounded by
@@ -103,34 +92,15 @@ func (q *Queue) DeadLetterGroups(ctx context.Context, f DeadGroupQuery) ([]DeadG
 	if f.Limit <= 0 {
 		f.Limit = DefaultGroupLimit
 	}
-	// state IN (2, 3) repeats the finished index's condition, so that
-	// SQLite sees the partial index applies.
-	where := []string{"state IN (2, 3)", "state = 3"}
-	args := []any{}
-	if f.Queue != "" {
-		where = append(where, "queue = ?")
-		args = append(args, f.Queue)
-	}
-	if f.Kind != "" {
-		where = append(where, "kind = ?")
-		args = append(args, f.Kind)
-	}
-	args = append(args, f.Limit)
-	rows, err := q.lite.DB().QueryContext(ctx, deadGroupsSQL(where), args...)
+	msgs, err := q.store.LatestDead(ctx, store.DeadFilter{Queue: f.Queue, Kind: f.Kind}, f.Limit)
 	if err != nil {
-		return nil, fmt.Errorf("litequeue: dead letter groups: %w", err)
+		return nil, wrapf("litequeue: dead letter groups: %w", err)
 	}
-	defer rows.Close()
 	byKey := map[string]*DeadGroup{}
 	var order []*DeadGroup
-	for rows.Next() {
-		var id int64
-		var queue, kind, msg string
-		var finished sql.NullInt64
-		if err := rows.Scan(&id, &queue, &kind, &finished, &msg); err != nil {
-			return nil, err
-		}
-		at := time.Unix(0, finished.Int64)
+	for _, m := range msgs {
+		id, queue, kind, msg := m.ID, m.Queue, m.Kind, m.Message
+		at := time.Unix(0, m.FinishedAt)
 		key := NormalizeError(msg)
 		g, ok := byKey[key]
 		if !ok {
@@ -152,9 +122,6 @@ func (q *Queue) DeadLetterGroups(ctx context.Context, f DeadGroupQuery) ([]DeadG
 			g.Kinds = append(g.Kinds, kind)
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
 	out := make([]DeadGroup, len(order))
 	for i, g := range order {
 		slices.Sort(g.Queues)
@@ -175,46 +142,20 @@ func (q *Queue) RequeueDeadGroup(ctx context.Context, key string, f DeadGroupQue
 	if err := q.writable(); err != nil {
 		return 0, err
 	}
-	where := []string{"state = 3", "id < ?"}
-	var args []any
-	if f.Queue != "" {
-		where = append(where, "queue = ?")
-		args = append(args, f.Queue)
-	}
-	if f.Kind != "" {
-		where = append(where, "kind = ?")
-		args = append(args, f.Kind)
-	}
-	query := `SELECT id, ` + deadErrorSQL + ` FROM lq_jobs WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id DESC LIMIT ?`
+	sf := store.DeadFilter{Queue: f.Queue, Kind: f.Kind}
+	const chunk = bulkChunk * 4
 	cursor := int64(1<<63 - 1)
 	total := 0
 	for {
-		var ids []int64
-		var scanned int
-		var last int64
-		err := func() error {
-			a := append([]any{cursor}, args...)
-			rows, err := q.lite.DB().QueryContext(ctx, query, append(a, bulkChunk*4)...)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var id int64
-				var msg string
-				if err := rows.Scan(&id, &msg); err != nil {
-					return err
-				}
-				scanned++
-				last = id
-				if NormalizeError(msg) == key {
-					ids = append(ids, id)
-				}
-			}
-			return rows.Err()
-		}()
+		msgs, err := q.store.DeadBefore(ctx, sf, cursor, chunk)
 		if err != nil {
-			return total, fmt.Errorf("litequeue: requeue dead group: %w", err)
+			return total, wrapf("litequeue: requeue dead group: %w", err)
+		}
+		var ids []int64
+		for _, m := range msgs {
+			if NormalizeError(m.Message) == key {
+				ids = append(ids, m.ID)
+			}
 		}
 		if len(ids) > 0 {
 			n, err := q.RequeueMatching(ctx, JobQuery{IDs: ids})
@@ -223,9 +164,9 @@ func (q *Queue) RequeueDeadGroup(ctx context.Context, key string, f DeadGroupQue
 				return total, err
 			}
 		}
-		if scanned < bulkChunk*4 {
+		if len(msgs) < chunk {
 			return total, nil
 		}
-		cursor = last
+		cursor = msgs[len(msgs)-1].ID
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/litequeue/litequeue/internal/sqlite"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -107,6 +106,3 @@ func (q *Queue) PurgeDead(ctx context.Context, f DeadFilter) (int, error) {
 	}
 	return n, nil
 }
-
-// idsJSON renders ids as a JSON array for json_each (see sqlite.IDsJSON).
-func idsJSON(ids []int64) string { return sqlite.IDsJSON(ids) }

@@ -265,6 +265,7 @@ func TestEnqueueBatchReportsADuplicateItemAsDuplicate(t *testing.T) {
 	})
 	require.ErrorIs(t, err, ErrDuplicate)
 	require.Equal(t, []int64{ids[0], ids[0]}, ids)
+	require.NoError(t, h.q.FlushEvents(context.Background()))
 	require.Equal(t, 1, h.ev.count(EventEnqueued, 0))
 	require.Equal(t, 1, h.ev.count(EventDuplicate, ids[0]))
 }
@@ -373,6 +374,7 @@ func TestReclaimInTheSameProcessKeepsTheNewRunsLease(t *testing.T) {
 	require.Equal(t, old.id, fresh.id)
 	flush := func() {
 		require.NoError(t, h.q.lite.Do(ctx, func(context.Context, sqlite.Execer) error { return nil }))
+		require.NoError(t, h.q.FlushEvents(ctx))
 	}
 	p.execute(old) // the old run finishes: stale
 	flush()

@@ -3,6 +3,8 @@ package litequeue
 import (
 	"context"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -97,7 +99,127 @@ func (q *Queue) emit(e Event) {
 		q.log.LogAttrs(context.Background(), level, "litequeue: job "+string(e.Type), attrs...)
 	}
 	q.recordHistory(e)
-	if q.opts.OnEvent != nil {
-		q.opts.OnEvent(e)
+	q.deliver(e)
+}
+
+// DefaultEventBuffer is the default of Options.EventBuffer.
+const DefaultEventBuffer = 4096
+
+// eventPump calls Options.OnEvent on a goroutine of its own, in the order
+// the queue emitted the events, so that a slow hook never stalls the
+// queue's writer or its workers.
+type eventPump struct {
+	fn      func(Event)
+	ch      chan pumped
+	dropped atomic.Uint64
+	once    sync.Once
+	done    chan struct{}
+	log     *slog.Logger
+
+	mu     sync.RWMutex // held for writing only to close ch
+	closed bool
+}
+
+// pumped is an event to deliver, or (ack set) a flush marker.
+type pumped struct {
+	e   Event
+	ack chan struct{}
+}
+
+func newEventPump(fn func(Event), size int, log *slog.Logger) *eventPump {
+	return &eventPump{fn: fn, ch: make(chan pumped, size), done: make(chan struct{}), log: log}
+}
+
+func (p *eventPump) run() {
+	defer close(p.done)
+	var reported uint64
+	for it := range p.ch {
+		if it.ack != nil {
+			close(it.ack)
+			continue
+		}
+		if d := p.dropped.Load(); d != reported {
+			p.log.Warn("litequeue: events dropped: Options.OnEvent is slower than the queue; raise Options.EventBuffer or make the hook faster",
+				"dropped", d-reported)
+			reported = d
+		}
+		p.fn(it.e)
 	}
+}
+
+// deliver hands e to OnEvent's goroutine; when EventBuffer events already
+// wait, e is dropped and counted (DroppedEvents) rather than blocking.
+func (q *Queue) deliver(e Event) {
+	p := q.events
+	if p == nil {
+		return
+	}
+	p.once.Do(func() { go p.run() })
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return // emitted after Close (a handler that outlived it): nobody listens
+	}
+	select {
+	case p.ch <- pumped{e: e}:
+	default:
+		p.dropped.Add(1)
+	}
+}
+
+// FlushEvents waits until every event emitted before it was called has
+// been handed to Options.OnEvent (and OnEvent returned), or ctx ends; it
+// returns ctx's error then. Tests call it before asserting that an event did
+// not happen. Without OnEvent, or after Close, it returns nil at once.
+func (q *Queue) FlushEvents(ctx context.Context) error {
+	p := q.events
+	if p == nil {
+		return nil
+	}
+	p.once.Do(func() { go p.run() })
+	ack := make(chan struct{})
+	p.mu.RLock()
+	if p.closed {
+		p.mu.RUnlock()
+		return nil
+	}
+	select {
+	case p.ch <- pumped{ack: ack}:
+		p.mu.RUnlock()
+	case <-ctx.Done():
+		p.mu.RUnlock()
+		return ctx.Err()
+	}
+	select {
+	case <-ack:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// closeEvents delivers what is left and stops OnEvent's goroutine.
+func (q *Queue) closeEvents() {
+	p := q.events
+	if p == nil {
+		return
+	}
+	p.once.Do(func() { go p.run() })
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.ch)
+	}
+	p.mu.Unlock()
+	<-p.done
+}
+
+// DroppedEvents reports how many events were not handed to Options.OnEvent
+// because EventBuffer events already waited for it (see
+// Options.EventBuffer).
+func (q *Queue) DroppedEvents() uint64 {
+	if q.events == nil {
+		return 0
+	}
+	return q.events.dropped.Load()
 }

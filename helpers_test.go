@@ -22,6 +22,10 @@ type events struct {
 	mu  sync.Mutex
 	all []Event
 	ch  chan struct{}
+	// sync, when set, waits until the queue handed every event emitted so
+	// far to OnEvent (which runs on its own goroutine): count calls it, so
+	// that a count after an action sees the action's events.
+	sync func()
 }
 
 func newEvents() *events { return &events{ch: make(chan struct{}, 1)} }
@@ -43,6 +47,9 @@ func (e *events) snapshot() []Event {
 }
 
 func (e *events) count(typ EventType, id int64) int {
+	if e.sync != nil {
+		e.sync()
+	}
 	n := 0
 	for _, ev := range e.snapshot() {
 		if ev.Type == typ && (id == 0 || ev.JobID == id) {
@@ -119,26 +126,50 @@ func (c *testClock) record(at time.Time) {
 	}
 }
 
-// waitTimer blocks until a timer due at exactly at has been armed: the
-// queue is then waiting for that time, and moving the clock to it fires it.
-func (c *testClock) waitTimer(t testing.TB, at time.Time) {
+// waitTimer blocks until the timer the queue armed last is due at one of
+// ats, and returns that time: the queue then waits for it, and moving the
+// clock there fires it. (A queue has one dispatcher timer per pool; each
+// arming replaces the previous one.)
+func (c *testClock) waitTimer(t testing.TB, ats ...time.Time) time.Time {
 	t.Helper()
 	deadline := time.NewTimer(waitLimit)
 	defer deadline.Stop()
 	for {
 		c.mu.Lock()
-		armed := slices.Contains(c.armed, at)
+		var last time.Time
+		if n := len(c.armed); n > 0 {
+			last = c.armed[n-1]
+		}
 		c.mu.Unlock()
-		if armed {
-			return
+		for _, at := range ats {
+			if !last.IsZero() && last.Equal(at) {
+				return at
+			}
 		}
 		select {
 		case <-c.ch:
 		case <-deadline.C:
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			t.Fatalf("timed out waiting for a timer due at %s; armed: %v", at, c.armed)
+			t.Fatalf("timed out waiting for a timer due at one of %v; armed: %v", ats, c.armed)
 		}
+	}
+}
+
+// stepTo moves the clock to target through the timers the queue arms on the
+// way: it waits until the last armed timer is due at target or at one of
+// via, moves the clock there, and repeats until it reaches target. Use it
+// when the queue may or may not wait for an earlier time first (such as the
+// end of a lease it saw still running).
+func (c *testClock) stepTo(t testing.TB, target time.Time, via ...time.Time) {
+	t.Helper()
+	for {
+		at := c.waitTimer(t, append([]time.Time{target}, via...)...)
+		c.Mock.Add(at.Sub(c.Mock.Now()))
+		if at.Equal(target) {
+			return
+		}
+		via = slices.DeleteFunc(via, at.Equal)
 	}
 }
 
@@ -165,6 +196,7 @@ func setup(t *testing.T, mod func(o *Options)) *harness {
 	q, err := Open(h.path, &h.opts)
 	require.NoError(t, err)
 	h.q = q
+	h.ev.sync = func() { _ = h.q.FlushEvents(context.Background()) }
 	t.Cleanup(func() {
 		require.NoError(t, q.Close())
 		checkInvariants(t, h.path)

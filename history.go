@@ -3,7 +3,6 @@ package litequeue
 import (
 	"context"
 	"errors"
-	"fmt"
 	"runtime"
 	"slices"
 	"strings"
@@ -11,7 +10,7 @@ import (
 	"time"
 	"weak"
 
-	"github.com/litequeue/litequeue/internal/sqlite"
+	"github.com/litequeue/litequeue/internal/store"
 )
 
 // The history is a small per-minute record of outcomes per queue, kept in
@@ -48,7 +47,10 @@ type history struct {
 	mu      sync.Mutex
 	current int64 // the latest minute seen
 	pending map[histKey]*histCounts
-	flights sync.WaitGroup
+	// flying counts the writes of taken counts under way, started counts
+	// every write ever started; idle is closed when flying drops to zero.
+	flying, started int
+	idle            chan struct{}
 }
 
 // histories holds each open queue's history, keyed weakly so that a queue
@@ -113,14 +115,68 @@ func (q *Queue) recordHistory(e Event) {
 		h.current = m
 	}
 	if len(done) > 0 {
-		h.flights.Add(1)
+		if h.flying == 0 {
+			h.idle = make(chan struct{})
+		}
+		h.flying++
+		h.started++
 	}
 	h.mu.Unlock()
 	if len(done) > 0 {
 		go func() {
-			defer h.flights.Done()
+			defer h.landed()
 			q.writeHistory(context.Background(), done, m)
 		}()
+	}
+}
+
+// landed ends a write started by recordHistory.
+func (h *history) landed() {
+	h.mu.Lock()
+	h.flying--
+	if h.flying == 0 {
+		close(h.idle)
+	}
+	h.mu.Unlock()
+}
+
+// settle waits until no write of taken counts is under way, or ctx ends,
+// and returns the number of writes started so far.
+func (h *history) settle(ctx context.Context) (int, error) {
+	for {
+		h.mu.Lock()
+		if h.flying == 0 {
+			n := h.started
+			h.mu.Unlock()
+			return n, nil
+		}
+		idle := h.idle
+		h.mu.Unlock()
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// wait waits for the writes of taken counts under way.
+func (h *history) wait() { _, _ = h.settle(context.Background()) }
+
+// putBack returns counts taken but not written to the pending ones.
+func (h *history) putBack(counts map[histKey]*histCounts) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for k, c := range counts {
+		p := h.pending[k]
+		if p == nil {
+			h.pending[k] = c
+			continue
+		}
+		p.enqueued += c.enqueued
+		p.succeeded += c.succeeded
+		p.retried += c.retried
+		p.dead += c.dead
 	}
 }
 
@@ -138,33 +194,20 @@ func (h *history) take(m int64) map[histKey]*histCounts {
 }
 
 // errNoHistoryTable is the error of a file whose schema predates lq_history.
-var errNoHistoryTable = errors.New("litequeue: the file has no lq_history table (its schema predates the history)")
+var errNoHistoryTable = store.ErrNoHistory
 
 func (q *Queue) writeHistory(ctx context.Context, counts map[histKey]*histCounts, now int64) error {
-	err := q.lite.Do(ctx, func(ctx context.Context, tx sqlite.Execer) error {
-		for k, c := range counts {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO lq_history (queue, minute, enqueued, succeeded, retried, dead)
-				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (queue, minute) DO UPDATE SET
-				enqueued = enqueued + excluded.enqueued, succeeded = succeeded + excluded.succeeded,
-				retried = retried + excluded.retried, dead = dead + excluded.dead`,
-				k.queue, k.minute, c.enqueued, c.succeeded, c.retried, c.dead); err != nil {
-				return err
-			}
-		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM lq_history WHERE minute < ?`, now-int64(HistoryRetention/time.Minute))
-		return err
-	})
-	if err != nil && strings.Contains(err.Error(), "no such table: lq_history") {
-		err = errNoHistoryTable
+	rows := make([]store.HistoryCount, 0, len(counts))
+	for k, c := range counts {
+		rows = append(rows, store.HistoryCount{Queue: k.queue, Minute: k.minute,
+			Enqueued: c.enqueued, Succeeded: c.succeeded, Retried: c.retried, Dead: c.dead})
 	}
+	err := q.store.AddHistory(ctx, rows, now-int64(HistoryRetention/time.Minute))
 	if err != nil {
 		q.log.Warn("litequeue: history counts not written", LogError, err.Error())
 	}
 	return err
 }
-
-// historySQL reads history rows from a minute on, through the minute index.
-const historySQL = `SELECT queue, minute, enqueued, succeeded, retried, dead FROM lq_history WHERE minute >= ?`
 
 // FlushHistory writes every count of the history held in memory, the
 // current minute's included, and waits for writes already under way. Call
@@ -178,7 +221,10 @@ func (q *Queue) FlushHistory(ctx context.Context) error {
 	h.mu.Lock()
 	all := h.take(0)
 	h.mu.Unlock()
-	h.flights.Wait()
+	if _, err := h.settle(ctx); err != nil {
+		h.putBack(all)
+		return wrapf("litequeue: flush history: %w", err)
+	}
 	if len(all) == 0 {
 		return nil
 	}
@@ -190,38 +236,56 @@ func (q *Queue) FlushHistory(ctx context.Context) error {
 // counts still held in memory by this process. It reads through the
 // history's minute index, at most 7 days of rows per queue. It works on a
 // read-only queue (without in-memory counts).
+//
+// Counts taken from memory to be written are never missed nor counted
+// twice: it waits (until ctx ends) for their writes under way before it
+// reads, and reads again if another write started meanwhile.
 func (q *Queue) History(ctx context.Context, queue string, since time.Time) ([]HistoryPoint, error) {
 	from := minuteOf(since)
-	query := historySQL
-	args := []any{from}
-	if queue != "" {
-		query += ` AND queue = ?`
-		args = append(args, queue)
-	}
-	rows, err := q.lite.DB().QueryContext(ctx, query, args...)
-	if err != nil {
-		if strings.Contains(err.Error(), "no such table") {
-			return nil, fmt.Errorf("%w", errNoHistoryTable)
-		}
-		return nil, fmt.Errorf("litequeue: history: %w", err)
-	}
-	defer rows.Close()
-	byKey := map[histKey]*HistoryPoint{}
-	for rows.Next() {
-		var p HistoryPoint
-		var m int64
-		if err := rows.Scan(&p.Queue, &m, &p.Enqueued, &p.Succeeded, &p.Retried, &p.Dead); err != nil {
-			return nil, err
-		}
-		p.Minute = time.Unix(0, m*int64(time.Minute))
-		byKey[histKey{p.Queue, m}] = &p
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
+	var h *history
 	if !q.historyOff() {
-		h := q.history()
-		h.mu.Lock()
+		h = q.history()
+	}
+	for {
+		gen := 0
+		if h != nil {
+			var err error
+			if gen, err = h.settle(ctx); err != nil {
+				return nil, wrapf("litequeue: history: %w", err)
+			}
+		}
+		rows, err := q.store.History(ctx, queue, from)
+		if err != nil {
+			if errors.Is(err, store.ErrNoHistory) {
+				return nil, err
+			}
+			return nil, wrapf("litequeue: history: %w", err)
+		}
+		if h != nil {
+			h.mu.Lock()
+			if h.started != gen {
+				h.mu.Unlock()
+				continue
+			}
+		}
+		pts := mergeHistory(rows, h, queue, from)
+		if h != nil {
+			h.mu.Unlock()
+		}
+		return pts, nil
+	}
+}
+
+// mergeHistory adds the counts of h (nil for none; h.mu held) of queue (""
+// for every queue) from minute from on to the stored rows, and sorts the
+// points by minute then queue.
+func mergeHistory(rows []store.HistoryCount, h *history, queue string, from int64) []HistoryPoint {
+	byKey := map[histKey]*HistoryPoint{}
+	for _, r := range rows {
+		byKey[histKey{r.Queue, r.Minute}] = &HistoryPoint{Queue: r.Queue, Minute: time.Unix(0, r.Minute*int64(time.Minute)),
+			Enqueued: r.Enqueued, Succeeded: r.Succeeded, Retried: r.Retried, Dead: r.Dead}
+	}
+	if h != nil {
 		for k, c := range h.pending {
 			if k.minute < from || (queue != "" && k.queue != queue) {
 				continue
@@ -236,7 +300,6 @@ func (q *Queue) History(ctx context.Context, queue string, since time.Time) ([]H
 			p.Retried += c.retried
 			p.Dead += c.dead
 		}
-		h.mu.Unlock()
 	}
 	out := make([]HistoryPoint, 0, len(byKey))
 	for _, p := range byKey {
@@ -248,13 +311,12 @@ func (q *Queue) History(ctx context.Context, queue string, since time.Time) ([]H
 		}
 		return strings.Compare(a.Queue, b.Queue)
 	})
-	return out, nil
+	return out
 }
 
 // Now returns the time of the queue's Clock, for callers (such as a
 // dashboard) that show times relative to the queue's.
 func (q *Queue) Now() time.Time { return q.clock.Now() }
 
-// historyOff reports whether the queue keeps no history: it is read-only,
-// or its store is not SQLite (where the history table lives for now).
-func (q *Queue) historyOff() bool { return q.lite == nil || q.readOnly }
+// historyOff reports whether the queue keeps no history: it is read-only.
+func (q *Queue) historyOff() bool { return q.readOnly }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/litequeue/litequeue/internal/sqlite"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -97,19 +96,6 @@ type JobFilter struct {
 	Limit  int     // at most this many; 0 or negative means no limit (all)
 	Offset int     // skip this many, for paging
 }
-
-// scanJob reads a row of the SQLite store's job columns as the public view
-// at now (for the SQLite-only dashboard queries).
-func scanJob(rows interface{ Scan(...any) error }, now int64) (JobInfo, error) {
-	j, err := sqlite.ScanJob(rows)
-	if err != nil {
-		return JobInfo{}, err
-	}
-	return jobInfo(j, now), nil
-}
-
-// jobColumns are the columns scanJob reads.
-const jobColumns = sqlite.JobColumns
 
 // Jobs lists the jobs f selects, in f.Order. It reads a consistent snapshot
 // and works on a read-only queue.

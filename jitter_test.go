@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -33,4 +34,18 @@ func TestSeededRandGivesReproducibleRetryDelays(t *testing.T) {
 	}
 	h.ev.wait(t, EventDead, id, 1)
 	require.Equal(t, policy.MaxAttempts, h.ev.count(EventStarted, id))
+}
+
+// Full jitter draws from the closed range [0, Ceiling]: the ceiling itself
+// is one of the waits (seen here with a ceiling of 1ns, where it is half of
+// them).
+func TestFullJitterDrawsTheCeilingToo(t *testing.T) {
+	b := Backoff{Kind: BackoffExponential, Base: time.Nanosecond, Factor: 2, Max: time.Nanosecond, Jitter: true}
+	r := rand.New(rand.NewPCG(1, 2))
+	seen := map[time.Duration]int{}
+	for range 64 {
+		seen[b.DelayForRand(1, r)]++
+	}
+	require.Len(t, seen, 2, "want both 0 and 1ns: %v", seen)
+	require.Positive(t, seen[time.Nanosecond])
 }

@@ -196,9 +196,17 @@ type Options struct {
 	// negative means no limit.
 	MaxPayloadBytes int
 	// OnEvent, when set, receives every state change of a job (the same as
-	// the log records) for metrics. It is called synchronously from the
-	// queue's goroutines and must not block.
+	// the log records) for metrics. It runs on a goroutine of its own, one
+	// event at a time in the order the queue emitted them (so a job's
+	// events arrive in order), never on the queue's writer or workers: a
+	// slow hook does not slow the queue. Stop and Close return after every
+	// event emitted before them was handed to it.
 	OnEvent func(Event)
+	// EventBuffer is how many events may wait for OnEvent. When the hook
+	// falls that far behind, further events are dropped — counted by
+	// Queue.DroppedEvents and reported in the log — rather than slowing the
+	// queue. Default DefaultEventBuffer (4096).
+	EventBuffer int
 	// ReadOnly opens the file read-only, for inspection: writes fail with
 	// ErrReadOnly and the file must exist. Open only.
 	ReadOnly bool
@@ -242,6 +250,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.MaxPayloadBytes == 0 {
 		c.MaxPayloadBytes = DefaultMaxPayloadBytes
+	}
+	if c.EventBuffer <= 0 {
+		c.EventBuffer = DefaultEventBuffer
 	}
 	return c
 }
@@ -292,7 +303,8 @@ type Queue struct {
 	rnd    *rand.Rand
 
 	leaseSeq atomic.Int64
-	cleanup  *alarm // when the next retained completed job expires
+	cleanup  *alarm     // when the next retained completed job expires
+	events   *eventPump // nil without Options.OnEvent
 
 	mu       sync.Mutex
 	handlers map[string]*handler // by kind
@@ -379,6 +391,9 @@ func newQueue(o Options, st store.Store, lite *sqlite.Store, readOnly bool) *Que
 	for _, qc := range o.Queues {
 		q.configs[qc.Name] = qc.withDefaults()
 	}
+	if o.OnEvent != nil {
+		q.events = newEventPump(o.OnEvent, o.EventBuffer, o.Logger)
+	}
 	q.leaseSeq.Store(rand.Int64N(1 << 40))
 	return q
 }
@@ -433,6 +448,7 @@ func (q *Queue) Close() error {
 	q.mu.Unlock()
 	q.cleanup.stop()
 	errs = append(errs, q.store.Close())
+	q.closeEvents()
 	return errors.Join(errs...)
 }
 

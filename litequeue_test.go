@@ -96,14 +96,20 @@ func TestJobPolicyBeatsQueueConfigAndNilFallsBack(t *testing.T) {
 	fallback, err := h.q.Enqueue(ctx, OwnPolicy{}, nil) // nil: the queue's FixedRetry(2, 1m)
 	require.NoError(t, err)
 
+	start := h.clock.Now()
 	require.Equal(t, time.Second, h.ev.wait(t, EventRetrying, own, 1).Delay)
 	require.Equal(t, time.Minute, h.ev.wait(t, EventRetrying, fallback, 1).Delay)
+	h.tc.waitTimer(t, start.Add(time.Second))
 	h.clock.Add(time.Second)
 	require.Equal(t, time.Second, h.ev.wait(t, EventRetrying, own, 2).Delay)
+	h.tc.waitTimer(t, start.Add(2*time.Second))
 	h.clock.Add(time.Second)
 	h.ev.wait(t, EventDead, own, 1)
 	require.Equal(t, 3, h.ev.count(EventStarted, own))
-	h.clock.Add(time.Minute)
+	// The dispatcher may last have armed its timer for the end of own's
+	// third lease, if it saw own still running (its death wakes nobody):
+	// step through it to fallback's retry.
+	h.tc.stepTo(t, start.Add(time.Minute), start.Add(2*time.Second+DefaultVisibilityTimeout))
 	h.ev.wait(t, EventDead, fallback, 1)
 	require.Equal(t, 2, h.ev.count(EventStarted, fallback))
 }

@@ -48,3 +48,28 @@ func TestClaimOrderHoldsAcrossClaims(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, []string{"p-2", "p0-due-3m-ago", "p0-due-2m-ago", "p0-due-1m-ago", "p3", "p5", "p7"}, order)
 }
+
+// A delayed job is not claimed before its due time, even by a claim that
+// takes the jobs due beside it; at its due time it runs.
+func TestDelayedJobIsNotClaimedBeforeItsDueTime(t *testing.T) {
+	h := setup(t, nil)
+	Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error { return nil })
+	ctx := context.Background()
+	start := h.clock.Now()
+	ids, err := h.q.EnqueueBatch(ctx, []BatchItem{
+		{Job: SendEmail{To: "later"}, Options: &EnqueueOptions{Delay: time.Second}},
+		{Job: SendEmail{To: "now"}},
+	})
+	require.NoError(t, err)
+	later, now := ids[0], ids[1]
+	h.start(t)
+	h.ev.wait(t, EventSucceeded, now, 1) // the claim that took it has run
+	require.Zero(t, h.ev.count(EventStarted, later), "claimed before its due time")
+	j, err := h.q.Job(ctx, later)
+	require.NoError(t, err)
+	require.Equal(t, StateScheduled, j.State)
+	require.Zero(t, j.Attempt)
+
+	h.tc.stepTo(t, start.Add(time.Second), start.Add(DefaultVisibilityTimeout))
+	h.ev.wait(t, EventSucceeded, later, 1)
+}

@@ -25,6 +25,7 @@ func (h *harness) peer(t *testing.T, ahead time.Duration) *harness {
 	q, err := Open(h.path, &p.opts)
 	require.NoError(t, err)
 	p.q = q
+	p.ev.sync = func() { _ = p.q.FlushEvents(context.Background()) }
 	t.Cleanup(func() { require.NoError(t, q.Close()) })
 	return p
 }

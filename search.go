@@ -2,13 +2,9 @@ package litequeue
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
-	"slices"
-	"strings"
 	"time"
 
-	"github.com/litequeue/litequeue/internal/sqlite"
+	"github.com/litequeue/litequeue/internal/store"
 )
 
 // JobQuery selects jobs for SearchJobs, CountJobs and the bulk actions
@@ -62,38 +58,17 @@ type JobPage struct {
 	ScannedTo   int64 `json:"scanned_to"`
 }
 
-// queryWhere renders the conditions of f as SQL on lq_jobs, with named
-// arguments; :now must be bound by the caller.
-func queryWhere(f JobQuery) ([]string, []any, error) {
-	var where []string
-	var args []any
-	if f.Queue != "" {
-		where = append(where, "queue = :queue")
-		args = append(args, sql.Named("queue", f.Queue))
-	}
-	if f.Kind != "" {
-		where = append(where, "kind = :kind")
-		args = append(args, sql.Named("kind", f.Kind))
-	}
-	if len(f.States) > 0 {
-		var ors []string
-		for _, s := range f.States {
-			if _, err := ParseState(string(s)); err != nil {
-				return nil, nil, err
-			}
-			ors = append(ors, sqlite.StateSQL(listState(s)))
+// storeQuery converts f to the store's selection at now, checking its
+// states.
+func storeQuery(f JobQuery, now int64) (store.JobQuery, error) {
+	sq := store.JobQuery{Queue: f.Queue, Kind: f.Kind, Text: f.Text, IDs: f.IDs, Now: now}
+	for _, s := range f.States {
+		if _, err := ParseState(string(s)); err != nil {
+			return store.JobQuery{}, err
 		}
-		where = append(where, "("+strings.Join(ors, " OR ")+")")
+		sq.States = append(sq.States, listState(s))
 	}
-	if f.Text != "" {
-		where = append(where, `(instr(lower(CAST(payload AS TEXT)), :text) > 0 OR instr(lower(coalesce(last_error, '')), :text) > 0)`)
-		args = append(args, sql.Named("text", strings.ToLower(f.Text)))
-	}
-	if len(f.IDs) > 0 {
-		where = append(where, "id IN (SELECT value FROM json_each(:ids))")
-		args = append(args, sql.Named("ids", idsJSON(f.IDs)))
-	}
-	return where, args, nil
+	return sq, nil
 }
 
 // SearchJobs returns one page of the jobs f selects, newest first, by keyset
@@ -110,66 +85,19 @@ func (q *Queue) SearchJobs(ctx context.Context, f JobQuery, p PageRequest) (JobP
 	if p.ScanLimit <= 0 {
 		p.ScanLimit = DefaultScanLimit
 	}
-	where, args, err := queryWhere(f)
+	sq, err := storeQuery(f, now)
 	if err != nil {
 		return JobPage{}, err
 	}
-	tx, err := q.lite.DB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	sp, err := q.store.Search(ctx, sq, store.PageQuery{Before: p.Before, Limit: p.Limit, ScanLimit: p.ScanLimit})
 	if err != nil {
-		return JobPage{}, fmt.Errorf("litequeue: search jobs: %w", err)
+		return JobPage{}, wrapf("litequeue: search jobs: %w", err)
 	}
-	defer tx.Rollback()
-	var lo, hi sql.NullInt64
-	if err := tx.QueryRowContext(ctx, idRangeSQL).Scan(&lo, &hi); err != nil {
-		return JobPage{}, fmt.Errorf("litequeue: search jobs: %w", err)
-	}
-	if !hi.Valid {
-		return JobPage{}, nil
-	}
-	before := p.Before
-	if before <= 0 || before > hi.Int64+1 {
-		before = hi.Int64 + 1
-	}
-	floor := max(before-int64(p.ScanLimit), lo.Int64)
-	page := JobPage{ScannedFrom: floor, ScannedTo: before - 1}
-	if before <= lo.Int64 {
-		return JobPage{ScannedFrom: before, ScannedTo: before - 1}, nil
-	}
-	query := searchSQL(where)
-	args = append(args, sql.Named("now", now), sql.Named("before", before), sql.Named("floor", floor), sql.Named("limit", p.Limit))
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return JobPage{}, fmt.Errorf("litequeue: search jobs: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		j, err := scanJob(rows, now)
-		if err != nil {
-			return JobPage{}, err
-		}
-		page.Jobs = append(page.Jobs, j)
-	}
-	if err := rows.Err(); err != nil {
-		return JobPage{}, err
-	}
-	switch {
-	case len(page.Jobs) == p.Limit:
-		last := page.Jobs[len(page.Jobs)-1].ID
-		page.ScannedFrom = last
-		if last > lo.Int64 {
-			page.Next = last
-		}
-	case floor > lo.Int64:
-		page.Next, page.Partial = floor, true
+	page := JobPage{Next: sp.Next, Partial: sp.Partial, ScannedFrom: sp.ScannedFrom, ScannedTo: sp.ScannedTo}
+	for _, j := range sp.Jobs {
+		page.Jobs = append(page.Jobs, jobInfo(j, now))
 	}
 	return page, nil
-}
-
-// searchSQL is the query of one SearchJobs page: the filter's conditions
-// inside the id window, through the primary key.
-func searchSQL(where []string) string {
-	where = append([]string{"id < :before", "id >= :floor"}, where...)
-	return "SELECT " + jobColumns + " FROM lq_jobs WHERE " + strings.Join(where, " AND ") + " ORDER BY id DESC LIMIT :limit"
 }
 
 // CountJobs counts the jobs f selects, stopping at limit (0 or less: no
@@ -177,22 +105,13 @@ func searchSQL(where []string) string {
 // state filter counts through an index; a filter by kind or text alone reads
 // every row, so call it for a confirmation, not on every page render.
 func (q *Queue) CountJobs(ctx context.Context, f JobQuery, limit int) (int, error) {
-	where, args, err := queryWhere(f)
+	sq, err := storeQuery(f, unixNanos(q.clock))
 	if err != nil {
 		return 0, err
 	}
-	args = append(args, sql.Named("now", unixNanos(q.clock)))
-	query := "SELECT 1 FROM lq_jobs"
-	if len(where) > 0 {
-		query += " WHERE " + strings.Join(where, " AND ")
-	}
-	if limit > 0 {
-		query += " LIMIT :limit"
-		args = append(args, sql.Named("limit", limit))
-	}
-	var n int
-	if err := q.lite.DB().QueryRowContext(ctx, "SELECT count(*) FROM ("+query+")", args...).Scan(&n); err != nil {
-		return 0, fmt.Errorf("litequeue: count jobs: %w", err)
+	n, err := q.store.Count(ctx, sq, limit)
+	if err != nil {
+		return 0, wrapf("litequeue: count jobs: %w", err)
 	}
 	return n, nil
 }
@@ -233,168 +152,22 @@ func (q *Queue) QueueSummaries(ctx context.Context, limit int) ([]QueueSummary, 
 		limit = DefaultCountLimit
 	}
 	now := unixNanos(q.clock)
-	tx, err := q.lite.DB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	sums, err := q.store.Summaries(ctx, now, limit)
 	if err != nil {
-		return nil, fmt.Errorf("litequeue: queue summaries: %w", err)
+		return nil, wrapf("litequeue: queue summaries: %w", err)
 	}
-	defer tx.Rollback()
-	byName := map[string]*QueueSummary{}
-	var names []string
-	get := func(name string) *QueueSummary {
-		s, ok := byName[name]
-		if !ok {
-			s = &QueueSummary{Queue: name}
-			byName[name] = s
-			names = append(names, name)
+	out := make([]QueueSummary, 0, len(sums))
+	for _, s := range sums {
+		qs := QueueSummary{Queue: s.Queue, Ready: s.Ready, Scheduled: s.Scheduled, Running: s.Running,
+			Completed: s.Completed, Dead: s.Dead, Capped: s.LiveCapped,
+			CompletedCapped: s.CompletedCapped, DeadCapped: s.DeadCapped, OldestReadyID: s.OldestReadyID}
+		if s.OldestReadyID != 0 {
+			qs.OldestReady = time.Duration(now - s.OldestReadyAt)
 		}
-		return s
+		out = append(out, qs)
 	}
-	// Live queue names: a loose index scan, one seek per queue.
-	var live []string
-	for {
-		var name sql.NullString
-		if err := tx.QueryRowContext(ctx, nextLiveQueueSQL, lastOr(live)).Scan(&name); err != nil {
-			return nil, fmt.Errorf("litequeue: queue summaries: %w", err)
-		}
-		if !name.Valid {
-			break
-		}
-		live = append(live, name.String)
-	}
-	for _, name := range live {
-		s := get(name)
-		rows, err := tx.QueryContext(ctx, liveCountSQL, now, name, limit)
-		if err != nil {
-			return nil, fmt.Errorf("litequeue: queue summaries: %w", err)
-		}
-		n := 0
-		for rows.Next() {
-			var state int
-			var due bool
-			if err := rows.Scan(&state, &due); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			n++
-			switch {
-			case state == 1:
-				s.Running++
-			case due:
-				s.Ready++
-			default:
-				s.Scheduled++
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-		s.Capped = n >= limit
-		if err := oldestReady(ctx, tx, s, now); err != nil {
-			return nil, err
-		}
-	}
-	for _, st := range []int{2, 3} {
-		rows, err := tx.QueryContext(ctx, map[int]string{2: completedCountSQL, 3: deadCountSQL}[st], limit)
-		if err != nil {
-			return nil, fmt.Errorf("litequeue: queue summaries: %w", err)
-		}
-		total := 0
-		for rows.Next() {
-			var name string
-			var n int
-			if err := rows.Scan(&name, &n); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			total += n
-			if st == 2 {
-				get(name).Completed = n
-			} else {
-				get(name).Dead = n
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-		if total >= limit {
-			for _, sum := range byName {
-				if st == 2 {
-					sum.CompletedCapped = true
-				} else {
-					sum.DeadCapped = true
-				}
-			}
-		}
-	}
-	out := make([]QueueSummary, 0, len(names))
-	for _, n := range names {
-		out = append(out, *byName[n])
-	}
-	sortSummaries(out)
 	return out, nil
 }
 
-// The queries of SearchJobs and QueueSummaries (see TestDashboardQueriesUseIndexes).
-const (
-	idRangeSQL       = `SELECT (SELECT min(id) FROM lq_jobs), (SELECT max(id) FROM lq_jobs)`
-	nextLiveQueueSQL = `SELECT min(queue) FROM lq_jobs WHERE state IN (0, 1) AND queue > ?`
-	liveCountSQL     = `SELECT state, visible_at <= ? FROM lq_jobs WHERE queue = ? AND state IN (0, 1) LIMIT ?`
-	// The states are literals so that the planner sees the partial
-	// finished index applies.
-	completedCountSQL = `SELECT queue, count(*) FROM
-		(SELECT queue FROM lq_jobs INDEXED BY lq_jobs_finished WHERE state IN (2, 3) AND state = 2 ORDER BY finished_at DESC LIMIT ?) GROUP BY queue`
-	deadCountSQL = `SELECT queue, count(*) FROM
-		(SELECT queue FROM lq_jobs INDEXED BY lq_jobs_finished WHERE state IN (2, 3) AND state = 3 ORDER BY finished_at DESC LIMIT ?) GROUP BY queue`
-	firstLivePrioritySQL = `SELECT min(priority) FROM lq_jobs WHERE queue = ? AND state IN (0, 1)`
-	nextLivePrioritySQL  = `SELECT min(priority) FROM lq_jobs WHERE queue = ? AND state IN (0, 1) AND priority > ?`
-	oldestReadySQL       = `SELECT id, visible_at FROM lq_jobs
-		WHERE queue = ? AND state IN (0, 1) AND priority = ? AND visible_at <= ? AND state = 0
-		ORDER BY visible_at LIMIT 1`
-)
-
 // DefaultCountLimit is the count limit of QueueSummaries.
 const DefaultCountLimit = 100_000
-
-func lastOr(s []string) string {
-	if len(s) == 0 {
-		return ""
-	}
-	return s[len(s)-1]
-}
-
-// oldestReady fills s.OldestReady: for each priority level of the queue (a
-// skip scan of the claim index) the earliest due pending row.
-func oldestReady(ctx context.Context, tx *sql.Tx, s *QueueSummary, now int64) error {
-	var prio sql.NullInt64
-	first := true
-	for {
-		query, args := nextLivePrioritySQL, []any{s.Queue, prio.Int64}
-		if first {
-			query, args = firstLivePrioritySQL, args[:1]
-		}
-		first = false
-		if err := tx.QueryRowContext(ctx, query, args...).Scan(&prio); err != nil {
-			return fmt.Errorf("litequeue: queue summaries: %w", err)
-		}
-		if !prio.Valid {
-			return nil
-		}
-		var id, visible int64
-		err := tx.QueryRowContext(ctx, oldestReadySQL, s.Queue, prio.Int64, now).Scan(&id, &visible)
-		if err == sql.ErrNoRows {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("litequeue: queue summaries: %w", err)
-		}
-		if age := time.Duration(now - visible); s.OldestReadyID == 0 || age > s.OldestReady {
-			s.OldestReady, s.OldestReadyID = age, id
-		}
-	}
-}
-
-func sortSummaries(s []QueueSummary) {
-	slices.SortFunc(s, func(a, b QueueSummary) int { return strings.Compare(a.Queue, b.Queue) })
-}

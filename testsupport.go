@@ -2,13 +2,11 @@ package litequeue
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"sort"
 	"time"
 
-	"github.com/litequeue/litequeue/internal/sqlite"
 	"github.com/litequeue/litequeue/internal/store"
 	"github.com/litequeue/litequeue/internal/testbridge"
 )
@@ -35,36 +33,20 @@ func (q *Queue) handledPairs() []testbridge.Pair {
 	return out
 }
 
-// loadSQL counts, at :now, the live jobs of the handled pairs (a JSON array
-// of [queue, kind]) that are ready or running, finds the earliest due time of
-// their scheduled ones, and counts the live jobs of no handled pair.
-const loadSQL = `WITH h(queue, kind) AS (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(:pairs))
-SELECT
-  count(*) FILTER (WHERE handled AND (state = 1 OR visible_at <= :now)),
-  min(visible_at) FILTER (WHERE handled AND state = 0 AND visible_at > :now),
-  count(*) FILTER (WHERE NOT handled)
-FROM (SELECT state, visible_at, (queue, kind) IN (SELECT queue, kind FROM h) AS handled
-      FROM lq_jobs WHERE state IN (0, 1))`
-
+// load reads how busy the handled jobs of q are at its Clock's now.
 func (q *Queue) load(ctx context.Context) (testbridge.Load, error) {
 	pairs := q.handledPairs()
-	b := []byte{'['}
+	handled := make([]store.Handled, len(pairs))
 	for i, p := range pairs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = fmt.Appendf(b, "[%q,%q]", p.Queue, p.Kind)
+		handled[i] = store.Handled{Queue: p.Queue, Kind: p.Kind}
 	}
-	b = append(b, ']')
-	var l testbridge.Load
-	var next *int64
-	err := q.lite.DB().QueryRowContext(ctx, loadSQL, sql.Named("pairs", string(b)), sql.Named("now", unixNanos(q.clock))).
-		Scan(&l.Busy, &next, &l.Unhandled)
+	sl, err := q.store.LoadOf(ctx, handled, unixNanos(q.clock))
 	if err != nil {
-		return l, wrapf("litequeue: reading the queue's load: %w", err)
+		return testbridge.Load{}, wrapf("litequeue: reading the queue's load: %w", err)
 	}
-	if next != nil {
-		l.Next, l.HasNext = time.Unix(0, *next), true
+	l := testbridge.Load{Busy: sl.Busy, Unhandled: sl.Unhandled, HasNext: sl.HasNext}
+	if sl.HasNext {
+		l.Next = time.Unix(0, sl.Next)
 	}
 	return l, nil
 }
@@ -79,11 +61,6 @@ func captureHandler(register func(q any)) (any, string, string) {
 	}
 	panic("litequeuetest: the register function registered no handler")
 }
-
-// claimStoredSQL makes the job just inserted a claimed one: running under
-// a lease, at the given attempt.
-const claimStoredSQL = `UPDATE lq_jobs SET state = 1, lease = ?1, attempt = ?2, attempted_at = ?3, visible_at = ?4, last_error = ?5
-WHERE id = ?6 AND state = 0`
 
 // runStored stores the job in q as claimed (a running row under a new
 // lease, at spec.Attempt), runs h on it, and records the outcome as a
@@ -100,32 +77,22 @@ func runStored(ctx context.Context, hv any, qv any, payload []byte, spec testbri
 	if queue == "" {
 		queue = h.queue
 	}
-	p := &pool{q: q, cfg: q.config(queue)}
+	// The pool is a stand-in for the dispatcher's: its alarm (which a retry
+	// sets) has no listener; a retry wakes the queue's running dispatcher,
+	// if any, instead.
+	p := &pool{q: q, cfg: q.config(queue), due: newAlarm(q.clock)}
+	defer p.due.stop()
 	now := q.clock.Now()
 	created := spec.EnqueuedAt
 	if created.IsZero() {
 		created = now
 	}
-	if q.lite == nil {
-		return 0, ErrUnsupported
-	}
 	nj := store.NewJob{Queue: queue, Kind: h.kind, Priority: spec.Priority, VisibleAt: created.UnixNano(),
 		CreatedAt: created.UnixNano(), Payload: payload, Key: spec.Key}
 	attempt := max(spec.Attempt, 1)
 	lease := q.nextLease()
-	var id int64
-	err := q.lite.Do(ctx, func(ctx context.Context, tx sqlite.Execer) error {
-		var err error
-		if id, err = sqlite.InsertOne(ctx, tx, &nj); err != nil {
-			return err
-		}
-		var lastErr any
-		if spec.LastError != "" {
-			lastErr = spec.LastError
-		}
-		_, err = tx.ExecContext(ctx, claimStoredSQL, lease, attempt, now.UnixNano(), now.Add(p.cfg.VisibilityTimeout).UnixNano(), lastErr, id)
-		return err
-	})
+	id, err := q.store.InsertRunning(ctx, nj, store.RunningClaim{Lease: lease, Attempt: attempt, At: now.UnixNano(),
+		Until: now.Add(p.cfg.VisibilityTimeout).UnixNano(), LastError: spec.LastError})
 	if err != nil {
 		return 0, wrapf("litequeue: storing the job for the test: %w", err)
 	}
@@ -155,6 +122,7 @@ func runStored(ctx context.Context, hv any, qv any, payload []byte, spec testbri
 	switch {
 	case herr != nil:
 		p.fail(d, policy, herr, took)
+		q.wake(queue)
 	case d.inTx.Load():
 		p.finishTx(d, policy, took)
 	default:

@@ -316,9 +316,7 @@ func (q *Queue) checkQueueConfigs(byQueue map[string][]string) error {
 		var qe *QueueConfigError
 		errors.As(err, &qe)
 		q.log.Warn("litequeue: queue configuration", LogQueue, qe.Queue, LogError, err.Error())
-		if q.opts.OnEvent != nil {
-			q.opts.OnEvent(Event{Type: EventConfigWarning, Time: q.clock.Now(), Queue: qe.Queue, Err: err})
-		}
+		q.deliver(Event{Type: EventConfigWarning, Time: q.clock.Now(), Queue: qe.Queue, Err: err})
 	}
 	return nil
 }
@@ -412,10 +410,12 @@ func (q *Queue) stopRun(ctx context.Context, r *runState) error {
 	}
 	close(r.settled)
 	r.keep.Wait() // lease extension ran until every handler returned or was released
-	// Commit pending successes (and anything else queued).
+	// Commit pending successes (and anything else queued), and hand their
+	// events to OnEvent.
 	if e := q.store.Flush(context.Background()); e != nil {
 		r.stopErr = e
 	}
+	_ = q.FlushEvents(context.Background())
 	q.mu.Lock()
 	q.run = nil
 	q.mu.Unlock()

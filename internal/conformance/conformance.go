@@ -100,6 +100,7 @@ func open(t *testing.T, b Backend, addr string, at time.Time, mod func(o *litequ
 	q, err := b.Open(t, addr, o)
 	require.NoError(t, err)
 	h.Q = q
+	h.Ev.sync = func() { _ = q.FlushEvents(context.Background()) }
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), WaitLimit)
 		defer cancel()
@@ -111,6 +112,13 @@ func open(t *testing.T, b Backend, addr string, at time.Time, mod func(o *litequ
 
 func setup(t *testing.T, b Backend, mod func(o *litequeue.Options)) *Harness {
 	return open(t, b, b.Fresh(t), Start, mod)
+}
+
+// flush waits until every event emitted so far was recorded (OnEvent runs
+// on its own goroutine), before asserting that one did not happen.
+func (h *Harness) flush(t *testing.T) {
+	t.Helper()
+	require.NoError(t, h.Q.FlushEvents(context.Background()))
 }
 
 func (h *Harness) start(t *testing.T) {
@@ -131,6 +139,9 @@ type Events struct {
 	mu  sync.Mutex
 	all []litequeue.Event
 	ch  chan struct{}
+	// sync waits until the queue delivered every event emitted so far
+	// (OnEvent runs on its own goroutine); Count calls it.
+	sync func()
 }
 
 func (e *Events) add(ev litequeue.Event) {
@@ -145,6 +156,9 @@ func (e *Events) add(ev litequeue.Event) {
 
 // Count counts events of typ for job id (0: any job).
 func (e *Events) Count(typ litequeue.EventType, id int64) int {
+	if e.sync != nil {
+		e.sync()
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	n := 0
@@ -221,6 +235,7 @@ func testRetrySchedule(t *testing.T, b Backend) {
 		require.Equal(t, litequeue.StateScheduled, j.State)
 		require.True(t, j.VisibleAt.Equal(h.Clock.Now().Add(10*time.Second)), "due exactly one delay later")
 		h.Clock.Add(9 * time.Second)
+		h.flush(t)
 		require.Equal(t, attempt, h.Ev.Count(litequeue.EventStarted, id), "not before its due time")
 		h.Clock.Add(time.Second)
 	}
@@ -300,6 +315,7 @@ func testDelayed(t *testing.T, b Backend) {
 	id, err := h.Q.Enqueue(context.Background(), Email{To: "x"}, &litequeue.EnqueueOptions{Delay: time.Hour})
 	require.NoError(t, err)
 	h.Clock.Add(time.Hour - time.Second)
+	h.flush(t)
 	require.Zero(t, h.Ev.Count(litequeue.EventStarted, id))
 	h.Clock.Add(time.Second)
 	h.Ev.Wait(t, litequeue.EventSucceeded, id, 1)
@@ -356,6 +372,7 @@ func testBatch(t *testing.T, b Backend) {
 	require.ErrorIs(t, err, litequeue.ErrDuplicate)
 	require.Len(t, ids, 3)
 	require.Equal(t, ids[0], ids[2])
+	h.flush(t)
 	require.Equal(t, 2, h.Ev.Count(litequeue.EventEnqueued, 0))
 	require.Equal(t, 1, h.Ev.Count(litequeue.EventDuplicate, 0))
 	_, err = h.Q.EnqueueBatch(ctx, []litequeue.BatchItem{{Job: Email{To: "ok"}}, {Job: nil}})

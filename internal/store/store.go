@@ -273,6 +273,10 @@ type Store interface {
 	// Close stops the store's goroutines after writing what is queued. It
 	// closes the database only if the store opened it.
 	Close() error
+
+	// The dashboard's reads, bulk actions, the per-minute history and the
+	// test kit's operations (dashboard.go).
+	DashboardStore
 }
 
 // Errors of the store. The root package exports the same values.

@@ -1,0 +1,56 @@
+package litequeue
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// With every handler slot busy, a job claimed ahead waits unstarted: with
+// Concurrency 3 and ClaimBatch 1 the queue claims four jobs, three run (and
+// block), and the fourth is still unstarted when Stop begins, so Stop hands
+// it back at once. A fourth handler would have taken it.
+func TestBusyHandlersLeaveTheJobClaimedAheadUnstarted(t *testing.T) {
+	const limit = 3
+	h := setup(t, func(o *Options) {
+		o.ClaimBatch = 1
+		o.Queues = []QueueConfig{{Name: DefaultQueue, Concurrency: limit}}
+	})
+	gate, openGate := newGate()
+	defer openGate()
+	Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error {
+		<-gate
+		return nil
+	})
+	ctx := context.Background()
+	var items []BatchItem
+	for range 20 {
+		items = append(items, BatchItem{Job: SendEmail{To: "x"}})
+	}
+	_, err := h.q.EnqueueBatch(ctx, items)
+	require.NoError(t, err)
+	h.start(t)
+	h.ev.wait(t, EventStarted, 0, limit)
+	require.Eventually(t, func() bool { // the claims run one job at a time
+		st, err := h.q.Stats(ctx)
+		require.NoError(t, err)
+		return st[0].Running == limit+1
+	}, waitLimit, time.Millisecond, "the queue claims Concurrency + ClaimBatch jobs")
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- h.q.Stop(context.Background()) }()
+	released := h.ev.wait(t, EventReleased, 0, 1)
+	require.Zero(t, h.ev.count(EventStarted, released.JobID), "the released job had started")
+	openGate()
+	select {
+	case err := <-stopped:
+		require.NoError(t, err)
+	case <-time.After(waitLimit):
+		t.Fatal("Stop did not return after the handlers finished")
+	}
+	h.ev.wait(t, EventSucceeded, 0, limit) // emitted just after the commit Stop waits for
+	require.Equal(t, limit, h.ev.count(EventStarted, 0), "handlers started")
+	require.Equal(t, 1, h.ev.count(EventReleased, 0), "one job was claimed ahead")
+}

@@ -1,0 +1,102 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/litequeue/litequeue/internal/store"
+)
+
+// The statements of Bulk, each applied to a chunk of ids (a JSON array).
+// UPDATE OR IGNORE skips a dead row whose key a live row now holds (the
+// unique index of live keys refuses it).
+const (
+	bulkRequeueSQL = `UPDATE OR IGNORE lq_jobs SET state = 0, attempt = 0, visible_at = ?, lease = NULL,
+		finished_at = NULL, dead_reason = NULL WHERE state = 3 AND id IN (SELECT value FROM json_each(?)) RETURNING id, queue, kind`
+	bulkCancelSQL = `DELETE FROM lq_jobs WHERE state = 0 AND id IN (SELECT value FROM json_each(?))`
+	bulkDeleteSQL = `DELETE FROM lq_jobs WHERE state IN (2, 3) AND id IN (SELECT value FROM json_each(?))`
+)
+
+// bulkSelectSQL selects the next chunk of a bulk action: the highest ids
+// below :cursor among those the filter's conditions select.
+func bulkSelectSQL(where []string) string {
+	where = append(where, "id < :cursor")
+	return "SELECT id FROM lq_jobs WHERE " + strings.Join(where, " AND ") + " ORDER BY id DESC LIMIT :chunk"
+}
+
+// Bulk implements store.Store: it selects and applies in the same writer
+// transaction.
+func (s *Store) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, before int64, n int) (store.BulkResult, error) {
+	if s.w == nil {
+		return store.BulkResult{}, store.ErrReadOnly
+	}
+	if op != store.BulkRequeue && op != store.BulkCancel && op != store.BulkDelete {
+		return store.BulkResult{}, fmt.Errorf("litequeue: unknown bulk operation %d", op)
+	}
+	where, args := queryWhere(q)
+	args = append(args, sql.Named("cursor", before), sql.Named("chunk", n))
+	query := bulkSelectSQL(where)
+	var res store.BulkResult
+	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+		res = store.BulkResult{}
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		res.Selected, res.Last = len(ids), ids[len(ids)-1]
+		list := IDsJSON(ids)
+		if op == store.BulkRequeue {
+			return requeueChunk(ctx, tx, list, q.Now, &res)
+		}
+		stmt := bulkCancelSQL
+		if op == store.BulkDelete {
+			stmt = bulkDeleteSQL
+		}
+		r, err := tx.ExecContext(ctx, stmt, list)
+		if err != nil {
+			return err
+		}
+		c, err := r.RowsAffected()
+		res.Changed = int(c)
+		return err
+	})
+	if err != nil {
+		return store.BulkResult{}, classifyWriteError(err)
+	}
+	return res, nil
+}
+
+func requeueChunk(ctx context.Context, tx Execer, ids string, now int64, res *store.BulkResult) error {
+	rows, err := tx.QueryContext(ctx, bulkRequeueSQL, now, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var m store.Moved
+		if err := rows.Scan(&m.ID, &m.Queue, &m.Kind); err != nil {
+			return err
+		}
+		res.Moved = append(res.Moved, m)
+	}
+	res.Changed = len(res.Moved)
+	return rows.Err()
+}

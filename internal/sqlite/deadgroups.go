@@ -1,0 +1,54 @@
+package sqlite
+
+import (
+	"context"
+
+	"github.com/litequeue/litequeue/internal/store"
+)
+
+// deadMessageSQL is the message a dead letter is grouped by: its last
+// error, else its dead reason.
+const deadMessageSQL = `coalesce(nullif(last_error, ''), dead_reason, '')`
+
+// latestDeadSQL reads the newest dead letters through the finished index;
+// state IN (2, 3) repeats the index's condition so that SQLite sees the
+// partial index applies.
+func latestDeadSQL(where string) string {
+	return `SELECT id, queue, kind, coalesce(finished_at, 0), ` + deadMessageSQL + ` FROM lq_jobs INDEXED BY lq_jobs_finished
+		WHERE state IN (2, 3) AND ` + where + ` ORDER BY finished_at DESC, id DESC LIMIT ?`
+}
+
+// deadBeforeSQL reads dead letters by id, through the primary key.
+func deadBeforeSQL(where string) string {
+	return `SELECT id, queue, kind, coalesce(finished_at, 0), ` + deadMessageSQL + ` FROM lq_jobs
+		WHERE id < ? AND ` + where + ` ORDER BY id DESC LIMIT ?`
+}
+
+// LatestDead implements store.Store.
+func (s *Store) LatestDead(ctx context.Context, f store.DeadFilter, limit int) ([]store.DeadMessage, error) {
+	where, args := deadWhere(f)
+	return s.deadMessages(ctx, latestDeadSQL(where), append(args, limit)...)
+}
+
+// DeadBefore implements store.Store.
+func (s *Store) DeadBefore(ctx context.Context, f store.DeadFilter, before int64, limit int) ([]store.DeadMessage, error) {
+	where, args := deadWhere(f)
+	return s.deadMessages(ctx, deadBeforeSQL(where), append(append([]any{before}, args...), limit)...)
+}
+
+func (s *Store) deadMessages(ctx context.Context, query string, args ...any) ([]store.DeadMessage, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.DeadMessage
+	for rows.Next() {
+		var m store.DeadMessage
+		if err := rows.Scan(&m.ID, &m.Queue, &m.Kind, &m.FinishedAt, &m.Message); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}

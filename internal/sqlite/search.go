@@ -1,0 +1,278 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"strings"
+
+	"github.com/litequeue/litequeue/internal/store"
+)
+
+// The dashboard's reads: keyset pages of jobs, counts, and per-queue
+// summaries, each bounded by its limits through the primary key or an
+// index (see TestDashboardQueriesUseIndexes).
+
+// queryWhere renders the conditions of q as SQL on lq_jobs, with named
+// arguments (:now among them).
+func queryWhere(q store.JobQuery) ([]string, []any) {
+	var where []string
+	args := []any{sql.Named("now", q.Now)}
+	if q.Queue != "" {
+		where = append(where, "queue = :queue")
+		args = append(args, sql.Named("queue", q.Queue))
+	}
+	if q.Kind != "" {
+		where = append(where, "kind = :kind")
+		args = append(args, sql.Named("kind", q.Kind))
+	}
+	if len(q.States) > 0 {
+		var ors []string
+		for _, s := range q.States {
+			ors = append(ors, StateSQL(s))
+		}
+		where = append(where, "("+strings.Join(ors, " OR ")+")")
+	}
+	if q.Text != "" {
+		where = append(where, `(instr(lower(CAST(payload AS TEXT)), :text) > 0 OR instr(lower(coalesce(last_error, '')), :text) > 0)`)
+		args = append(args, sql.Named("text", strings.ToLower(q.Text)))
+	}
+	if len(q.IDs) > 0 {
+		where = append(where, "id IN (SELECT value FROM json_each(:ids))")
+		args = append(args, sql.Named("ids", IDsJSON(q.IDs)))
+	}
+	return where, args
+}
+
+// searchSQL is the query of one Search page: the filter's conditions
+// inside the id window, through the primary key.
+func searchSQL(where []string) string {
+	where = append([]string{"id < :before", "id >= :floor"}, where...)
+	return "SELECT " + JobColumns + " FROM lq_jobs WHERE " + strings.Join(where, " AND ") + " ORDER BY id DESC LIMIT :limit"
+}
+
+// Search implements store.Store.
+func (s *Store) Search(ctx context.Context, q store.JobQuery, p store.PageQuery) (store.Page, error) {
+	where, args := queryWhere(q)
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return store.Page{}, err
+	}
+	defer tx.Rollback()
+	var lo, hi sql.NullInt64
+	if err := tx.QueryRowContext(ctx, idRangeSQL).Scan(&lo, &hi); err != nil {
+		return store.Page{}, err
+	}
+	if !hi.Valid {
+		return store.MakePage(p, nil, 0, 0, true), nil
+	}
+	before, floor := p.Window(lo.Int64, hi.Int64)
+	if before <= lo.Int64 {
+		return store.MakePage(p, nil, lo.Int64, hi.Int64, false), nil
+	}
+	args = append(args, sql.Named("before", before), sql.Named("floor", floor), sql.Named("limit", p.Limit))
+	rows, err := tx.QueryContext(ctx, searchSQL(where), args...)
+	if err != nil {
+		return store.Page{}, err
+	}
+	defer rows.Close()
+	var jobs []store.Job
+	for rows.Next() {
+		j, err := ScanJob(rows)
+		if err != nil {
+			return store.Page{}, err
+		}
+		jobs = append(jobs, j)
+	}
+	if err := rows.Err(); err != nil {
+		return store.Page{}, err
+	}
+	return store.MakePage(p, jobs, lo.Int64, hi.Int64, false), nil
+}
+
+// Count implements store.Store. A state filter counts through an index; a
+// filter by kind or text alone reads every row.
+func (s *Store) Count(ctx context.Context, q store.JobQuery, limit int) (int, error) {
+	where, args := queryWhere(q)
+	query := "SELECT 1 FROM lq_jobs"
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	if limit > 0 {
+		query += " LIMIT :limit"
+		args = append(args, sql.Named("limit", limit))
+	}
+	var n int
+	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM ("+query+")", args...).Scan(&n); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// The queries of Search and Summaries (see TestDashboardQueriesUseIndexes).
+const (
+	idRangeSQL       = `SELECT (SELECT min(id) FROM lq_jobs), (SELECT max(id) FROM lq_jobs)`
+	nextLiveQueueSQL = `SELECT min(queue) FROM lq_jobs WHERE state IN (0, 1) AND queue > ?`
+	liveCountSQL     = `SELECT state, visible_at <= ? FROM lq_jobs WHERE queue = ? AND state IN (0, 1) LIMIT ?`
+	// The states are literals so that the planner sees the partial
+	// finished index applies.
+	completedCountSQL = `SELECT queue, count(*) FROM
+		(SELECT queue FROM lq_jobs INDEXED BY lq_jobs_finished WHERE state IN (2, 3) AND state = 2 ORDER BY finished_at DESC LIMIT ?) GROUP BY queue`
+	deadCountSQL = `SELECT queue, count(*) FROM
+		(SELECT queue FROM lq_jobs INDEXED BY lq_jobs_finished WHERE state IN (2, 3) AND state = 3 ORDER BY finished_at DESC LIMIT ?) GROUP BY queue`
+	firstLivePrioritySQL = `SELECT min(priority) FROM lq_jobs WHERE queue = ? AND state IN (0, 1)`
+	nextLivePrioritySQL  = `SELECT min(priority) FROM lq_jobs WHERE queue = ? AND state IN (0, 1) AND priority > ?`
+	oldestReadySQL       = `SELECT id, visible_at FROM lq_jobs
+		WHERE queue = ? AND state IN (0, 1) AND priority = ? AND visible_at <= ? AND state = 0
+		ORDER BY visible_at LIMIT 1`
+)
+
+// Summaries implements store.Store: the live queue names come from a skip
+// scan of the claim index, one seek per queue; the live rows of each are
+// counted through it up to limit; the completed and dead ones through the
+// finished index up to limit in all; the oldest ready row with one seek
+// per priority level.
+func (s *Store) Summaries(ctx context.Context, now int64, limit int) ([]store.QueueSummary, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	byName := map[string]*store.QueueSummary{}
+	get := func(name string) *store.QueueSummary {
+		sum, ok := byName[name]
+		if !ok {
+			sum = &store.QueueSummary{Queue: name}
+			byName[name] = sum
+		}
+		return sum
+	}
+	var live []string
+	for {
+		last := ""
+		if len(live) > 0 {
+			last = live[len(live)-1]
+		}
+		var name sql.NullString
+		if err := tx.QueryRowContext(ctx, nextLiveQueueSQL, last).Scan(&name); err != nil {
+			return nil, err
+		}
+		if !name.Valid {
+			break
+		}
+		live = append(live, name.String)
+	}
+	for _, name := range live {
+		sum := get(name)
+		if err := liveCounts(ctx, tx, sum, now, limit); err != nil {
+			return nil, err
+		}
+		if err := oldestReady(ctx, tx, sum, now); err != nil {
+			return nil, err
+		}
+	}
+	for _, st := range []store.State{store.Completed, store.Dead} {
+		query := completedCountSQL
+		if st == store.Dead {
+			query = deadCountSQL
+		}
+		rows, err := tx.QueryContext(ctx, query, limit)
+		if err != nil {
+			return nil, err
+		}
+		total := 0
+		for rows.Next() {
+			var name string
+			var n int
+			if err := rows.Scan(&name, &n); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			total += n
+			if st == store.Completed {
+				get(name).Completed = n
+			} else {
+				get(name).Dead = n
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		if total >= limit {
+			for _, sum := range byName {
+				if st == store.Completed {
+					sum.CompletedCapped = true
+				} else {
+					sum.DeadCapped = true
+				}
+			}
+		}
+	}
+	out := make([]store.QueueSummary, 0, len(byName))
+	for _, sum := range byName {
+		out = append(out, *sum)
+	}
+	slices.SortFunc(out, func(a, b store.QueueSummary) int { return strings.Compare(a.Queue, b.Queue) })
+	return out, nil
+}
+
+// liveCounts counts the live rows of sum's queue, up to limit.
+func liveCounts(ctx context.Context, tx *sql.Tx, sum *store.QueueSummary, now int64, limit int) error {
+	rows, err := tx.QueryContext(ctx, liveCountSQL, now, sum.Queue, limit)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var state store.State
+		var due bool
+		if err := rows.Scan(&state, &due); err != nil {
+			return err
+		}
+		n++
+		switch {
+		case state == store.Running:
+			sum.Running++
+		case due:
+			sum.Ready++
+		default:
+			sum.Scheduled++
+		}
+	}
+	sum.LiveCapped = n >= limit
+	return rows.Err()
+}
+
+// oldestReady finds sum's longest-waiting ready row: for each priority
+// level of the queue (a skip scan of the claim index) the earliest due
+// pending row.
+func oldestReady(ctx context.Context, tx *sql.Tx, sum *store.QueueSummary, now int64) error {
+	var prio sql.NullInt64
+	first := true
+	for {
+		query, args := nextLivePrioritySQL, []any{sum.Queue, prio.Int64}
+		if first {
+			query, args = firstLivePrioritySQL, args[:1]
+		}
+		first = false
+		if err := tx.QueryRowContext(ctx, query, args...).Scan(&prio); err != nil {
+			return err
+		}
+		if !prio.Valid {
+			return nil
+		}
+		var id, visible int64
+		err := tx.QueryRowContext(ctx, oldestReadySQL, sum.Queue, prio.Int64, now).Scan(&id, &visible)
+		if err == sql.ErrNoRows {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if sum.OldestReadyID == 0 || visible < sum.OldestReadyAt {
+			sum.OldestReadyAt, sum.OldestReadyID = visible, id
+		}
+	}
+}
