@@ -1,5 +1,3 @@
-//go:build litequeue_dashboard
-
 package postgres
 
 import (
