@@ -59,6 +59,8 @@ func (s *pgStore) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, err
 				ors = append(ors, "state = 2")
 			case store.ListDead:
 				ors = append(ors, "state = 3")
+			case store.ListDead + 1: // cancelled
+				ors = append(ors, "state = 4")
 			default:
 				return nil, fmt.Errorf("litequeue: unknown list state %d", st)
 			}
@@ -162,6 +164,8 @@ func stateWord(st int16) string {
 		return "running"
 	case 2:
 		return "completed"
+	case 4:
+		return "cancelled"
 	}
 	return "dead"
 }
@@ -177,40 +181,6 @@ func (s *pgStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
-}
-
-// Cancel implements store.Store.
-func (s *pgStore) Cancel(ctx context.Context, ids []int64) (int, error) {
-	if err := s.writable(); err != nil {
-		return 0, err
-	}
-	if len(ids) == 0 {
-		return 0, nil
-	}
-	n := 0
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		m, err := s.lockRows(ctx, tx, ids)
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			l, ok := m[id]
-			switch {
-			case !ok:
-				return fmt.Errorf("litequeue: cancel job %d: %w", id, store.ErrNotFound)
-			case l.state == 1:
-				return fmt.Errorf("litequeue: cancel job %d: %w; wait for it to finish, or stop its worker first", id, store.ErrJobRunning)
-			case l.state != 0:
-				return fmt.Errorf("litequeue: cancel job %d: it is %s: %w", id, stateWord(l.state), store.ErrWrongState)
-			}
-		}
-		return tx.QueryRowContext(ctx, s.q(fmt.Sprintf(deleteWithHistorySQL,
-			"DELETE FROM lq_jobs WHERE id = ANY ($1) AND state = 0 RETURNING id")), ids).Scan(&n)
-	})
-	if err != nil {
-		return 0, err
-	}
-	return n, nil
 }
 
 // Requeue implements store.Store.
@@ -336,7 +306,7 @@ func (s *pgStore) RequeueWhere(ctx context.Context, f store.DeadFilter, now int6
 	var a args
 	nowArg := a.add(now)
 	w1 := deadWhere(f, &a, "d")
-	query := `UPDATE lq_jobs j SET state = 0, attempt = 0, visible_at = ` + nowArg + `, lease = NULL,
+	query := `UPDATE lq_jobs j SET state = 0, attempt = 0, snoozes = 0, visible_at = ` + nowArg + `, lease = NULL,
     finished_at = NULL, dead_reason = NULL
 WHERE j.state = 3 AND j.id IN (
     SELECT d.id FROM lq_jobs d WHERE ` + w1 + ` AND d.idem_key IS NULL
@@ -408,9 +378,11 @@ func (s *pgStore) Stats(ctx context.Context, now int64) ([]store.QueueStats, err
 	for rows.Next() {
 		var st store.QueueStats
 		var oldest, next sql.NullInt64
-		if err := rows.Scan(&st.Queue, &st.Ready, &st.Scheduled, &st.Running, &st.Completed, &st.Dead, &oldest, &next); err != nil {
+		var cancelled int
+		if err := rows.Scan(&st.Queue, &st.Ready, &st.Scheduled, &st.Running, &st.Completed, &st.Dead, &oldest, &next, &cancelled); err != nil {
 			return nil, err
 		}
+		setCancelled(&st, cancelled)
 		st.OldestReadySince, st.NextDue = oldest.Int64, next.Int64
 		out = append(out, st)
 	}

@@ -58,6 +58,8 @@ func stateCond(st store.ListState, now int64, a *args, t string) (string, error)
 		return t + ".state = 2", nil
 	case store.ListDead:
 		return t + ".state = 3", nil
+	case store.ListDead + 1: // cancelled
+		return t + ".state = 4", nil
 	}
 	return "", fmt.Errorf("litequeue: unknown list state %d", st)
 }
@@ -315,7 +317,7 @@ func (s *pgStore) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, b
 
 // bulkRequeueSQL requeues the dead rows of $2 whose key no live row holds;
 // of dead rows sharing a key, the lowest id.
-const bulkRequeueSQL = `UPDATE lq_jobs j SET state = 0, attempt = 0, visible_at = $1, lease = NULL,
+const bulkRequeueSQL = `UPDATE lq_jobs j SET state = 0, attempt = 0, snoozes = 0, visible_at = $1, lease = NULL,
     finished_at = NULL, dead_reason = NULL
 WHERE j.state = 3 AND j.id IN (
     SELECT d.id FROM lq_jobs d WHERE d.id = ANY ($2) AND d.state = 3 AND d.idem_key IS NULL

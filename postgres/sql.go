@@ -45,7 +45,8 @@ FROM lq_claim($1, $2, $3, $4, $5, $6)`
 SELECT min(d.visible_at) FROM p CROSS JOIN LATERAL (
     SELECT visible_at FROM lq_jobs
     WHERE queue = $1 AND state IN (0, 1) AND priority = p.prio AND kind = ANY ($2)
-    ORDER BY visible_at LIMIT 1) d`
+    ORDER BY visible_at LIMIT 1) d
+WHERE NOT EXISTS (SELECT 1 FROM lq_queues WHERE queue = $1 AND paused_at IS NOT NULL)`
 
 	extendSQL = `UPDATE lq_jobs j SET visible_at = $1
 FROM unnest($2::bigint[], $3::bigint[]) AS c(id, lease)
@@ -124,12 +125,13 @@ FROM lq_attempts WHERE job_id = $1 ORDER BY id`
     count(*) FILTER (WHERE state = 2),
     count(*) FILTER (WHERE state = 3),
     min(visible_at) FILTER (WHERE state = 0 AND visible_at <= $1),
-    min(visible_at) FILTER (WHERE state = 0 AND visible_at > $1)
+    min(visible_at) FILTER (WHERE state = 0 AND visible_at > $1),
+    count(*) FILTER (WHERE state = 4)
 FROM lq_jobs GROUP BY queue ORDER BY queue`
 
 	lockForAdminSQL = `SELECT id, state, queue, kind, idem_key FROM lq_jobs WHERE id = ANY ($1) FOR UPDATE`
 
-	requeueSQL = `UPDATE lq_jobs SET state = 0, attempt = 0, visible_at = $1, lease = NULL,
+	requeueSQL = `UPDATE lq_jobs SET state = 0, attempt = 0, snoozes = 0, visible_at = $1, lease = NULL,
     finished_at = NULL, dead_reason = NULL WHERE id = ANY ($2) AND state = 3`
 
 	// deleteWithHistorySQL wraps a DELETE … RETURNING id of jobs (%s) so that
@@ -151,6 +153,7 @@ func qualifier(schema string) *strings.Replacer {
 		"lq_attempts ", q+"lq_attempts ",
 		"lq_meta ", q+"lq_meta ",
 		"lq_history ", q+"lq_history ",
+		"lq_queues ", q+"lq_queues ",
 		"lq_schedules ", q+"lq_schedules ",
 		"lq_schedule_events ", q+"lq_schedule_events ",
 		"lq_claim(", q+"lq_claim(",
