@@ -29,11 +29,15 @@ const (
 	EventConfigWarning EventType = "config_warning"
 )
 
-// Decision values of Event.Decision and of attempt history records.
+// Decision is what the queue decided after a failed attempt, in
+// Event.Decision and in attempt history records.
+type Decision string
+
+// The decisions after a failed attempt.
 const (
-	DecisionRetry     = "retry"     // the policy (or RetryAfter / Strategy) retries
-	DecisionGiveUp    = "give_up"   // attempts used up, or a Strategy refused
-	DecisionPermanent = "permanent" // the handler returned a Permanent error
+	DecisionRetry     Decision = "retry"     // the policy (or RetryAfter / Strategy) retries
+	DecisionGiveUp    Decision = "give_up"   // attempts used up, or a Strategy refused
+	DecisionPermanent Decision = "permanent" // the handler returned a Permanent error
 )
 
 // Event is one state change of a job, as passed to Options.OnEvent.
@@ -45,7 +49,7 @@ type Event struct {
 	Kind     string
 	Attempt  int           // the attempt concerned; 0 for enqueue events
 	Delay    time.Duration // retrying: the chosen wait; enqueued: the initial delay
-	Decision string        // retrying and dead: one of the Decision* values
+	Decision Decision      // retrying and dead: one of the Decision* values
 	Err      error         // the failure, for retrying, dead and stale
 	Duration time.Duration // succeeded, retrying, dead: how long the attempt ran
 }
@@ -88,7 +92,7 @@ func (q *Queue) emit(e Event) {
 			attrs = append(attrs, slog.Duration(LogDelay, e.Delay))
 		}
 		if e.Decision != "" {
-			attrs = append(attrs, slog.String(LogDecision, e.Decision))
+			attrs = append(attrs, slog.String(LogDecision, string(e.Decision)))
 		}
 		if e.Duration != 0 {
 			attrs = append(attrs, slog.Duration(LogDuration, e.Duration))

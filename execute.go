@@ -171,7 +171,7 @@ func safeCall(ctx context.Context, d *delivery, run func(context.Context, *deliv
 
 // decide applies the failure order: attempts used up, Permanent, RetryAfter,
 // the queue's Strategy, the policy's backoff.
-func (p *pool) decide(d *delivery, policy RetryPolicy, err error) (RetryDecision, string, string) {
+func (p *pool) decide(d *delivery, policy RetryPolicy, err error) (RetryDecision, Decision, string) {
 	switch {
 	case d.attempt >= policy.Attempts():
 		return RetryDecision{}, DecisionGiveUp, fmt.Sprintf("attempts used up (%d of %d)", d.attempt, policy.Attempts())
@@ -212,7 +212,7 @@ func (p *pool) fail(d *delivery, policy RetryPolicy, herr error, took time.Durat
 		dec.Delay = time.Duration(due - now.UnixNano())
 	}
 	record := store.Attempt{Attempt: d.attempt, StartedAt: started.UnixNano(), FinishedAt: now.UnixNano(),
-		Error: msg, Decision: decision, Delay: int64(dec.Delay)}
+		Error: msg, Decision: string(decision), Delay: int64(dec.Delay)}
 	l := store.Lease{ID: d.id, Lease: d.lease}
 	var err error
 	if dec.Retry {
@@ -254,7 +254,7 @@ func (p *pool) bury(d *delivery, policy RetryPolicy) {
 	follow := p.followUp(d, errors.New(reason))
 	err := q.store.Bury(context.Background(), store.Burial{Lease: store.Lease{ID: d.id, Lease: d.lease}, At: now,
 		Reason: reason, Attempt: lost, FollowUp: follow,
-		Record: store.Attempt{Attempt: lost, StartedAt: now, FinishedAt: now, Error: "lease expired: the worker was lost", Decision: DecisionGiveUp}})
+		Record: store.Attempt{Attempt: lost, StartedAt: now, FinishedAt: now, Error: "lease expired: the worker was lost", Decision: string(DecisionGiveUp)}})
 	if err == nil && follow != nil {
 		q.wake(follow.Queue)
 	}

@@ -22,18 +22,21 @@ const (
 	StateDead      State = "dead"      // gave up: a dead letter
 )
 
-// States lists every State in life order.
-var States = []State{StateReady, StateScheduled, StateRunning, StateCompleted, StateDead}
+// States returns every State in life order, in a new slice each call.
+func States() []State {
+	return []State{StateReady, StateScheduled, StateRunning, StateCompleted, StateDead}
+}
 
 // ParseState returns the State named s, or an error listing the valid names.
 func ParseState(s string) (State, error) {
-	for _, st := range States {
+	for _, st := range States() {
 		if string(st) == s {
 			return st, nil
 		}
 	}
-	names := make([]string, len(States))
-	for i, st := range States {
+	all := States()
+	names := make([]string, len(all))
+	for i, st := range all {
 		names[i] = string(st)
 	}
 	return "", fmt.Errorf("litequeue: unknown state %q; use one of %s", s, strings.Join(names, ", "))
@@ -74,7 +77,7 @@ type AttemptRecord struct {
 	StartedAt  time.Time     `json:"started_at"`
 	FinishedAt time.Time     `json:"finished_at"`
 	Error      string        `json:"error"`
-	Decision   string        `json:"decision"` // a Decision* value
+	Decision   Decision      `json:"decision"` // a Decision* value
 	Delay      time.Duration `json:"delay"`    // the chosen wait when Decision is retry
 }
 

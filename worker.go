@@ -172,6 +172,7 @@ type runState struct {
 	escOnce   sync.Once
 	stopErr   error
 	stopWatch context.CancelFunc // ends the store's watch for other processes' writes
+	sched     *scheduler         // enqueues the stored schedules' occurrences
 }
 
 func (r *runState) wake(queue string) {
@@ -181,6 +182,7 @@ func (r *runState) wake(queue string) {
 }
 
 func (r *runState) wakeAll() {
+	r.sched.wake()
 	for _, p := range r.pools {
 		p.signal()
 	}
@@ -257,6 +259,7 @@ func (q *Queue) Start(ctx context.Context) error {
 		}
 		r.pools[name] = newPool(q, r, cfg, kinds)
 	}
+	r.sched = newScheduler(q, r)
 	// The watch's baseline comes before the first claim, so that a write by
 	// another process at any moment after it is noticed.
 	watchCtx, stopWatch := context.WithCancel(context.Background())
@@ -265,6 +268,7 @@ func (q *Queue) Start(ctx context.Context) error {
 		return wrapf("litequeue: start: %w", err)
 	}
 	r.stopWatch = stopWatch
+	r.sched.start()
 	q.run = r
 	for _, p := range r.pools {
 		for range p.cfg.Concurrency {

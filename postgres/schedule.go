@@ -1,5 +1,3 @@
-//go:build litequeue_schedules
-
 package postgres
 
 import (

@@ -58,7 +58,7 @@ var funcs = template.FuncMap{
 		}
 		return out.String()
 	},
-	"states": func() []litequeue.State { return litequeue.States },
+	"states": litequeue.States,
 	"num": func(n int) string {
 		s := strconv.Itoa(n)
 		for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {

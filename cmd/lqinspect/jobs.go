@@ -57,8 +57,9 @@ func parseStates(s string) ([]litequeue.State, error) {
 	for _, name := range strings.Split(s, ",") {
 		st, err := litequeue.ParseState(strings.TrimSpace(name))
 		if err != nil {
-			names := make([]string, len(litequeue.States))
-			for i, st := range litequeue.States {
+			all := litequeue.States()
+			names := make([]string, len(all))
+			for i, st := range all {
 				names[i] = string(st)
 			}
 			return nil, usagef("unknown state %q in --state; use one or more of %s, separated by commas", name, strings.Join(names, ", "))

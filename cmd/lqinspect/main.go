@@ -104,6 +104,7 @@ var commands = []command{
 	{"plan", "print the retry schedule of a RetryPolicy", (*app).plan},
 	{"backup", "write a consistent copy of a live queue file", (*app).backup},
 	{"migrate", "copy a queue file's jobs into PostgreSQL", (*app).migrate},
+	{"schedules", "list recurring jobs; pause, resume or trigger one", (*app).schedules},
 	serveCommand,
 }
 
@@ -118,7 +119,7 @@ The commands are:
 
 `)
 	for _, c := range commands {
-		fmt.Fprintf(w, "\t%-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "\t%-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
 Run "lqinspect <command> -h" for a command's flags.

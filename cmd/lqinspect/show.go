@@ -93,7 +93,7 @@ func showJob(w io.Writer, j litequeue.JobInfo, now time.Time) error {
 			delay = at.Delay.String()
 		}
 		rows[i] = []string{strconv.Itoa(at.Attempt), absTime(at.StartedAt), at.FinishedAt.Sub(at.StartedAt).String(),
-			at.Decision, delay, shorten(at.Error, 60)}
+			string(at.Decision), delay, shorten(at.Error, 60)}
 	}
 	return table(w, "no failed attempts", []string{"ATTEMPT", "STARTED", "RAN", "DECISION", "DELAY", "ERROR"}, rows)
 }

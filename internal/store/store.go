@@ -270,6 +270,9 @@ type Store interface {
 	// Stats counts every queue's rows, sorted by queue name.
 	Stats(ctx context.Context, now int64) ([]QueueStats, error)
 
+	// Durable schedules (schedule.go).
+	ScheduleStore
+
 	// Close stops the store's goroutines after writing what is queued. It
 	// closes the database only if the store opened it.
 	Close() error

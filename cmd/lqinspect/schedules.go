@@ -1,0 +1,296 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/litequeue/litequeue"
+)
+
+func (a *app) schedules(args []string) error {
+	fs := a.newFlags("schedules", "FILE [pause NAME | resume NAME | trigger NAME | history NAME]", `
+List the recurring jobs stored in the queue file: for each, its timing
+(cron expression or interval, and time zone), the job it enqueues, whether
+it is paused, its next run times, its last run and that job's outcome, and
+how many occurrences it missed (skipped while no process ran it).
+
+A schedule runs in every process that has started the queue; lqinspect
+only reads and changes the stored schedule:
+
+  pause NAME    stop enqueueing until resumed (passing occurrences are not missed)
+  resume NAME   resume from the next occurrence after now
+  trigger NAME  enqueue one occurrence now, leaving the schedule as it was
+  history NAME  the schedule's newest events: registrations, changes,
+                enqueued and skipped occurrences
+
+The last outcome is pending, running, completed (kept by retention), dead,
+or done when the job's row is gone (it succeeded, or was cancelled or
+purged).`)
+	fs.jsonFlag()
+	fs.fileFlags(true)
+	limit := fs.Int("limit", 3, "how many next runs to list, or (history) how many events; 0 for all events")
+	pos, err := fs.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("missing FILE")
+	}
+	path := pos[0]
+	if len(pos) == 1 {
+		if *limit < 0 {
+			return usagef("--limit %d is negative", *limit)
+		}
+		return a.listSchedules(fs, path, *limit)
+	}
+	verb := pos[1]
+	if len(pos) != 3 {
+		if len(pos) == 2 && slices.Contains([]string{"pause", "resume", "trigger", "history"}, verb) {
+			return usagef("%s needs the NAME of a schedule", verb)
+		}
+		return usagef("want FILE, or FILE followed by pause, resume, trigger or history and a NAME; got %s", strings.Join(pos, " "))
+	}
+	name := pos[2]
+	switch verb {
+	case "history":
+		return a.scheduleHistory(fs, path, name, *limit)
+	case "pause", "resume", "trigger":
+	default:
+		if m := suggest(verb, []string{"pause", "resume", "trigger", "history"}); len(m) > 0 {
+			return usagef("%q is not an action of schedules; did you mean %q?", verb, m[0])
+		}
+		return usagef("%q is not an action of schedules (pause, resume, trigger or history)", verb)
+	}
+	f, err := a.open(path, fs, true)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	ctx, cancel := f.writeCtx(a.ctx)
+	defer cancel()
+	var id int64
+	switch verb {
+	case "pause":
+		err = f.q.PauseSchedule(ctx, name)
+	case "resume":
+		err = f.q.ResumeSchedule(ctx, name)
+	case "trigger":
+		id, err = f.q.TriggerSchedule(ctx, name)
+	}
+	if err != nil {
+		return f.lockedError(err)
+	}
+	if fs.json {
+		out := map[string]any{"schedule": name, "action": verb}
+		if id != 0 {
+			out["job_id"] = id
+		}
+		return writeJSON(a.stdout, out)
+	}
+	switch verb {
+	case "trigger":
+		_, err = fmt.Fprintf(a.stdout, "triggered %s: enqueued job %d\n", name, id)
+	default:
+		_, err = fmt.Fprintf(a.stdout, "%sd %s\n", verb, name)
+	}
+	return err
+}
+
+// scheduleJSON is a schedule as --json prints it.
+type scheduleJSON struct {
+	Name        string      `json:"name"`
+	Cron        string      `json:"cron,omitempty"`
+	Every       string      `json:"every,omitempty"`
+	TimeZone    string      `json:"time_zone"`
+	Queue       string      `json:"queue"`
+	Kind        string      `json:"kind"`
+	Payload     any         `json:"payload"`
+	Priority    int         `json:"priority"`
+	Missed      string      `json:"missed_policy"`
+	Overlap     string      `json:"overlap_policy"`
+	Paused      bool        `json:"paused"`
+	Waiting     bool        `json:"waiting"`
+	Overdue     bool        `json:"overdue"`
+	NextRuns    []time.Time `json:"next_runs"`
+	LastRun     *time.Time  `json:"last_run"`
+	LastJobID   int64       `json:"last_job_id,omitempty"`
+	LastOutcome string      `json:"last_outcome,omitempty"`
+	MissedCount int64       `json:"missed_count"`
+}
+
+func missedPolicy(s litequeue.ScheduleInfo) string {
+	if s.Missed == litequeue.MissedCatchUp {
+		return "catch-up " + strconv.Itoa(s.CatchUp)
+	}
+	return s.Missed.String()
+}
+
+// runsOf returns the schedule's next n runs: its stored next occurrence
+// first, even when past (no process ran it yet), then those after it.
+func runsOf(s litequeue.ScheduleInfo, now time.Time, n int) []time.Time {
+	if s.Paused || n <= 0 {
+		return nil
+	}
+	from := now
+	if s.NextRun.Before(now) {
+		from = s.NextRun.Add(-time.Nanosecond)
+	}
+	runs := s.NextRuns(from, n)
+	for i := range runs {
+		runs[i] = runs[i].UTC()
+	}
+	return runs
+}
+
+// scheduleState is paused, waiting (an occurrence waits for the previous
+// job), overdue (the next occurrence passed: no process runs the queue) or
+// active.
+func scheduleState(s litequeue.ScheduleInfo, now time.Time) string {
+	switch {
+	case s.Paused:
+		return "paused"
+	case s.Waiting:
+		return "waiting"
+	case s.NextRun.Before(now):
+		return "overdue"
+	}
+	return "active"
+}
+
+func (a *app) listSchedules(fs *flagSet, path string, runs int) error {
+	f, err := a.open(path, fs, false)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	all, err := f.q.Schedules(a.ctx)
+	if err != nil {
+		return err
+	}
+	now := f.now()
+	if fs.json {
+		out := make([]scheduleJSON, len(all))
+		for i, s := range all {
+			j := scheduleJSON{Name: s.Name, Cron: s.Cron, TimeZone: s.TimeZone, Queue: s.Queue, Kind: s.Kind,
+				Payload: s.Payload, Priority: s.Priority, Missed: missedPolicy(s), Overlap: s.Overlap.String(),
+				Paused: s.Paused, Waiting: s.Waiting, Overdue: scheduleState(s, now) == "overdue",
+				NextRuns: runsOf(s, now, runs), LastJobID: s.LastJobID, LastOutcome: s.LastOutcome, MissedCount: s.MissedCount}
+			if s.Every != 0 {
+				j.Every = s.Every.String()
+			}
+			if !s.LastRun.IsZero() {
+				t := s.LastRun.UTC()
+				j.LastRun = &t
+			}
+			if j.NextRuns == nil {
+				j.NextRuns = []time.Time{}
+			}
+			out[i] = j
+		}
+		return writeList(a.stdout, out)
+	}
+	rows := make([][]string, len(all))
+	for i, s := range all {
+		when := s.Cron
+		if s.Every != 0 {
+			when = "every " + s.Every.String()
+		}
+		if s.TimeZone != "UTC" {
+			when += " " + s.TimeZone
+		}
+		next := none
+		if rs := runsOf(s, now, runs); len(rs) > 0 {
+			ts := make([]string, len(rs))
+			for k, t := range rs {
+				ts[k] = t.Format("2006-01-02 15:04Z")
+			}
+			next = strings.Join(ts, ", ") + " (" + relTime(rs[0], now) + ")"
+		}
+		last := none
+		if !s.LastRun.IsZero() {
+			last = fmt.Sprintf("%s job %d %s", s.LastRun.UTC().Format("2006-01-02 15:04Z"), s.LastJobID, s.LastOutcome)
+		}
+		rows[i] = []string{s.Name, when, s.Kind + "@" + s.Queue, scheduleState(s, now), next, last, strconv.FormatInt(s.MissedCount, 10)}
+	}
+	return table(a.stdout, "no schedules", []string{"NAME", "WHEN", "JOB", "STATE", "NEXT RUNS", "LAST RUN", "MISSED"}, rows)
+}
+
+func (a *app) scheduleHistory(fs *flagSet, path, name string, limit int) error {
+	if limit < 0 {
+		return usagef("--limit %d is negative", limit)
+	}
+	f, err := a.open(path, fs, false)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	all, err := f.q.Schedules(a.ctx)
+	if err != nil {
+		return err
+	}
+	known := false
+	var names []string
+	for _, s := range all {
+		known = known || s.Name == name
+		names = append(names, s.Name)
+	}
+	if !known {
+		msg := fmt.Sprintf("no schedule %q", name)
+		if m := suggest(name, names); len(m) > 0 {
+			msg += fmt.Sprintf("; did you mean %q?", m[0])
+		}
+		return fmt.Errorf("%s: %w", msg, litequeue.ErrScheduleNotFound)
+	}
+	events, err := f.q.ScheduleHistory(a.ctx, name, limit)
+	if err != nil {
+		return err
+	}
+	if fs.json {
+		type eventJSON struct {
+			Time       time.Time  `json:"time"`
+			Type       string     `json:"type"`
+			Occurrence *time.Time `json:"occurrence,omitempty"`
+			Last       *time.Time `json:"last,omitempty"`
+			JobID      int64      `json:"job_id,omitempty"`
+			Count      int64      `json:"count,omitempty"`
+			Detail     string     `json:"detail,omitempty"`
+		}
+		opt := func(t time.Time) *time.Time {
+			if t.IsZero() {
+				return nil
+			}
+			u := t.UTC()
+			return &u
+		}
+		out := make([]eventJSON, len(events))
+		for i, e := range events {
+			out[i] = eventJSON{Time: e.Time.UTC(), Type: e.Type, Occurrence: opt(e.Occurrence), Last: opt(e.Last),
+				JobID: e.JobID, Count: e.Count, Detail: e.Detail}
+		}
+		return writeList(a.stdout, out)
+	}
+	now := f.now()
+	rows := make([][]string, len(events))
+	for i, e := range events {
+		occ := none
+		switch {
+		case !e.Last.IsZero() && !e.Last.Equal(e.Occurrence):
+			occ = absTime(e.Occurrence) + " .. " + absTime(e.Last)
+		case !e.Occurrence.IsZero():
+			occ = absTime(e.Occurrence)
+		}
+		job := none
+		if e.JobID != 0 {
+			job = strconv.FormatInt(e.JobID, 10)
+		}
+		count := ""
+		if e.Type == "skipped" {
+			count = strconv.FormatInt(e.Count, 10)
+		}
+		rows[i] = []string{whenTime(e.Time, now), e.Type, occ, count, job, orNone(e.Detail)}
+	}
+	return table(a.stdout, "no events", []string{"TIME", "EVENT", "OCCURRENCE", "COUNT", "JOB", "DETAIL"}, rows)
+}

@@ -1,0 +1,224 @@
+package conformance
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/litequeue/litequeue"
+)
+
+// The schedule tests of the suite: durable schedules through the public
+// API on the mock clock. They move the clock straight to each expected
+// occurrence and wait for its enqueue: the scheduler's alarm fires at once
+// for a moment already passed, so no wake-up is lost.
+
+func init() {
+	tests = append(tests, []struct {
+		name string
+		fn   func(t *testing.T, b Backend)
+	}{
+		{"ScheduleEnqueuesEachOccurrenceOnceAcrossDST", testScheduleOccurrences},
+		{"ScheduleMissedWhileDownRunsOnceAndIsCounted", testScheduleMissed},
+		{"ScheduleRegistrationIsIdempotentPauseAndTrigger", testScheduleAdmin},
+		{"TwoQueuesOnOneDatabaseEnqueueEachOccurrenceOnce", testScheduleTwoQueues},
+		{"ScheduleBadInputStoresNothing", testScheduleBadInput},
+	}...)
+}
+
+// Tick is the job the suite's schedules enqueue; no handler runs it, so its
+// jobs stay pending and can be listed.
+type Tick struct {
+	Of string `json:"of"`
+}
+
+func (Tick) Kind() string { return "conformance_tick" }
+
+// tickRunAts lists the due times of the pending Tick jobs, oldest first.
+func tickRunAts(t *testing.T, q *litequeue.Queue) []time.Time {
+	t.Helper()
+	jobs, err := q.Jobs(context.Background(), litequeue.JobFilter{Kind: Tick{}.Kind()})
+	require.NoError(t, err)
+	var out []time.Time
+	for _, j := range jobs {
+		out = append(out, j.RunAt.UTC())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Before(out[j]) })
+	return out
+}
+
+func scheduleNamed(t *testing.T, q *litequeue.Queue, name string) litequeue.ScheduleInfo {
+	t.Helper()
+	all, err := q.Schedules(context.Background())
+	require.NoError(t, err)
+	for _, s := range all {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no schedule %q", name)
+	return litequeue.ScheduleInfo{}
+}
+
+func utc(y int, mo time.Month, d, h, mi int) time.Time {
+	return time.Date(y, mo, d, h, mi, 0, 0, time.UTC)
+}
+
+func testScheduleOccurrences(t *testing.T, b Backend) {
+	ctx := context.Background()
+	h := open(t, b, b.Fresh(t), utc(2026, 3, 7, 0, 0), nil)
+	_, err := h.Q.RegisterSchedule(ctx, litequeue.Schedule{Name: "nightly", Cron: "30 2 * * *",
+		TimeZone: "America/New_York", Job: Tick{"nightly"}})
+	require.NoError(t, err)
+	h.start(t)
+	// New York springs forward on 2026-03-08: 02:30 does not exist and runs
+	// at 03:30 EDT, once.
+	want := []time.Time{utc(2026, 3, 7, 7, 30), utc(2026, 3, 8, 7, 30), utc(2026, 3, 9, 6, 30), utc(2026, 3, 10, 6, 30)}
+	for i, at := range want {
+		require.Equal(t, at, scheduleNamed(t, h.Q, "nightly").NextRun.UTC())
+		h.Clock.Set(at)
+		h.Ev.Wait(t, litequeue.EventEnqueued, 0, i+1)
+	}
+	require.Equal(t, want, tickRunAts(t, h.Q))
+	info := scheduleNamed(t, h.Q, "nightly")
+	require.Equal(t, want[3], info.LastRun.UTC())
+	require.Equal(t, "pending", info.LastOutcome)
+	require.Zero(t, info.MissedCount)
+	require.Equal(t, utc(2026, 3, 11, 6, 30), info.NextRun.UTC())
+}
+
+func testScheduleMissed(t *testing.T, b Backend) {
+	ctx := context.Background()
+	addr := b.Fresh(t)
+	start := utc(2026, 3, 2, 0, 0)
+	h := open(t, b, addr, start, nil)
+	s := litequeue.Schedule{Name: "hourly", Every: time.Hour, Job: Tick{"hourly"}}
+	_, err := h.Q.RegisterSchedule(ctx, s)
+	require.NoError(t, err)
+	require.NoError(t, h.Q.Close())
+
+	// Down for five and a half hours: 01:00 .. 05:00 pass unseen.
+	h2 := open(t, b, addr, start.Add(5*time.Hour+30*time.Minute), nil)
+	c, err := h2.Q.RegisterSchedule(ctx, s)
+	require.NoError(t, err)
+	require.Equal(t, litequeue.ScheduleUnchanged, c)
+	h2.start(t)
+	h2.Ev.Wait(t, litequeue.EventEnqueued, 0, 1)
+	require.Equal(t, []time.Time{utc(2026, 3, 2, 5, 0)}, tickRunAts(t, h2.Q), "run once: the latest missed occurrence")
+	info := scheduleNamed(t, h2.Q, "hourly")
+	require.Equal(t, int64(4), info.MissedCount)
+	require.Equal(t, utc(2026, 3, 2, 6, 0), info.NextRun.UTC())
+	hist, err := h2.Q.ScheduleHistory(ctx, "hourly", 0)
+	require.NoError(t, err)
+	var skipped []litequeue.ScheduleEvent
+	for _, e := range hist {
+		if e.Type == "skipped" {
+			skipped = append(skipped, e)
+		}
+	}
+	require.Len(t, skipped, 1)
+	require.Equal(t, int64(4), skipped[0].Count)
+	require.Equal(t, utc(2026, 3, 2, 1, 0), skipped[0].Occurrence.UTC())
+	require.Equal(t, utc(2026, 3, 2, 4, 0), skipped[0].Last.UTC())
+}
+
+func testScheduleAdmin(t *testing.T, b Backend) {
+	ctx := context.Background()
+	h := setup(t, b, nil)
+	s := litequeue.Schedule{Name: "report", Cron: "0 * * * *", Job: Tick{"v1"}, Overlap: litequeue.OverlapSkip}
+	c, err := h.Q.RegisterSchedule(ctx, s)
+	require.NoError(t, err)
+	require.Equal(t, litequeue.ScheduleCreated, c)
+	c, err = h.Q.RegisterSchedule(ctx, s)
+	require.NoError(t, err)
+	require.Equal(t, litequeue.ScheduleUnchanged, c)
+	s.Job = Tick{"v2"}
+	c, err = h.Q.RegisterSchedule(ctx, s)
+	require.NoError(t, err)
+	require.Equal(t, litequeue.ScheduleUpdated, c)
+	require.JSONEq(t, `{"of":"v2"}`, string(scheduleNamed(t, h.Q, "report").Payload))
+
+	require.NoError(t, h.Q.PauseSchedule(ctx, "report"))
+	h.start(t)
+	h.Clock.Add(3 * time.Hour)
+	id, err := h.Q.TriggerSchedule(ctx, "report")
+	require.NoError(t, err)
+	h.Ev.Wait(t, litequeue.EventEnqueued, id, 1)
+	require.Equal(t, []time.Time{Start.Add(3 * time.Hour)}, tickRunAts(t, h.Q), "paused: only the trigger")
+
+	require.NoError(t, h.Q.ResumeSchedule(ctx, "report"))
+	next := scheduleNamed(t, h.Q, "report").NextRun
+	require.Equal(t, Start.Add(4*time.Hour), next.UTC())
+	// The triggered job still waits: overlap skip skips the 13:00 occurrence.
+	h.Clock.Set(next)
+	deadline := time.Now().Add(WaitLimit)
+	for scheduleNamed(t, h.Q, "report").NextRun.Equal(next) {
+		require.True(t, time.Now().Before(deadline), "the occurrence was not handled")
+		time.Sleep(time.Millisecond)
+	}
+	require.Len(t, tickRunAts(t, h.Q), 1)
+	hist, err := h.Q.ScheduleHistory(ctx, "report", 1)
+	require.NoError(t, err)
+	require.Equal(t, "skipped", hist[0].Type)
+
+	require.NoError(t, h.Q.RemoveSchedule(ctx, "report"))
+	require.ErrorIs(t, h.Q.RemoveSchedule(ctx, "report"), litequeue.ErrScheduleNotFound)
+	all, err := h.Q.Schedules(ctx)
+	require.NoError(t, err)
+	require.Empty(t, all)
+}
+
+func testScheduleTwoQueues(t *testing.T, b Backend) {
+	ctx := context.Background()
+	addr := b.Fresh(t)
+	start := utc(2026, 3, 2, 0, 0)
+	a := open(t, b, addr, start, nil)
+	c := open(t, b, addr, start, nil)
+	s := litequeue.Schedule{Name: "minutely", Cron: "* * * * *", Job: Tick{"m"}}
+	for _, h := range []*Harness{a, c} {
+		_, err := h.Q.RegisterSchedule(ctx, s)
+		require.NoError(t, err)
+		h.start(t)
+	}
+	const n = 30
+	for i := 1; i <= n; i++ {
+		at := start.Add(time.Duration(i) * time.Minute)
+		a.Clock.Set(at)
+		c.Clock.Set(at)
+		deadline := time.Now().Add(WaitLimit)
+		for a.Ev.Count(litequeue.EventEnqueued, 0)+c.Ev.Count(litequeue.EventEnqueued, 0) < i {
+			require.True(t, time.Now().Before(deadline), "occurrence %d was not enqueued", i)
+			time.Sleep(time.Millisecond)
+		}
+	}
+	var want []time.Time
+	for i := 1; i <= n; i++ {
+		want = append(want, start.Add(time.Duration(i)*time.Minute))
+	}
+	require.Equal(t, want, tickRunAts(t, a.Q))
+	require.Equal(t, n, a.Ev.Count(litequeue.EventEnqueued, 0)+c.Ev.Count(litequeue.EventEnqueued, 0))
+	t.Logf("enqueued by the two queues: %d and %d", a.Ev.Count(litequeue.EventEnqueued, 0), c.Ev.Count(litequeue.EventEnqueued, 0))
+}
+
+func testScheduleBadInput(t *testing.T, b Backend) {
+	ctx := context.Background()
+	h := setup(t, b, nil)
+	for _, s := range []litequeue.Schedule{
+		{Name: "cron", Cron: "99 * * * *", Job: Tick{}},
+		{Name: "zone", Cron: "@daily", TimeZone: "Nowhere/Never", Job: Tick{}},
+		{Name: "every", Every: -time.Second, Job: Tick{}},
+		{Name: "job", Cron: "@daily"},
+	} {
+		_, err := h.Q.RegisterSchedule(ctx, s)
+		require.ErrorIs(t, err, litequeue.ErrInvalidSchedule, s.Name)
+		var se *litequeue.ScheduleError
+		require.ErrorAs(t, err, &se)
+		require.Equal(t, s.Name, se.Schedule)
+	}
+	all, err := h.Q.Schedules(ctx)
+	require.NoError(t, err)
+	require.Empty(t, all)
+}

@@ -1,0 +1,185 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+)
+
+// ScheduleStore is the storage of durable schedules (recurring jobs), part
+// of every Store.
+//
+// Rules every implementation keeps:
+//   - FireSchedule is one transaction: it checks that the schedule still has
+//     the NextAt and Revision the caller planned from and is not paused
+//     (else it changes nothing and reports Stale), enqueues the firing's
+//     jobs (keys set by the caller) as Insert does, records the history and
+//     moves NextAt — so processes racing on one occurrence enqueue one job.
+//     A job whose key a live job holds is not inserted; its IDs entry is the
+//     holder's and New is false.
+//   - The overlap check is made inside that transaction: a schedule has a
+//     live job when a pending or running job's key starts with
+//     ScheduleKeyPrefix(name). OverlapWait with a live job: nothing is
+//     enqueued, NextAt stays, Waiting is set (with a "waiting" event the
+//     first time) and Held reported. OverlapSkip with a live job: the
+//     jobs are not enqueued, a "skipped" event records them, NextAt moves,
+//     OverlapHit is reported; MissedCount does not count them.
+//   - Each schedule keeps its newest ScheduleHistoryKeep events.
+//   - Times are int64 Unix nanoseconds from the caller's Clock.
+type ScheduleStore interface {
+	// UpsertSchedule stores def under def.Name. A new schedule is inserted
+	// as given (NextAt, Anchor; Revision 1) with a "registered" event
+	// whose detail is detail. An existing one with the same definition
+	// (SameDefinition) is left alone: ScheduleUnchanged, nothing written.
+	// Otherwise its definition is replaced, Revision raised and Waiting
+	// cleared, with an "updated" event; NextAt and Anchor are replaced only
+	// when its timing changed (SameTiming). Paused is never changed. prev
+	// is the stored schedule before, if any.
+	UpsertSchedule(ctx context.Context, def Schedule, now int64, detail string) (prev *Schedule, change ScheduleChange, err error)
+	// RemoveSchedule deletes a schedule and its history
+	// (ErrScheduleNotFound). Jobs it enqueued stay.
+	RemoveSchedule(ctx context.Context, name string) error
+	// PauseSchedule sets Paused (raising Revision, with a "paused" or
+	// "resumed" event); when resuming it sets NextAt to next and clears
+	// Waiting. Setting the state it has changes nothing.
+	// ErrScheduleNotFound for an unknown name.
+	PauseSchedule(ctx context.Context, name string, paused bool, next, now int64) error
+	// Schedules returns every schedule by name (name non-empty: that one)
+	// with LastState, the state of its LastJob.
+	Schedules(ctx context.Context, name string) ([]Schedule, error)
+	// FireSchedule runs one firing (see the rules above).
+	FireSchedule(ctx context.Context, f Firing) (FireResult, error)
+	// TriggerSchedule enqueues one extra occurrence now, with the key
+	// ScheduleKeyPrefix(name)+"t"+now, whatever the overlap policy and
+	// pause, sets LastAt and LastJob and records a "triggered" event;
+	// NextAt stays. ErrScheduleNotFound for an unknown name.
+	TriggerSchedule(ctx context.Context, name string, now int64) (id int64, queue, kind string, err error)
+	// ScheduleHistory returns a schedule's newest events, newest first; limit
+	// <= 0 means all that are kept.
+	ScheduleHistory(ctx context.Context, name string, limit int) ([]ScheduleEvent, error)
+}
+
+// ErrScheduleNotFound: no schedule has the name.
+var ErrScheduleNotFound = errors.New("litequeue: schedule not found")
+
+// ScheduleHistoryKeep is how many events each schedule keeps.
+const ScheduleHistoryKeep = 200
+
+// Missed-occurrence policies (Schedule.Missed).
+const (
+	MissedRunOnce = 0
+	MissedSkip    = 1
+	MissedCatchUp = 2
+)
+
+// Overlap policies (Schedule.Overlap, Firing.Overlap).
+const (
+	OverlapAllow = 0
+	OverlapSkip  = 1
+	OverlapWait  = 2
+)
+
+// Schedule is a stored schedule. Cron is a cron expression read in TZ, or
+// "" for an interval schedule of Every nanoseconds whose occurrences are
+// Anchor + k*Every.
+type Schedule struct {
+	Name        string
+	Cron        string
+	Every       int64
+	Anchor      int64
+	TZ          string
+	Queue, Kind string
+	Payload     []byte
+	Priority    int
+	Missed      int // MissedRunOnce, MissedSkip, MissedCatchUp
+	CatchUp     int
+	Overlap     int // OverlapAllow, OverlapSkip, OverlapWait
+	Grace       int64
+	Paused      bool
+	Waiting     bool  // an occurrence waits for the previous job (OverlapWait)
+	NextAt      int64 // the next occurrence not yet handled
+	Revision    int64 // raised by every change of definition or pause
+	LastAt      int64 // the occurrence of the last job enqueued; 0: none
+	LastJob     int64 // its id; 0: none
+	LastState   int   // of LastJob: -1 none, -2 the row is gone, else its State
+	MissedCount int64 // occurrences skipped as missed
+	CreatedAt   int64
+	UpdatedAt   int64
+}
+
+// SameTiming reports whether s and o have the same cron, interval and zone.
+func (s *Schedule) SameTiming(o *Schedule) bool {
+	return s.Cron == o.Cron && s.Every == o.Every && s.TZ == o.TZ
+}
+
+// SameDefinition reports whether s and o define the same schedule: timing,
+// job and policies.
+func (s *Schedule) SameDefinition(o *Schedule) bool {
+	return s.SameTiming(o) && s.Queue == o.Queue && s.Kind == o.Kind && bytes.Equal(s.Payload, o.Payload) &&
+		s.Priority == o.Priority && s.Missed == o.Missed && s.CatchUp == o.CatchUp && s.Overlap == o.Overlap && s.Grace == o.Grace
+}
+
+// ScheduleChange says what UpsertSchedule did.
+type ScheduleChange int8
+
+const (
+	ScheduleUnchanged ScheduleChange = iota
+	ScheduleCreated
+	ScheduleUpdated
+)
+
+// Firing is one advance of a schedule, planned at Now from NextAt and
+// Revision: the occurrences to enqueue (Jobs, keys set, VisibleAt the
+// occurrence) and the missed ones skipped.
+type Firing struct {
+	Name     string
+	Revision int64
+	NextAt   int64 // the planned-from next occurrence
+	NewNext  int64 // the next occurrence after this firing
+	Now      int64
+	Jobs     []NewJob
+	Late     []bool // Jobs[i] was enqueued after the schedule's grace: its event's detail is "late"
+	// Skipped missed occurrences: how many, the first and the last, and the
+	// detail of their "skipped" event. MissedCount grows by Skipped.
+	Skipped             int64
+	SkipFirst, SkipLast int64
+	SkipDetail          string
+	Overlap             int
+}
+
+// FireResult is what FireSchedule did.
+type FireResult struct {
+	Stale      bool    // the schedule changed, is paused or gone, or another process fired it: nothing done
+	Held       bool    // overlap wait with a live job: nothing enqueued, NextAt kept
+	OverlapHit bool    // overlap skip with a live job: the jobs were skipped
+	IDs        []int64 // the jobs of Firing.Jobs that were enqueued or found live
+	New        []bool  // IDs[i] was inserted by this firing
+}
+
+// ScheduleEvent is one record of a schedule's history. Zero times mean none.
+type ScheduleEvent struct {
+	ID         int64
+	At         int64
+	Type       string // registered, updated, paused, resumed, enqueued, triggered, skipped, waiting
+	Occurrence int64
+	Last       int64
+	JobID      int64
+	Count      int64
+	Detail     string
+}
+
+// ScheduleKeyPrefix is the start of the idempotency keys of a schedule's
+// jobs: "lq-schedule:", the name with '%' and ':' escaped, and ':'. An
+// occurrence's key adds its Unix nanoseconds; a trigger's adds "t" and its.
+func ScheduleKeyPrefix(name string) string {
+	name = strings.ReplaceAll(name, "%", "%25")
+	name = strings.ReplaceAll(name, ":", "%3A")
+	return "lq-schedule:" + name + ":"
+}
+
+// ScheduleKeyEnd is the smallest string after every key with the prefix
+// ScheduleKeyPrefix(name): keys of the schedule are in [prefix, end).
+func ScheduleKeyEnd(name string) string {
+	return strings.TrimSuffix(ScheduleKeyPrefix(name), ":") + ";"
+}
