@@ -10,7 +10,7 @@
 //
 // # Tables
 //
-// The queue's tables (lq_jobs, lq_attempts, lq_meta, lq_history,
+// The queue's tables (lq_jobs, lq_attempts, lq_meta, lq_history, lq_queues,
 // lq_schedules, lq_schedule_events) and its claim function (lq_claim) live
 // in the first schema of the connection's search_path — public unless the
 // URL sets search_path — beside the application's tables. Open creates or
