@@ -27,10 +27,11 @@ func (q *Queue) RequeueMatching(ctx context.Context, f JobQuery) (int, error) {
 	return total, nil
 }
 
-// CancelMatching deletes every pending (ready or scheduled) job that f
-// selects and returns how many. Jobs in other states are never touched,
-// whatever f.States says: f.States may narrow the selection to ready or to
-// scheduled jobs. It works in chunks like RequeueMatching.
+// CancelMatching cancels every pending (ready or scheduled) job that f
+// selects, as Cancel does (they are kept in state cancelled), and returns
+// how many. Jobs in other states are never touched, whatever f.States says:
+// f.States may narrow the selection to ready or to scheduled jobs; cancel
+// running jobs by id with Cancel. It works in chunks like RequeueMatching.
 func (q *Queue) CancelMatching(ctx context.Context, f JobQuery) (int, error) {
 	f.States = narrow(f.States, StateReady, StateScheduled)
 	if len(f.States) == 0 {
@@ -43,12 +44,12 @@ func (q *Queue) CancelMatching(ctx context.Context, f JobQuery) (int, error) {
 	return total, nil
 }
 
-// DeleteMatching deletes every dead or completed job that f selects, with
-// its history, and returns how many. Live jobs (pending or running) are
+// DeleteMatching deletes every dead, completed or cancelled job that f
+// selects, with its history, and returns how many. Live jobs (pending or running) are
 // never touched, whatever f.States says: cancel pending jobs with
 // CancelMatching. It works in chunks like RequeueMatching.
 func (q *Queue) DeleteMatching(ctx context.Context, f JobQuery) (int, error) {
-	f.States = narrow(f.States, StateCompleted, StateDead)
+	f.States = narrow(f.States, StateCompleted, StateDead, StateCancelled)
 	if len(f.States) == 0 {
 		return 0, nil
 	}

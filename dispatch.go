@@ -132,7 +132,7 @@ func (r *runState) reserveDirect(queue, kind string) *pool {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stopped || p.ready.Len() > 0 || p.running.Load() >= int64(p.cfg.Concurrency) ||
+	if p.stopped || p.paused.Load() || p.ready.Len() > 0 || p.running.Load() >= int64(p.cfg.Concurrency) ||
 		p.capacity-len(p.inflight)-p.reserved <= 0 {
 		return nil
 	}
@@ -177,6 +177,9 @@ func (p *pool) dispatch() {
 		case <-p.r.stopping:
 			return
 		default:
+		}
+		if dirty && p.holdForControl() {
+			dirty = false // paused: a Resume or another process's write wakes it
 		}
 		if dirty {
 			p.mu.Lock()
@@ -241,7 +244,9 @@ func (p *pool) dispatch() {
 // is already set to claim earlier. It sets the Clock timer before returning,
 // so the caller may report the job's new due time as an event right after.
 func (p *pool) dueAt(t time.Time) {
-	p.due.set(t, true)
+	if p.due != nil { // nil in the pool of a test's stored attempt (testsupport.go)
+		p.due.set(t, true)
+	}
 }
 
 // freed is called when a delivery finishes: if the last claim was full there

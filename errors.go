@@ -44,8 +44,9 @@ var (
 	ErrInvalidJob = errors.New("litequeue: invalid job")
 	// ErrNotFound: no job (or dead letter) has the given id.
 	ErrNotFound = store.ErrNotFound
-	// ErrJobRunning: the operation needs a job that is not running (for
-	// example Cancel) and the job holds a live lease.
+	// ErrJobRunning: the operation needs a job that is not running and the
+	// job holds a live lease. (Cancel no longer returns it: it cancels
+	// running jobs too.)
 	ErrJobRunning = store.ErrJobRunning
 	// ErrLeaseLost: the delivery's lease expired and the job was claimed
 	// again or removed; this worker's result no longer counts.
@@ -133,11 +134,12 @@ func errString(err error) string {
 var ErrWrongState = store.ErrWrongState
 
 // TimeoutError is the cause with which a handler's context is cancelled when
-// its queue's QueueConfig.Timeout passes (context.Cause), and the failure
+// its attempt's timeout passes — the job type's Timeout, else its queue's
+// QueueConfig.Timeout — (context.Cause), and the failure
 // recorded for that attempt. errors.Is(err, context.DeadlineExceeded) holds
 // for it.
 type TimeoutError struct {
-	Timeout time.Duration // the queue's Timeout
+	Timeout time.Duration // the timeout in force: the job type's or the queue's
 }
 
 func (e *TimeoutError) Error() string { return fmt.Sprintf("job timeout %s passed", e.Timeout) }

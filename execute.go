@@ -34,7 +34,8 @@ func (p *pool) execute(d *delivery) {
 		return
 	}
 	own, run, decodeErr := h.prepare(d.payload)
-	policy := p.policy(own)
+	policy := p.policy(own.policy)
+	timeout := timeoutFor(own.timeout, own.hasTimeout, p.cfg.Timeout)
 	if d.attempt > policy.Attempts() {
 		// The last allowed attempt died with its process: no crash loop.
 		p.bury(d, policy)
@@ -47,36 +48,52 @@ func (p *pool) execute(d *delivery) {
 	ctx, cancel := context.WithCancelCause(p.r.base)
 	defer cancel(nil)
 	var hctx context.Context = ctx
-	if p.cfg.Timeout > 0 {
+	if timeout > 0 {
 		var c2 context.CancelFunc
-		hctx, c2 = withClockTimeout(q.clock, ctx, p.cfg.Timeout, &TimeoutError{Timeout: p.cfg.Timeout})
+		hctx, c2 = withClockTimeout(q.clock, ctx, timeout, &TimeoutError{Timeout: timeout})
 		defer c2()
 	}
+	run = q.wrap(d, policy.Attempts(), timeout, run)
 	d.mu.Lock()
 	d.cancel = cancel
 	d.mu.Unlock()
-	if d.released.Load() { // released by shutdown before it started
+	if d.released.Load() { // released by shutdown, or cancelled, before it started
+		if d.cancelled.Load() {
+			p.dropCancelled(d, nil, 0)
+			return
+		}
 		p.forget(d)
+		return
+	}
+	if p.paused.Load() { // the queue was paused after this job was claimed
+		p.release([]*delivery{d})
 		return
 	}
 	d.started = q.clock.Now()
 	p.running.Add(1)
 	q.emit(Event{Type: EventStarted, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt})
 	err := safeCall(hctx, d, run)
+	p.finishReports(d, err == nil)
 	p.running.Add(-1)
 	took := q.clock.Since(d.started)
 	if d.released.Load() {
+		if d.cancelled.Load() {
+			p.dropCancelled(d, err, took)
+			return
+		}
 		// Shutdown released the job, or the lease was lost: the result no
 		// longer counts.
 		q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: err})
 		p.forget(d)
 		return
 	}
-	if err != nil && p.cfg.Timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) && !errors.As(err, new(*TimeoutError)) {
-		err = fmt.Errorf("%w: %w", &TimeoutError{Timeout: p.cfg.Timeout}, err)
+	if err != nil && timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) && !errors.As(err, new(*TimeoutError)) {
+		err = fmt.Errorf("%w: %w", &TimeoutError{Timeout: timeout}, err)
 	}
 	if err != nil {
-		p.fail(d, policy, err, took)
+		if !p.snoozed(d, policy, err, took) {
+			p.fail(d, policy, err, took)
+		}
 		return
 	}
 	if d.inTx.Load() {
@@ -87,6 +104,7 @@ func (p *pool) execute(d *delivery) {
 		Keep: q.opts.CompletedRetention > 0, Notify: func(err error) {
 			switch {
 			case err == nil:
+				d.publishCompleted()
 				q.emit(Event{Type: EventSucceeded, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Duration: took})
 			case errors.Is(err, ErrLeaseLost):
 				q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: err})
@@ -111,6 +129,7 @@ func (p *pool) finishTx(d *delivery, policy RetryPolicy, took time.Duration) {
 		p.fail(d, policy, errors.New("CompleteTx was called but its transaction did not commit"), took)
 		return
 	}
+	d.publishCompleted()
 	p.q.emit(Event{Type: EventSucceeded, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Duration: took})
 	p.freed(d)
 }
@@ -232,10 +251,12 @@ func (p *pool) fail(d *delivery, policy RetryPolicy, herr error, took time.Durat
 		q.log.Error("litequeue: recording a failure failed; the job runs again when its lease expires",
 			LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogError, err.Error())
 	case dec.Retry:
+		d.publishOutcome(StateScheduled)
 		p.dueAt(time.Unix(0, due))
 		q.emit(Event{Type: EventRetrying, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
 			Delay: dec.Delay, Decision: decision, Err: herr, Duration: took})
 	default:
+		d.publishOutcome(StateDead)
 		q.emit(Event{Type: EventDead, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
 			Decision: decision, Err: herr, Duration: took})
 	}

@@ -46,7 +46,7 @@ func FuzzPayloadDecode(f *testing.F) {
 				require.Nil(t, run)
 				continue
 			}
-			require.GreaterOrEqual(t, p.policy(own).Attempts(), 1)
+			require.GreaterOrEqual(t, p.policy(own.policy).Attempts(), 1)
 			ran = 0
 			require.NoError(t, run(context.Background(), &delivery{p: p, kind: h.kind, payload: payload}))
 			require.Equal(t, 1, ran)

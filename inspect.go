@@ -3,6 +3,7 @@ package litequeue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -20,11 +21,12 @@ const (
 	StateRunning   State = "running"   // claimed under a lease
 	StateCompleted State = "completed" // succeeded, kept for Options.CompletedRetention
 	StateDead      State = "dead"      // gave up: a dead letter
+	// StateCancelled (control.go): cancelled by Cancel, kept until PurgeCancelled.
 )
 
 // States returns every State in life order, in a new slice each call.
 func States() []State {
-	return []State{StateReady, StateScheduled, StateRunning, StateCompleted, StateDead}
+	return []State{StateReady, StateScheduled, StateRunning, StateCompleted, StateDead, StateCancelled}
 }
 
 // ParseState returns the State named s, or an error listing the valid names.
@@ -67,6 +69,11 @@ type JobInfo struct {
 	// Attempts is the history of failed attempts, oldest first; filled by
 	// Job and DeadLetter only.
 	Attempts []AttemptRecord `json:"attempts,omitempty"`
+	// Progress is the last progress a handler reported (Delivery.SetProgress),
+	// nil if none; Output the output it set (Delivery.SetOutput), nil if
+	// none. Filled by Job only.
+	Progress *Progress       `json:"progress,omitempty"`
+	Output   json.RawMessage `json:"output,omitempty"`
 }
 
 // AttemptRecord is one failed attempt in a job's history. In JSON, Delay is
@@ -140,22 +147,10 @@ func (q *Queue) Job(ctx context.Context, id int64) (JobInfo, error) {
 	}
 	info := jobInfo(j, now)
 	info.Attempts = attemptRecords(as)
+	if err := q.progressOf(ctx, &info); err != nil && !errors.Is(err, ErrNotFound) {
+		return JobInfo{}, wrapf("litequeue: %w", err)
+	}
 	return info, nil
-}
-
-// Cancel deletes pending (ready or scheduled) jobs by id and returns how many
-// it deleted. It is all or nothing: if any id is unknown (ErrNotFound), running
-// (ErrJobRunning) or completed or dead (ErrWrongState), nothing is deleted
-// and the error names the id.
-func (q *Queue) Cancel(ctx context.Context, ids ...int64) (int, error) {
-	if err := q.writable(); err != nil {
-		return 0, err
-	}
-	n, err := q.store.Cancel(ctx, ids)
-	if err != nil {
-		return 0, wrapf("litequeue: %w", err)
-	}
-	return n, nil
 }
 
 // PurgeCompleted deletes retained completed jobs that finished more than
@@ -188,6 +183,11 @@ type QueueStats struct {
 	Running   int    `json:"running"`
 	Completed int    `json:"completed"`
 	Dead      int    `json:"dead"`
+	Cancelled int    `json:"cancelled"`
+	// Paused is true while the queue is paused (see Queue.Pause), since
+	// PausedAt. A paused queue is listed even when it has no jobs.
+	Paused   bool      `json:"paused"`
+	PausedAt time.Time `json:"paused_at,omitzero"`
 	// OldestReady is how long the longest-waiting ready job has been due;
 	// 0 when none is ready.
 	OldestReady time.Duration `json:"oldest_ready"`
@@ -195,7 +195,8 @@ type QueueStats struct {
 	NextDue time.Time `json:"next_due,omitzero"`
 }
 
-// Stats returns the counts of every queue in the file, sorted by queue name,
+// Stats returns the counts of every queue in the file (and of every paused
+// queue, jobs or not, with Paused set), sorted by queue name,
 // at the queue's Clock's now. It scans the table; call it for dashboards and
 // inspection, not per job.
 func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
@@ -207,7 +208,7 @@ func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
 	out := make([]QueueStats, 0, len(rows))
 	for _, r := range rows {
 		s := QueueStats{Queue: r.Queue, Ready: r.Ready, Scheduled: r.Scheduled, Running: r.Running,
-			Completed: r.Completed, Dead: r.Dead}
+			Completed: r.Completed, Dead: r.Dead, Cancelled: r.Cancelled}
 		if r.OldestReadySince != 0 {
 			s.OldestReady = time.Duration(now - r.OldestReadySince)
 		}
@@ -216,7 +217,7 @@ func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
 		}
 		out = append(out, s)
 	}
-	return out, nil
+	return q.addPaused(ctx, out)
 }
 
 // errPrefix begins the text of every error of the package.

@@ -28,6 +28,8 @@ import (
 //
 //	QueueName() string          // the queue it goes to; default "default"
 //	RetryPolicy() *RetryPolicy  // its own policy; nil means "use the queue's"
+//	Timeout() time.Duration     // its attempts' timeout: > 0 replaces QueueConfig.Timeout, < 0 means none, 0 the queue's
+//	UniqueOptions() *UniqueOptions // uniqueness of its jobs (see UniqueOptions); nil for none
 //
 // Kind and QueueName are called on the zero value by Register, so implement
 // them on a value receiver and return constants.
@@ -113,7 +115,8 @@ type QueueConfig struct {
 	// in this process. Default DefaultConcurrency (10).
 	Concurrency int
 	// Timeout bounds one attempt: the handler's context is cancelled when it
-	// passes, and the attempt counts as failed. Zero means no timeout.
+	// passes, and the attempt counts as failed. Zero means no timeout. A job
+	// type's Timeout method (see Job) replaces it for that type.
 	Timeout time.Duration
 	// VisibilityTimeout is the lease a claim takes. The queue extends it
 	// while the handler runs; if the process dies the job becomes claimable
@@ -137,6 +140,10 @@ type QueueConfig struct {
 	// follow-up whose idempotency key is held by a live job is not
 	// enqueued again. Nil means no follow-up.
 	OnDead func(dead JobInfo, cause error) (Job, *EnqueueOptions)
+	// MaxSnoozes is how many times one job may Snooze (see Snooze) before
+	// a further snooze counts as a failed attempt. Zero or negative means
+	// DefaultMaxSnoozes (100). Requeueing a dead letter resets the count.
+	MaxSnoozes int
 }
 
 // NewQueueConfig returns the default configuration of a queue: one attempt
@@ -223,6 +230,12 @@ type Options struct {
 	// "synchronous(NORMAL)" overrides Durability, "busy_timeout(…)"
 	// BusyTimeout. Queue.Pragmas reads back the values in effect.
 	Pragmas []string
+	// ProgressInterval is the least time between two writes of one job's
+	// progress (Delivery.SetProgress): reports in between are coalesced,
+	// the latest winning, and the last one of an attempt is always written.
+	// Default DefaultProgressInterval (1s); zero or negative means the
+	// default.
+	ProgressInterval time.Duration
 }
 
 func (o *Options) withDefaults() Options {
@@ -311,6 +324,10 @@ type Queue struct {
 	configs  map[string]QueueConfig
 	run      *runState // non-nil while started
 	closed   bool
+
+	middleware []Middleware // see Use
+	hubOnce    sync.Once
+	hub        *hub // WatchProgress's watchers (progress.go)
 }
 
 // Open opens the queue file at name, creating it (and its schema) if it does
@@ -447,6 +464,7 @@ func (q *Queue) Close() error {
 	q.closed = true
 	q.mu.Unlock()
 	q.cleanup.stop()
+	q.closeWatchers()
 	errs = append(errs, q.store.Close())
 	q.closeEvents()
 	return errors.Join(errs...)
@@ -493,6 +511,10 @@ type EnqueueOptions struct {
 	Key string
 	// Queue overrides the job type's QueueName. Empty means the job's own.
 	Queue string
+	// Unique makes the job unique by kind and payload (see UniqueOptions),
+	// overriding the job type's UniqueOptions method. Nil means the job
+	// type's, if any. It works together with Key: the key is checked first.
+	Unique *UniqueOptions
 }
 
 func validName(what, s string) error {
@@ -572,6 +594,9 @@ func (q *Queue) prepare(job Job, o *EnqueueOptions) (store.NewJob, error) {
 			ErrInvalidJob, nj.Kind, len(payload), q.opts.MaxPayloadBytes)
 	}
 	nj.Payload = payload
+	if err := prepareUnique(job, o, &nj); err != nil {
+		return store.NewJob{}, err
+	}
 	return nj, nil
 }
 
@@ -634,6 +659,9 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 			id, err = ids[0], dups[0]
 		}
 	}
+	if uid, uerr, handled := q.settleUnique(job, opts, &nj, id, err); handled {
+		return uid, uerr
+	}
 	if err != nil {
 		var dup *DuplicateError
 		if errors.As(err, &dup) {
@@ -673,6 +701,11 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, job Job, opts *Enqueu
 		return 0, err
 	}
 	ids, dups, err := q.store.Insert(ctx, tx, []store.NewJob{nj})
+	if err == nil {
+		if uid, uerr, handled := q.settleUnique(job, opts, &nj, ids[0], dups[0]); handled {
+			return uid, uerr
+		}
+	}
 	if err == nil && dups[0] != nil {
 		return ids[0], dups[0]
 	}
@@ -714,6 +747,13 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []BatchItem) ([]int64, e
 	}
 	queues := map[string]bool{}
 	for i, nj := range jobs {
+		if uid, uerr, handled := q.settleUnique(items[i].Job, items[i].Options, &jobs[i], ids[i], dups[i]); handled {
+			if uerr != dups[i] {
+				dups[i] = fmt.Errorf("batch item %d: %w", i, uerr)
+			}
+			ids[i] = uid
+			continue
+		}
 		if dups[i] != nil {
 			q.emit(Event{Type: EventDuplicate, JobID: ids[i], Queue: nj.Queue, Kind: nj.Kind})
 			continue
@@ -748,6 +788,11 @@ func (q *Queue) EnqueueBatchTx(ctx context.Context, tx *sql.Tx, items []BatchIte
 	ids, dups, err := q.store.Insert(ctx, tx, jobs)
 	if err != nil {
 		return nil, wrapf("litequeue: enqueue batch: %w", err)
+	}
+	for i := range jobs {
+		if uid, uerr, handled := q.settleUnique(items[i].Job, items[i].Options, &jobs[i], ids[i], dups[i]); handled && uerr != dups[i] {
+			ids[i], dups[i] = uid, fmt.Errorf("batch item %d: %w", i, uerr)
+		}
 	}
 	queues := map[string]bool{}
 	for _, nj := range jobs {

@@ -59,17 +59,7 @@ func (p *pool) extend() {
 	for i, k := range lostIdx {
 		lost[i] = ds[k]
 	}
-	for _, d := range lost {
-		if d.released.Swap(true) {
-			continue
-		}
-		d.mu.Lock()
-		if d.cancel != nil {
-			d.cancel(ErrLeaseLost)
-		}
-		d.mu.Unlock()
-		p.q.log.Warn("litequeue: lease lost; the handler's result will be dropped", LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind)
-	}
+	p.stopLost(lost) // cancelled jobs (control.go) and lost leases
 }
 
 // maintain deletes retained completed jobs when they expire, on the cleanup

@@ -132,6 +132,8 @@ func TestHelperProcess(t *testing.T) {
 		err = helperWorker(cfg)
 	case "producer":
 		err = helperProducer(cfg)
+	case "control":
+		err = helperControl(cfg) // multiprocess_control_test.go
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}

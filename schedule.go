@@ -196,8 +196,8 @@ type ScheduleInfo struct {
 	LastRun   time.Time // the occurrence of the last job enqueued; zero if none
 	LastJobID int64     // 0 if none
 	// LastOutcome is the state of the last job: "" (none yet), "pending",
-	// "running", "completed", "dead", or "done" when its row is gone (it
-	// succeeded, or was cancelled or purged).
+	// "running", "completed", "dead", "cancelled", or "done" when its row
+	// is gone (it succeeded, or was purged).
 	LastOutcome string
 	MissedCount int64 // occurrences skipped because they were missed
 	Revision    int64 // raised by every change of definition or pause state
@@ -532,6 +532,8 @@ func publicSchedule(s *store.Schedule) ScheduleInfo {
 		outcome = "completed"
 	case 3:
 		outcome = "dead"
+	case 4:
+		outcome = "cancelled"
 	}
 	return ScheduleInfo{
 		Name: s.Name, Cron: s.Cron, Every: time.Duration(s.Every), TimeZone: tz, Queue: s.Queue, Kind: s.Kind,

@@ -50,6 +50,8 @@ func publicState(st store.State, visibleAt, now int64) State {
 		return StateRunning
 	case store.Completed:
 		return StateCompleted
+	case store.Cancelled:
+		return StateCancelled
 	}
 	return StateDead
 }
@@ -65,6 +67,8 @@ func listState(s State) store.ListState {
 		return store.ListRunning
 	case StateCompleted:
 		return store.ListCompleted
+	case StateCancelled:
+		return store.ListCancelled
 	}
 	return store.ListDead
 }

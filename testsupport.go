@@ -101,7 +101,8 @@ func runStored(ctx context.Context, hv any, qv any, payload []byte, spec testbri
 		priority: spec.Priority, payload: payload, key: spec.Key, createdAt: nj.CreatedAt, dueAt: nj.VisibleAt,
 		lastErr: spec.LastError, started: now}
 	own, run, decodeErr := h.prepare(payload)
-	policy := p.policy(own)
+	policy := p.policy(own.policy)
+	timeout := timeoutFor(own.timeout, own.hasTimeout, p.cfg.Timeout)
 	if decodeErr != nil {
 		herr := Permanent(decodeErr)
 		p.fail(d, policy, herr, 0)
@@ -109,19 +110,22 @@ func runStored(ctx context.Context, hv any, qv any, payload []byte, spec testbri
 	}
 	q.emit(Event{Type: EventStarted, JobID: id, Queue: queue, Kind: h.kind, Attempt: attempt})
 	hctx := ctx
-	if t := p.cfg.Timeout; t > 0 {
+	if t := timeout; t > 0 {
 		var cancel context.CancelFunc
 		hctx, cancel = withClockTimeout(q.clock, ctx, t, &TimeoutError{Timeout: t})
 		defer cancel()
 	}
-	herr := safeCall(hctx, d, run)
+	herr := safeCall(hctx, d, q.wrap(d, policy.Attempts(), timeout, run))
+	p.finishReports(d, herr == nil)
 	took := q.clock.Since(now)
-	if herr != nil && p.cfg.Timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) {
-		herr = fmt.Errorf("%w: %w", &TimeoutError{Timeout: p.cfg.Timeout}, herr)
+	if herr != nil && timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) && !errors.As(herr, new(*TimeoutError)) {
+		herr = fmt.Errorf("%w: %w", &TimeoutError{Timeout: timeout}, herr)
 	}
 	switch {
 	case herr != nil:
-		p.fail(d, policy, herr, took)
+		if !p.snoozed(d, policy, herr, took) {
+			p.fail(d, policy, herr, took)
+		}
 		q.wake(queue)
 	case d.inTx.Load():
 		p.finishTx(d, policy, took)
@@ -162,11 +166,12 @@ func runHandler(ctx context.Context, hv any, cfgQueue any, payload []byte, spec 
 	d := &delivery{q: q, p: p, id: spec.ID, queue: queue, kind: h.kind, attempt: max(spec.Attempt, 1),
 		priority: spec.Priority, payload: payload, key: spec.Key, createdAt: created.UnixNano(),
 		dueAt: created.UnixNano(), lastErr: spec.LastError, started: q.clock.Now()}
-	_, run, err := h.prepare(payload)
+	own, run, err := h.prepare(payload)
 	if err != nil {
 		return Permanent(err)
 	}
-	if t := p.cfg.Timeout; t > 0 {
+	run = q.wrap(d, p.policy(own.policy).Attempts(), timeoutFor(own.timeout, own.hasTimeout, p.cfg.Timeout), run)
+	if t := timeoutFor(own.timeout, own.hasTimeout, p.cfg.Timeout); t > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = withClockTimeout(q.clock, ctx, t, &TimeoutError{Timeout: t})
 		defer cancel()

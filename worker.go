@@ -76,6 +76,10 @@ type delivery struct {
 	mu       sync.Mutex // guards cancel
 	inTx     atomic.Bool
 	released atomic.Bool // shutdown or lease loss: this worker's result is dropped
+
+	cancelled atomic.Bool // the job was cancelled (see control.go); set before released
+	repOnce sync.Once
+	rep     *reporter // progress and output (progress.go); nil until the first report
 }
 
 func (d *delivery) info() JobInfo {
@@ -107,9 +111,16 @@ func (d *delivery) completeTx(ctx context.Context, tx *sql.Tx) error {
 // handler is a registered handler, type-erased.
 type handler struct {
 	kind, queue string
-	// prepare decodes a payload and returns the job's own policy (nil if it
-	// has none) and a function that runs the handler on it.
-	prepare func(payload []byte) (policy *RetryPolicy, run func(ctx context.Context, d *delivery) error, err error)
+	// prepare decodes a payload and returns the job's own settings and a
+	// function that runs the handler on it.
+	prepare func(payload []byte) (own jobOwn, run func(ctx context.Context, d *delivery) error, err error)
+}
+
+// jobOwn is what a decoded job says about its own attempts.
+type jobOwn struct {
+	policy     *RetryPolicy  // its RetryPolicy; nil: the queue's
+	timeout    time.Duration // its Timeout, when hasTimeout
+	hasTimeout bool
 }
 
 // Register makes fn the handler of job type J on q: the queue runs fn for
@@ -127,15 +138,19 @@ func Register[J Job](q *Queue, fn func(ctx context.Context, d *Delivery[J]) erro
 		panic(fmt.Sprintf("litequeue.Register: %v", err))
 	}
 	h := &handler{kind: kind, queue: queue}
-	h.prepare = func(payload []byte) (*RetryPolicy, func(context.Context, *delivery) error, error) {
+	h.prepare = func(payload []byte) (jobOwn, func(context.Context, *delivery) error, error) {
 		var job J
 		if err := json.Unmarshal(payload, &job); err != nil {
-			return nil, nil, fmt.Errorf("payload does not decode into %T: %w", job, err)
+			var own jobOwn
+			own.timeout, own.hasTimeout = ownTimeout(job)
+			return own, nil, fmt.Errorf("payload does not decode into %T: %w", job, err)
 		}
 		var policy *RetryPolicy
 		if rp, ok := any(job).(retryPolicer); ok {
 			policy = rp.RetryPolicy()
 		}
+		own := jobOwn{policy: policy}
+		own.timeout, own.hasTimeout = ownTimeout(job)
 		run := func(ctx context.Context, d *delivery) error {
 			return fn(ctx, &Delivery[J]{
 				Job: job, ID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
@@ -143,7 +158,7 @@ func Register[J Job](q *Queue, fn func(ctx context.Context, d *Delivery[J]) erro
 				EnqueuedAt: time.Unix(0, d.createdAt), LastError: d.lastErr, d: d,
 			})
 		}
-		return policy, run, nil
+		return own, run, nil
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -212,6 +227,9 @@ type pool struct {
 
 	workers sync.WaitGroup
 	running atomic.Int64 // handlers running now (for tests and stats)
+
+	paused  atomic.Bool // the queue is paused: claim nothing, start nothing (see control.go)
+	recheck atomic.Bool // another process wrote: re-read the pause, look for cancelled jobs
 }
 
 func (p *pool) signal() {
@@ -262,8 +280,11 @@ func (q *Queue) Start(ctx context.Context) error {
 	r.sched = newScheduler(q, r)
 	// The watch's baseline comes before the first claim, so that a write by
 	// another process at any moment after it is noticed.
+	if err := r.initPaused(ctx); err != nil {
+		return wrapf("litequeue: start: %w", err)
+	}
 	watchCtx, stopWatch := context.WithCancel(context.Background())
-	if err := q.store.Watch(watchCtx, q.opts.PollInterval, r.wakeAll); err != nil {
+	if err := q.store.Watch(watchCtx, q.opts.PollInterval, r.watchWake); err != nil {
 		stopWatch()
 		return wrapf("litequeue: start: %w", err)
 	}

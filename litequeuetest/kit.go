@@ -377,6 +377,12 @@ func (k *Kit) quiet(ctx context.Context) (testbridge.Load, error) {
 		if err != nil {
 			return l, err
 		}
+		// OnEvent runs on its own goroutine: every event emitted before the
+		// load was read (a started attempt's above all) is recorded before
+		// the open attempts are counted.
+		if err := k.Queue.FlushEvents(ctx); err != nil {
+			return l, err
+		}
 		k.mu.Lock()
 		open := k.openN
 		k.mu.Unlock()

@@ -283,8 +283,8 @@ func (s *server) jobAction(w http.ResponseWriter, r *http.Request) {
 		_, err = s.q.Requeue(ctx, id)
 		msg = fmt.Sprintf("Job %d requeued.", id)
 	case "cancel":
-		_, err = s.q.Cancel(ctx, id)
-		msg, back = fmt.Sprintf("Job %d cancelled.", id), rootOf(r)+"/jobs"
+		_, err = s.q.Cancel(ctx, id)               // a running job's handler is stopped too
+		msg = fmt.Sprintf("Job %d cancelled.", id) // kept: back to it
 	case "delete":
 		_, err = s.q.DeleteMatching(ctx, litequeue.JobQuery{IDs: []int64{id}})
 		msg, back = fmt.Sprintf("Job %d deleted.", id), rootOf(r)+"/jobs"
@@ -307,7 +307,7 @@ var bulkActions = map[string]struct {
 }{
 	"requeue": {"Requeue", "dead letters"},
 	"cancel":  {"Cancel", "pending (ready or scheduled) jobs"},
-	"delete":  {"Delete", "dead and completed jobs"},
+	"delete":  {"Delete", "dead, completed and cancelled jobs"},
 }
 
 type confirmData struct {

@@ -69,10 +69,13 @@ job now holds moves nothing. --all moves every dead letter (of --queue and
 
 func (a *app) cancel(args []string) error {
 	fs := a.newFlags("cancel", "FILE ID...", `
-Remove pending jobs (ready or scheduled) by id and print how many were
-removed. It is all or nothing: an unknown id, a running job (its handler is
-working on it: wait for it or stop the worker) or a completed or dead job
-removes nothing.`)
+Cancel jobs by id and print how many were cancelled. A ready or scheduled
+job is cancelled at once. A running job is cancelled at once too, and its
+worker, in whichever process, cancels its handler's context within its poll
+interval (or at its next lease extension) and drops its result. Cancelled
+jobs are kept, in state cancelled, until "lqinspect purge --cancelled". It
+is all or nothing: an unknown id, or a job that is completed, dead or
+cancelled already, cancels nothing.`)
 	fs.jsonFlag()
 	fs.fileFlags(true)
 	path, ids, err := fs.parseFileIDs(args)
@@ -84,22 +87,23 @@ removes nothing.`)
 	}
 	return a.mutation(fs, path, "cancelled", "job", func(ctx context.Context, f *file) (int, error) {
 		n, err := f.q.Cancel(ctx, ids...)
-		if errors.Is(err, litequeue.ErrJobRunning) {
+		if err != nil {
 			return 0, fmt.Errorf("%w; nothing was cancelled", err)
 		}
-		return n, err
+		return n, nil
 	})
 }
 
 func (a *app) purge(args []string) error {
-	fs := a.newFlags("purge", "FILE (--dead [--queue Q] [--kind K] [--older-than D] [ID...] | --completed [--older-than D])", `
-Delete dead letters, with their history, or retained completed jobs, and
-print how many were deleted. --dead deletes every dead letter that the
-other flags and IDs select; --completed deletes completed jobs kept by
-Options.CompletedRetention. It asks for confirmation when stdin is a
-terminal; otherwise pass --yes.`)
+	fs := a.newFlags("purge", "FILE (--dead [--queue Q] [--kind K] [--older-than D] [ID...] | --completed [--older-than D] | --cancelled [--older-than D])", `
+Delete dead letters, with their history, retained completed jobs or
+cancelled jobs, and print how many were deleted. --dead deletes every dead
+letter that the other flags and IDs select; --completed deletes completed
+jobs kept by Options.CompletedRetention; --cancelled deletes cancelled jobs.
+It asks for confirmation when stdin is a terminal; otherwise pass --yes.`)
 	dead := fs.Bool("dead", false, "delete dead letters")
 	completed := fs.Bool("completed", false, "delete retained completed jobs")
+	cancelled := fs.Bool("cancelled", false, "delete cancelled jobs")
 	queue := fs.String("queue", "", "with --dead: only dead letters of this queue")
 	kind := fs.String("kind", "", "with --dead: only dead letters of this kind")
 	olderThan := fs.durationFlag("older-than", 0, "only jobs that died or completed more than this long ago, like 7d, 36h or 90m (0: any age)")
@@ -111,18 +115,26 @@ terminal; otherwise pass --yes.`)
 		return err
 	}
 	switch {
-	case *dead == *completed:
-		return usagef("give exactly one of --dead and --completed")
-	case *completed && (*queue != "" || *kind != "" || len(ids) > 0):
-		return usagef("--queue, --kind and IDs select dead letters; --completed takes only --older-than")
+	case boolInt(*dead)+boolInt(*completed)+boolInt(*cancelled) != 1:
+		return usagef("give exactly one of --dead, --completed and --cancelled")
+	case !*dead && (*queue != "" || *kind != "" || len(ids) > 0):
+		return usagef("--queue, --kind and IDs select dead letters; --completed and --cancelled take only --older-than")
 	case *olderThan < 0:
 		return usagef("--older-than %s is negative", *olderThan)
 	}
 	what := describePurge(*dead, *queue, *kind, *olderThan, ids)
+	if *cancelled {
+		what = strings.Replace(what, "completed jobs", "cancelled jobs", 1)
+	}
 	if !*yes {
 		if err := a.confirm(fmt.Sprintf("Delete %s from %s?", what, path)); err != nil {
 			return err
 		}
+	}
+	if *cancelled {
+		return a.mutation(fs, path, "purged", "cancelled job", func(ctx context.Context, f *file) (int, error) {
+			return f.q.PurgeCancelled(ctx, *olderThan)
+		})
 	}
 	if *completed {
 		return a.mutation(fs, path, "purged", "completed job", func(ctx context.Context, f *file) (int, error) {
@@ -186,4 +198,11 @@ func (a *app) confirm(question string) error {
 		return nil
 	}
 	return errNotConfirmed
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -78,23 +78,74 @@ func TestRequeueAllByQueueAndKind(t *testing.T) {
 	requireStates(t, fx.path, map[int64]litequeue.State{3: litequeue.StateReady, 4: litequeue.StateReady, 5: litequeue.StateReady})
 }
 
-func TestCancelRemovesPendingJobs(t *testing.T) {
+func TestCancelMakesPendingJobsCancelled(t *testing.T) {
 	fx := newFixture(t)
 	r := lq(t, "", "cancel", fx.path, "1", "7")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "cancelled 2 jobs\n", r.stdout)
-	requireStates(t, fx.path, map[int64]litequeue.State{1: "", 7: "", 2: litequeue.StateReady})
+	requireStates(t, fx.path, map[int64]litequeue.State{1: litequeue.StateCancelled, 7: litequeue.StateCancelled, 2: litequeue.StateReady})
 }
 
-func TestCancelRefusesRunningJobsAndChangesNothing(t *testing.T) {
+func TestCancelRefusesFinishedJobsAndChangesNothing(t *testing.T) {
 	fx := newFixture(t)
-	r := lq(t, "", "cancel", fx.path, "2", "9")
+	r := lq(t, "", "cancel", fx.path, "2", "9", "3")
 	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "lqinspect cancel: cancel job 9: job is running; wait for it to finish, or stop its worker first; nothing was cancelled")
-	r = lq(t, "", "cancel", fx.path, "3")
-	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "cancel job 3: it is dead")
+	require.Contains(t, r.stderr, "lqinspect cancel: cancel job 3: it is dead already: job is not in the required state; nothing was cancelled")
 	requireStates(t, fx.path, map[int64]litequeue.State{2: litequeue.StateReady, 9: litequeue.StateRunning, 3: litequeue.StateDead})
+	r = lq(t, "", "cancel", fx.path, "10")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "cancel job 10: it is completed already")
+}
+
+// Cancelling the running job 9 from lqinspect (another connection) makes it
+// cancelled at once; its worker, whose handler ignores its context, notices
+// at its next lease extension and drops the late result.
+func TestCancelARunningJobFromLqinspect(t *testing.T) {
+	fx := newFixture(t)
+	r := lq(t, "", "cancel", fx.path, "9")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "cancelled 1 job\n", r.stdout)
+	requireStates(t, fx.path, map[int64]litequeue.State{9: litequeue.StateCancelled})
+	r = lq(t, "", "purge", fx.path, "--cancelled", "--yes")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "purged 1 cancelled job\n", r.stdout)
+	requireStates(t, fx.path, map[int64]litequeue.State{9: ""})
+}
+
+func TestPauseAndResumeAQueue(t *testing.T) {
+	fx := newFixture(t)
+	r := lq(t, "", "pause", fx.path, "media")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "paused queue \"media\"\n", r.stdout)
+	var got []map[string]any
+	decode(t, &got, "stats", fx.path)
+	var media map[string]any
+	for _, s := range got {
+		if s["queue"] == "media" {
+			media = s
+		}
+	}
+	require.Equal(t, true, media["paused"], got)
+	r = lq(t, "", "stats", fx.path)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `media .* paused`, r.stdout)
+
+	r = lq(t, "", "pause", fx.path, "nightly") // no jobs yet: allowed
+	require.Equal(t, 0, r.code, r.stderr)
+	r = lq(t, "", "stats", fx.path)
+	require.Regexp(t, `nightly .* paused`, r.stdout)
+
+	r = lq(t, "", "resume", fx.path, "media")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "resumed queue \"media\"\n", r.stdout)
+	r = lq(t, "", "stats", fx.path)
+	require.NotRegexp(t, `media .* paused`, r.stdout)
+
+	r = lq(t, "", "pause", fx.path, "")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "pause: invalid job: empty queue name")
+	r = lq(t, "", "pause", fx.path)
+	require.Equal(t, 2, r.code)
 }
 
 func TestPurgeDeadLetters(t *testing.T) {
@@ -155,8 +206,9 @@ func TestMutatingCommandsWorkWhileTheApplicationRuns(t *testing.T) {
 	r := lq(t, "", "cancel", fx.path, "8")
 	require.Equal(t, 0, r.code, r.stderr)
 	// The application's own queue sees the change.
-	_, err := fx.q.Job(context.Background(), 8)
-	require.ErrorIs(t, err, litequeue.ErrNotFound)
+	j, err := fx.q.Job(context.Background(), 8)
+	require.NoError(t, err)
+	require.Equal(t, litequeue.StateCancelled, j.State)
 	_, err = fx.q.Enqueue(context.Background(), SendEmail{To: "after"}, &litequeue.EnqueueOptions{Delay: time.Hour})
 	require.NoError(t, err)
 }

@@ -123,7 +123,12 @@ func newFixture(t *testing.T) *fixture {
 		<-release
 		return nil
 	})
-	litequeue.Register(q, func(ctx context.Context, d *litequeue.Delivery[Ping]) error { return nil })
+	litequeue.Register(q, func(ctx context.Context, d *litequeue.Delivery[Ping]) error {
+		if err := d.SetProgress(1, "pong"); err != nil {
+			return err
+		}
+		return d.SetOutput(map[string]int{"latency_ms": 3})
+	})
 	t.Cleanup(func() {
 		close(release)
 		stopCtx, cancel := context.WithTimeout(context.Background(), waitLimit)

@@ -99,8 +99,10 @@ var commands = []command{
 	{"show", "one job whole: payload and every attempt", (*app).show},
 	{"dead", "list dead letters", (*app).dead},
 	{"requeue", "move dead letters back to ready", (*app).requeue},
-	{"purge", "delete dead letters or retained completed jobs", (*app).purge},
-	{"cancel", "remove pending or scheduled jobs", (*app).cancel},
+	{"purge", "delete dead letters, retained completed or cancelled jobs", (*app).purge},
+	{"cancel", "cancel jobs: pending, scheduled or running", (*app).cancel},
+	{"pause", "pause a queue in every process", (*app).pause},
+	{"resume", "resume a paused queue", (*app).resume},
 	{"plan", "print the retry schedule of a RetryPolicy", (*app).plan},
 	{"backup", "write a consistent copy of a live queue file", (*app).backup},
 	{"migrate", "copy a queue file's jobs into PostgreSQL", (*app).migrate},
@@ -240,7 +242,7 @@ func looksLikeFile(arg string) bool {
 var (
 	valueFlags = map[string]bool{"now": true, "busy-timeout": true, "queue": true, "kind": true, "state": true,
 		"order": true, "limit": true, "offset": true, "older-than": true, "policy": true, "policy-file": true, "interval": true}
-	boolFlags = map[string]bool{"json": true, "watch": true, "all": true, "dead": true, "completed": true, "yes": true}
+	boolFlags = map[string]bool{"json": true, "watch": true, "all": true, "dead": true, "completed": true, "cancelled": true, "yes": true}
 )
 
 // suggest returns the candidates within a small edit distance of word, or

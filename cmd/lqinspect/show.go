@@ -18,7 +18,8 @@ func (a *app) show(args []string) error {
 	fs := a.newFlags("show", "FILE ID", `
 Print one job whole: its fields, the payload pretty-printed, every failed
 attempt with its time, error, decision and chosen delay, and for a running
-job its lease and when the lease expires.`)
+job its lease and when the lease expires; the last progress its handler
+reported and the output it set, if any.`)
 	fs.jsonFlag()
 	fs.fileFlags(false)
 	path, ids, err := fs.parseFileIDs(args)
@@ -78,10 +79,16 @@ func showJob(w io.Writer, j litequeue.JobInfo, now time.Time) error {
 	if j.LastError != "" {
 		field("last error", strings.ReplaceAll(j.LastError, "\n", "\n\t"))
 	}
+	if p := j.Progress; p != nil {
+		field("progress", progressLine(*p, now))
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\npayload:\n%s\n", indentJSON(j.Payload))
+	if j.Output != nil {
+		fmt.Fprintf(w, "\noutput:\n%s\n", indentJSON(j.Output))
+	}
 	fmt.Fprintln(w)
 	if len(j.Attempts) > 0 {
 		fmt.Fprintln(w, "failed attempts:")
@@ -106,4 +113,13 @@ func indentJSON(raw json.RawMessage) string {
 		return "  " + string(raw)
 	}
 	return "  " + b.String()
+}
+
+// progressLine renders a progress report: "42% row 420 of 1000 (3s ago)".
+func progressLine(p litequeue.Progress, now time.Time) string {
+	s := strconv.FormatFloat(p.Fraction*100, 'f', -1, 64) + "%"
+	if p.Message != "" {
+		s += " " + strconv.Quote(p.Message)
+	}
+	return s + ", reported " + whenTime(p.UpdatedAt, now)
 }

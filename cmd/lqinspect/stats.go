@@ -19,8 +19,10 @@ const clearScreen = "\x1b[H\x1b[2J"
 func (a *app) stats(args []string) error {
 	fs := a.newFlags("stats", "FILE", `
 Print one row per queue: jobs ready (due now), scheduled (due later),
-running (leased), dead (dead letters) and completed (retained), how long the
-oldest ready job has waited, and when the next scheduled job is due.
+running (leased), dead (dead letters), completed (retained) and cancelled,
+how long the oldest ready job has waited, when the next scheduled job is
+due, and "paused" for a queue paused with "lqinspect pause" (listed even
+with no jobs).
 
 With --watch it refreshes every --interval until interrupted: on a terminal
 it redraws the screen; to a pipe or a file it writes plain frames, one after
@@ -119,8 +121,12 @@ func statsTable(w io.Writer, stats []litequeue.QueueStats, now time.Time) error 
 		if s.Ready > 0 {
 			oldest = shortDuration(s.OldestReady)
 		}
+		paused := none
+		if s.Paused {
+			paused = "paused"
+		}
 		rows[i] = []string{s.Queue, strconv.Itoa(s.Ready), strconv.Itoa(s.Scheduled), strconv.Itoa(s.Running),
-			strconv.Itoa(s.Dead), strconv.Itoa(s.Completed), oldest, relTime(s.NextDue, now)}
+			strconv.Itoa(s.Dead), strconv.Itoa(s.Completed), strconv.Itoa(s.Cancelled), oldest, relTime(s.NextDue, now), paused}
 	}
-	return table(w, "no jobs", []string{"QUEUE", "READY", "SCHEDULED", "RUNNING", "DEAD", "COMPLETED", "OLDEST READY", "NEXT DUE"}, rows)
+	return table(w, "no jobs", []string{"QUEUE", "READY", "SCHEDULED", "RUNNING", "DEAD", "COMPLETED", "CANCELLED", "OLDEST READY", "NEXT DUE", "PAUSED"}, rows)
 }

@@ -221,8 +221,7 @@ func testBulk(t *testing.T, b Backend) {
 	n, err := h.Q.CancelMatching(ctx, litequeue.JobQuery{States: []litequeue.State{litequeue.StateScheduled, litequeue.StateDead}})
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "only the scheduled job is cancelled; dead letters are not pending")
-	_, err = h.Q.Job(ctx, sched)
-	require.ErrorIs(t, err, litequeue.ErrNotFound)
+	require.Equal(t, litequeue.StateCancelled, state(t, h.Q, sched), "cancelled jobs are kept")
 
 	n, err = h.Q.RequeueMatching(ctx, litequeue.JobQuery{IDs: []int64{dead[0], ready}})
 	require.NoError(t, err)
@@ -236,7 +235,7 @@ func testBulk(t *testing.T, b Backend) {
 
 	n, err = h.Q.DeleteMatching(ctx, litequeue.JobQuery{})
 	require.NoError(t, err)
-	require.Equal(t, 2, n, "the two dead letters left; live jobs stay")
+	require.Equal(t, 3, n, "the two dead letters left and the cancelled job; live jobs stay")
 	_, err = h.Q.Job(ctx, dead[1])
 	require.ErrorIs(t, err, litequeue.ErrNotFound)
 	for _, id := range []int64{dead[0], ready} {
@@ -254,9 +253,12 @@ func testBulk(t *testing.T, b Backend) {
 	n, err = h.Q.CancelMatching(ctx, litequeue.JobQuery{Queue: "bulk"})
 	require.NoError(t, err)
 	require.Equal(t, 1234, n)
-	c, err := h.Q.CountJobs(ctx, litequeue.JobQuery{}, 0)
+	c, err := h.Q.CountJobs(ctx, litequeue.JobQuery{States: []litequeue.State{litequeue.StateReady, litequeue.StateScheduled, litequeue.StateRunning}}, 0)
 	require.NoError(t, err)
 	require.Equal(t, 2, c)
+	n, err = h.Q.DeleteMatching(ctx, litequeue.JobQuery{Queue: "bulk", States: []litequeue.State{litequeue.StateCancelled}})
+	require.NoError(t, err)
+	require.Equal(t, 1234, n, "cancelled jobs are deleted in chunks too")
 }
 
 func testDeadGroups(t *testing.T, b Backend) {

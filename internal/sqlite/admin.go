@@ -28,6 +28,8 @@ func StateSQL(s store.ListState) string {
 		return "state = 1"
 	case store.ListCompleted:
 		return "state = 2"
+	case store.ListCancelled:
+		return "state = 4"
 	default:
 		return "state = 3"
 	}
@@ -137,47 +139,15 @@ func StateName(st store.State) string {
 		return "completed"
 	case store.Dead:
 		return "dead"
+	case store.Cancelled:
+		return "cancelled"
 	}
 	return "ready"
 }
 
-// Cancel implements store.Store.
-func (s *Store) Cancel(ctx context.Context, ids []int64) (int, error) {
-	if s.w == nil {
-		return 0, store.ErrReadOnly
-	}
-	n := 0
-	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
-		n = 0
-		for _, id := range ids {
-			var state store.State
-			err := tx.QueryRowContext(ctx, `SELECT state FROM lq_jobs WHERE id = ?`, id).Scan(&state)
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
-				return fmt.Errorf("litequeue: cancel job %d: %w", id, store.ErrNotFound)
-			case err != nil:
-				return err
-			case state == store.Running:
-				return fmt.Errorf("litequeue: cancel job %d: %w; wait for it to finish, or stop its worker first", id, store.ErrJobRunning)
-			case state != store.Pending:
-				return fmt.Errorf("litequeue: cancel job %d: it is %s: %w", id, StateName(state), store.ErrWrongState)
-			}
-			res, err := tx.ExecContext(ctx, `DELETE FROM lq_jobs WHERE id = ? AND state = 0`, id)
-			if err != nil {
-				return err
-			}
-			c, _ := res.RowsAffected()
-			n += int(c)
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, classifyWriteError(err)
-	}
-	return n, nil
-}
-
-const requeueSQL = `UPDATE lq_jobs SET state = 0, attempt = 0, visible_at = ?, lease = NULL,
+// requeueSQL ignores (changes no row) a requeue that the unique index of
+// unique jobs refuses; the idempotency key is checked before it.
+const requeueSQL = `UPDATE OR IGNORE lq_jobs SET state = 0, attempt = 0, snoozes = 0, visible_at = ?, lease = NULL,
 	finished_at = NULL, dead_reason = NULL WHERE id = ? AND state = 3`
 
 // Requeue implements store.Store.
@@ -211,8 +181,10 @@ func (s *Store) Requeue(ctx context.Context, ids []int64, now int64) ([]store.Mo
 					return err
 				}
 			}
-			if _, err := tx.ExecContext(ctx, requeueSQL, now, id); err != nil {
+			if ok, err := execHolds(ctx, tx, requeueSQL, now, id); err != nil {
 				return err
+			} else if !ok {
+				return fmt.Errorf("litequeue: requeue job %d: %w", id, uniqueTwin(ctx, tx, id))
 			}
 			moved = append(moved, store.Moved{ID: id, Queue: queue, Kind: kind})
 		}
@@ -235,7 +207,7 @@ func (s *Store) RequeueWhere(ctx context.Context, f store.DeadFilter, now int64)
 	var moved []store.Moved
 	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
 		moved = moved[:0]
-		rows, err := tx.QueryContext(ctx, `UPDATE OR IGNORE lq_jobs SET state = 0, attempt = 0, visible_at = ?, lease = NULL,
+		rows, err := tx.QueryContext(ctx, `UPDATE OR IGNORE lq_jobs SET state = 0, attempt = 0, snoozes = 0, visible_at = ?, lease = NULL,
 			finished_at = NULL, dead_reason = NULL WHERE `+where+` RETURNING id, queue, kind`, append([]any{now}, args...)...)
 		if err != nil {
 			return err
@@ -303,7 +275,7 @@ func deadWhere(f store.DeadFilter) (string, []any) {
 func (s *Store) Stats(ctx context.Context, now int64) ([]store.QueueStats, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT queue,
 		sum(state = 0 AND visible_at <= :now), sum(state = 0 AND visible_at > :now),
-		sum(state = 1), sum(state = 2), sum(state = 3),
+		sum(state = 1), sum(state = 2), sum(state = 3), sum(state = 4),
 		min(CASE WHEN state = 0 AND visible_at <= :now THEN visible_at END),
 		min(CASE WHEN state = 0 AND visible_at > :now THEN visible_at END)
 		FROM lq_jobs GROUP BY queue ORDER BY queue`, sql.Named("now", now))
@@ -315,7 +287,7 @@ func (s *Store) Stats(ctx context.Context, now int64) ([]store.QueueStats, error
 	for rows.Next() {
 		var st store.QueueStats
 		var oldest, next sql.NullInt64
-		if err := rows.Scan(&st.Queue, &st.Ready, &st.Scheduled, &st.Running, &st.Completed, &st.Dead, &oldest, &next); err != nil {
+		if err := rows.Scan(&st.Queue, &st.Ready, &st.Scheduled, &st.Running, &st.Completed, &st.Dead, &st.Cancelled, &oldest, &next); err != nil {
 			return nil, err
 		}
 		st.OldestReadySince, st.NextDue = oldest.Int64, next.Int64

@@ -13,10 +13,11 @@ import (
 // UPDATE OR IGNORE skips a dead row whose key a live row now holds (the
 // unique index of live keys refuses it).
 const (
-	bulkRequeueSQL = `UPDATE OR IGNORE lq_jobs SET state = 0, attempt = 0, visible_at = ?, lease = NULL,
+	bulkRequeueSQL = `UPDATE OR IGNORE lq_jobs SET state = 0, attempt = 0, snoozes = 0, visible_at = ?, lease = NULL,
 		finished_at = NULL, dead_reason = NULL WHERE state = 3 AND id IN (SELECT value FROM json_each(?)) RETURNING id, queue, kind`
-	bulkCancelSQL = `DELETE FROM lq_jobs WHERE state = 0 AND id IN (SELECT value FROM json_each(?))`
-	bulkDeleteSQL = `DELETE FROM lq_jobs WHERE state IN (2, 3) AND id IN (SELECT value FROM json_each(?))`
+	bulkCancelSQL = `UPDATE lq_jobs SET state = 4, lease = NULL, finished_at = ?
+		WHERE state = 0 AND id IN (SELECT value FROM json_each(?))`
+	bulkDeleteSQL = `DELETE FROM lq_jobs WHERE state IN (2, 3, 4) AND id IN (SELECT value FROM json_each(?))`
 )
 
 // bulkSelectSQL selects the next chunk of a bulk action: the highest ids
@@ -66,11 +67,11 @@ func (s *Store) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, bef
 		if op == store.BulkRequeue {
 			return requeueChunk(ctx, tx, list, q.Now, &res)
 		}
-		stmt := bulkCancelSQL
+		stmt, stmtArgs := bulkCancelSQL, []any{q.Now, list}
 		if op == store.BulkDelete {
-			stmt = bulkDeleteSQL
+			stmt, stmtArgs = bulkDeleteSQL, []any{list}
 		}
-		r, err := tx.ExecContext(ctx, stmt, list)
+		r, err := tx.ExecContext(ctx, stmt, stmtArgs...)
 		if err != nil {
 			return err
 		}

@@ -117,6 +117,9 @@ func insertOne(ctx context.Context, tx Execer, nj *store.NewJob, stmt *sql.Stmt)
 			return 0, err
 		}
 	}
+	if nj.Unique != nil {
+		return insertUnique(ctx, tx, nj, key)
+	}
 	args := []any{nj.Queue, nj.Kind, nj.Priority, nj.VisibleAt, nj.VisibleAt, nj.CreatedAt, nj.Payload, key}
 	var res sql.Result
 	var err error
@@ -180,8 +183,7 @@ func insertBatch(ctx context.Context, tx Execer, jobs []store.NewJob) (ids []int
 			continue
 		}
 		id, err := insertOne(ctx, tx, &jobs[i], stmt)
-		var dup *store.DuplicateError
-		if errors.As(err, &dup) {
+		if errors.Is(err, store.ErrDuplicate) {
 			dups[i] = fmt.Errorf("batch item %d: %w", i, err)
 		} else if err != nil {
 			return nil, nil, fmt.Errorf("batch item %d: %w", i, err)
@@ -210,7 +212,7 @@ var insertManySQL = func() map[int]string {
 // without an idempotency key (a keyed job needs its duplicate check).
 func keylessRun(jobs []store.NewJob) int {
 	n := 0
-	for n < len(jobs) && n < maxInsertRows && jobs[n].Key == "" {
+	for n < len(jobs) && n < maxInsertRows && jobs[n].Key == "" && jobs[n].Unique == nil {
 		n++
 	}
 	k := 1
@@ -278,6 +280,10 @@ func (s *Store) InsertClaim(ctx context.Context, job store.NewJob, q store.Claim
 	if errors.As(err, &dup) {
 		return dup.ID, err
 	}
+	var ue *store.UniqueError
+	if errors.As(err, &ue) {
+		return ue.ID, err
+	}
 	if err != nil {
 		return 0, classifyWriteError(err)
 	}
@@ -310,11 +316,14 @@ RETURNING id, kind, attempt, priority, payload, idem_key, created_at, last_error
 const ClaimSQL = claimSQL
 
 // nextPrioritySQL finds the most urgent priority of a queue's live rows at or
-// after ?2 with one seek of the claim index.
-const nextPrioritySQL = `SELECT min(priority) FROM lq_jobs WHERE queue = ?1 AND state IN (0, 1) AND priority >= ?2`
+// after ?2 with one seek of the claim index — none while the queue is paused
+// (lq_queues, see control.go): then claims take nothing and nothing is due,
+// without a statement of their own.
+const nextPrioritySQL = `SELECT min(priority) FROM lq_jobs WHERE queue = ?1 AND state IN (0, 1) AND priority >= ?2
+	AND NOT EXISTS (SELECT 1 FROM lq_queues WHERE queue = ?1 AND paused_at IS NOT NULL)`
 
 // priorities calls fn for each priority of queue's live rows, most urgent
-// first, until fn returns false. Each step is one index seek, so a claim costs
+// first, until fn returns false; never while queue is paused. Each step is one index seek, so a claim costs
 // O(P log n) for P distinct priorities, not a scan of the backlog.
 func priorities(ctx context.Context, tx Execer, queue string, fn func(prio int64) (more bool, err error)) error {
 	from := int64(math.MinInt64)
@@ -686,8 +695,7 @@ func (s *Store) Bury(ctx context.Context, b store.Burial) error {
 		}
 		if b.FollowUp != nil {
 			if _, err := insertOne(ctx, tx, b.FollowUp, nil); err != nil {
-				var dup *store.DuplicateError
-				if !errors.As(err, &dup) {
+				if !errors.Is(err, store.ErrDuplicate) {
 					return fmt.Errorf("follow-up job: %w", err)
 				}
 			}

@@ -29,8 +29,10 @@ type DashboardStore interface {
 	// before among the rows q selects, and applies op to those of them in
 	// op's states: BulkRequeue makes dead rows whose key no live row holds
 	// pending, due at q.Now, attempts reset (a row whose key is held stays
-	// dead); BulkCancel deletes pending rows; BulkDelete deletes completed
-	// and dead rows with their history. Other rows are left alone.
+	// dead); BulkCancel makes pending rows Cancelled at q.Now (as Cancel
+	// does; running rows are left alone); BulkDelete deletes completed,
+	// dead and cancelled rows with their history. Other rows are left
+	// alone.
 	Bulk(ctx context.Context, op BulkOp, q JobQuery, before int64, n int) (BulkResult, error)
 	// LatestDead returns the limit most recently dead rows f selects,
 	// latest death first (FinishedAt, then id, descending), through an
@@ -147,8 +149,8 @@ type BulkOp int8
 // The bulk operations.
 const (
 	BulkRequeue BulkOp = iota // dead → pending, due now, attempts reset
-	BulkCancel                // pending → deleted
-	BulkDelete                // completed or dead → deleted, with history
+	BulkCancel                // pending → cancelled (kept), at JobQuery.Now
+	BulkDelete                // completed, dead or cancelled → deleted, with history
 )
 
 // BulkResult is what one Bulk call did.

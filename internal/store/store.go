@@ -48,7 +48,8 @@ type NewJob struct {
 	VisibleAt   int64 // when it is first due
 	CreatedAt   int64
 	Payload     []byte
-	Key         string // idempotency key; "" for none
+	Key         string  // idempotency key; "" for none
+	Unique      *Unique // uniqueness beyond the key (live.go); nil for none
 }
 
 // ClaimQuery says what a claim takes: up to N due rows of Queue whose kind is
@@ -195,6 +196,7 @@ type Moved struct {
 type QueueStats struct {
 	Queue                                      string
 	Ready, Scheduled, Running, Completed, Dead int
+	Cancelled                                  int
 	OldestReadySince                           int64 // VisibleAt of the longest-waiting ready row; 0 if none
 	NextDue                                    int64 // VisibleAt of the next scheduled row; 0 if none
 }
@@ -202,6 +204,10 @@ type QueueStats struct {
 // Store is what a Queue needs from a database. Implementations are safe for
 // concurrent use.
 type Store interface {
+	// Control: pause, cancel (running jobs too), snooze (control.go).
+	Control
+	Reporter // progress and output (live.go)
+
 	// Insert stores jobs in one transaction — on tx, the application's,
 	// when it is non-nil. ids[i] is the id of jobs[i]; dups[i] is a
 	// *DuplicateError when its key is held by a live job (or an earlier item),
@@ -255,10 +261,6 @@ type Store interface {
 	// Jobs lists rows, Job one row (ErrNotFound) with its history.
 	Jobs(ctx context.Context, f JobFilter) ([]Job, error)
 	Job(ctx context.Context, id int64) (Job, []Attempt, error)
-	// Cancel deletes pending rows by id, all or nothing: an unknown id
-	// (ErrNotFound), a running one (ErrJobRunning) or a finished one
-	// (ErrWrongState) deletes nothing; the error names the id.
-	Cancel(ctx context.Context, ids []int64) (int, error)
 	// Requeue makes dead rows pending, due at now, attempts reset, all or
 	// nothing (ErrNotFound, ErrWrongState, *DuplicateError naming the live
 	// holder of the key).

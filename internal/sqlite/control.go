@@ -1,0 +1,203 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/litequeue/litequeue/internal/store"
+)
+
+// Live control: paused queues (table lq_queues), cancelled jobs (state 4)
+// and snoozes.
+
+// Pause implements store.Control.
+func (s *Store) Pause(ctx context.Context, queue string, at int64) (bool, error) {
+	if s.w == nil {
+		return false, store.ErrReadOnly
+	}
+	var changed bool
+	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO lq_queues (queue, paused_at) VALUES (?1, ?2)
+			ON CONFLICT (queue) DO UPDATE SET paused_at = ?2 WHERE paused_at IS NULL`, queue, at)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		changed = n == 1
+		return err
+	})
+	return changed, classifyWriteError(err)
+}
+
+// Resume implements store.Control.
+func (s *Store) Resume(ctx context.Context, queue string) (bool, error) {
+	if s.w == nil {
+		return false, store.ErrReadOnly
+	}
+	var changed bool
+	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+		res, err := tx.ExecContext(ctx, `UPDATE lq_queues SET paused_at = NULL WHERE queue = ? AND paused_at IS NOT NULL`, queue)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		changed = n == 1
+		return err
+	})
+	return changed, classifyWriteError(err)
+}
+
+// Paused implements store.Control.
+func (s *Store) Paused(ctx context.Context) (map[string]int64, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT queue, paused_at FROM lq_queues WHERE paused_at IS NOT NULL`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var q string
+		var at int64
+		if err := rows.Scan(&q, &at); err != nil {
+			return nil, err
+		}
+		out[q] = at
+	}
+	return out, rows.Err()
+}
+
+const (
+	cancelPendingSQL = `UPDATE lq_jobs SET state = 4, lease = NULL, finished_at = ?1 WHERE id = ?2 AND state = 0`
+	cancelRunningSQL = `UPDATE lq_jobs SET state = 4, finished_at = ?1 WHERE id = ?2 AND state = 1`
+)
+
+// Cancel implements store.Control.
+func (s *Store) Cancel(ctx context.Context, ids []int64, now int64) ([]store.CancelledJob, error) {
+	if s.w == nil {
+		return nil, store.ErrReadOnly
+	}
+	var out []store.CancelledJob
+	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+		out = out[:0]
+		seen := map[int64]bool{}
+		for _, id := range ids {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			var c store.CancelledJob
+			var state store.State
+			var lease sql.NullInt64
+			err := tx.QueryRowContext(ctx, `SELECT state, queue, kind, lease FROM lq_jobs WHERE id = ?`, id).Scan(&state, &c.Queue, &c.Kind, &lease)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				return fmt.Errorf("litequeue: cancel job %d: %w", id, store.ErrNotFound)
+			case err != nil:
+				return err
+			case state != store.Pending && state != store.Running:
+				return fmt.Errorf("litequeue: cancel job %d: it is %s already: %w", id, StateName(state), store.ErrWrongState)
+			}
+			c.ID = id
+			query := cancelPendingSQL
+			if state == store.Running {
+				query = cancelRunningSQL
+				c.Running, c.Lease = true, lease.Int64
+			}
+			if _, err := tx.ExecContext(ctx, query, now, id); err != nil {
+				return err
+			}
+			out = append(out, c)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, classifyWriteError(err)
+	}
+	return out, nil
+}
+
+// WhichCancelled implements store.Control with one statement.
+func (s *Store) WhichCancelled(ctx context.Context, leases []store.Lease) ([]int, error) {
+	if len(leases) == 0 {
+		return nil, nil
+	}
+	ids := IDsJSON(func() []int64 {
+		v := make([]int64, len(leases))
+		for i, l := range leases {
+			v[i] = l.ID
+		}
+		return v
+	}())
+	rows, err := s.db.QueryContext(ctx, `SELECT id, lease FROM lq_jobs
+		WHERE id IN (SELECT value FROM json_each(?)) AND state = 4 AND lease IS NOT NULL`, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cancelled := map[store.Lease]bool{}
+	for rows.Next() {
+		var l store.Lease
+		if err := rows.Scan(&l.ID, &l.Lease); err != nil {
+			return nil, err
+		}
+		cancelled[l] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var out []int
+	for i, l := range leases {
+		if cancelled[l] {
+			out = append(out, i)
+		}
+	}
+	return out, nil
+}
+
+// PurgeCancelled implements store.Control.
+func (s *Store) PurgeCancelled(ctx context.Context, before int64) (int, error) {
+	if s.w == nil {
+		return 0, store.ErrReadOnly
+	}
+	var n int64
+	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM lq_jobs WHERE state = 4 AND finished_at < ?`, before)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), classifyWriteError(err)
+}
+
+const snoozeSQL = `UPDATE lq_jobs SET state = 0, visible_at = ?1, lease = NULL, attempt = max(attempt - 1, 0), snoozes = snoozes + 1
+	WHERE id = ?2 AND lease = ?3 AND state = 1 AND snoozes < ?4`
+
+// Snooze implements store.Control.
+func (s *Store) Snooze(ctx context.Context, sn store.Snooze) error {
+	if s.w == nil {
+		return store.ErrReadOnly
+	}
+	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+		ok, err := execHolds(ctx, tx, snoozeSQL, sn.Due, sn.ID, sn.Lease.Lease, sn.Max)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			var holds int
+			err := tx.QueryRowContext(ctx, `SELECT count(*) FROM lq_jobs WHERE id = ? AND lease = ? AND state = 1`, sn.ID, sn.Lease.Lease).Scan(&holds)
+			if err != nil {
+				return err
+			}
+			if holds == 1 {
+				return fmt.Errorf("litequeue: snooze job %d: %w (%d)", sn.ID, store.ErrSnoozeLimit, sn.Max)
+			}
+			return store.ErrLeaseLost
+		}
+		return insertAttempt(ctx, tx, sn.ID, sn.Record)
+	})
+	return classifyWriteError(err)
+}

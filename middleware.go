@@ -1,0 +1,95 @@
+package litequeue
+
+import (
+	"context"
+	"strconv"
+	"time"
+)
+
+// AttemptInfo describes the attempt a Middleware wraps.
+type AttemptInfo struct {
+	ID          int64  // the job's id
+	Queue, Kind string // where the job lives and what runs it
+	Attempt     int    // this attempt's number: 1 on the first
+	MaxAttempts int    // the policy's total attempts in force for the job
+	Priority    int
+	Key         string // the idempotency key, empty if none
+	EnqueuedAt  time.Time
+	// Timeout is the attempt's timeout in force (the job type's Timeout,
+	// else the queue's); 0 means none.
+	Timeout time.Duration
+}
+
+// HandlerFunc runs one attempt of a job: the registered handler, as the
+// innermost HandlerFunc of the middleware chain.
+type HandlerFunc func(ctx context.Context, a AttemptInfo) error
+
+// Middleware wraps every handler of a queue, for tracing, metrics or
+// logging: it returns a HandlerFunc that does its work around next (and
+// usually calls it once). It sees the attempt's context — with the attempt's
+// timeout already applied — and may add values to it, and it sees the
+// error the handler returned and may change it (RetryAfter, Permanent). A
+// panic in a middleware counts as a panic of the handler.
+type Middleware func(next HandlerFunc) HandlerFunc
+
+// Use adds middleware to every handler of q, in order: the first given is
+// the outermost, so Use(a, b) runs a, then b, then the handler. Several
+// calls append. Use before Start.
+//
+// Use panics — a programming error — if q has started or a middleware is
+// nil.
+func (q *Queue) Use(mw ...Middleware) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.run != nil {
+		panic("litequeue.Use: queue already started; add middleware before Start")
+	}
+	for i, m := range mw {
+		if m == nil {
+			panic("litequeue.Use: middleware " + strconv.Itoa(i) + " is nil")
+		}
+	}
+	q.middleware = append(q.middleware, mw...)
+}
+
+// timeouter is implemented by job types with their own attempt timeout.
+type timeouter interface{ Timeout() time.Duration }
+
+// ownTimeout returns the timeout job's type asks for (see Job), and false
+// if it has no Timeout method.
+func ownTimeout(job any) (time.Duration, bool) {
+	if t, ok := job.(timeouter); ok {
+		return t.Timeout(), true
+	}
+	return 0, false
+}
+
+// timeoutFor returns the timeout in force for an attempt: the job type's
+// own when it is positive, none when it is negative, the queue's when it is
+// zero or the type has none.
+func timeoutFor(own time.Duration, hasOwn bool, queueTimeout time.Duration) time.Duration {
+	switch {
+	case hasOwn && own > 0:
+		return own
+	case hasOwn && own < 0:
+		return 0
+	}
+	return queueTimeout
+}
+
+// wrap returns run inside q's middleware, in the order of Use.
+func (q *Queue) wrap(d *delivery, maxAttempts int, timeout time.Duration, run func(context.Context, *delivery) error) func(context.Context, *delivery) error {
+	q.mu.Lock()
+	mw := q.middleware
+	q.mu.Unlock()
+	if len(mw) == 0 {
+		return run
+	}
+	h := HandlerFunc(func(ctx context.Context, _ AttemptInfo) error { return run(ctx, d) })
+	for i := len(mw) - 1; i >= 0; i-- {
+		h = mw[i](h)
+	}
+	info := AttemptInfo{ID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, MaxAttempts: maxAttempts,
+		Priority: d.priority, Key: d.key, EnqueuedAt: time.Unix(0, d.createdAt), Timeout: timeout}
+	return func(ctx context.Context, _ *delivery) error { return h(ctx, info) }
+}

@@ -1,0 +1,87 @@
+package litequeue
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A queue file of schema 3 (before live control) migrates to schema 5 with
+// every job, its attempt history and its idempotency key intact, the
+// AUTOINCREMENT counter carried over (no id is reused), the indexes back,
+// the foreign key of lq_attempts working, and the cancelled state accepted.
+func TestMigrationFromSchema3KeepsJobsHistoryAndIDs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)")
+	require.NoError(t, err)
+	for _, f := range []string{"0001_init.sql", "0002_due_at.sql", "0003_history.sql"} {
+		b, err := os.ReadFile(filepath.Join("internal", "sqlite", "migrations", f))
+		require.NoError(t, err)
+		_, err = db.Exec(string(b))
+		require.NoError(t, err, f)
+	}
+	_, err = db.Exec(`INSERT INTO lq_meta VALUES ('format', 'litequeue'), ('schema_version', '3');
+		INSERT INTO lq_jobs (id, queue, kind, state, visible_at, attempt, payload, idem_key, created_at, run_at, finished_at, last_error, dead_reason)
+		VALUES (1, 'default', 'send_email', 0, 100, 0, CAST('{"to":"a"}' AS BLOB), 'key-a', 50, 100, NULL, NULL, NULL),
+		       (2, 'default', 'send_email', 3, 100, 2, CAST('{"to":"b"}' AS BLOB), NULL, 50, 100, 200, 'smtp down', 'attempts used up'),
+		       (9, 'default', 'send_email', 0, 100, 0, CAST('{"to":"gone"}' AS BLOB), NULL, 50, 100, NULL, NULL, NULL);
+		INSERT INTO lq_attempts (job_id, attempt, started_at, finished_at, error, decision, delay)
+		VALUES (2, 1, 110, 120, 'smtp down', 'retry', 5), (2, 2, 130, 140, 'smtp down', 'give_up', 0);
+		DELETE FROM lq_jobs WHERE id = 9;`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	q, err := Open(path, &Options{PollInterval: -1})
+	require.NoError(t, err)
+	defer q.Close()
+	ctx := context.Background()
+	var version string
+	require.NoError(t, q.lite.DB().QueryRow(`SELECT value FROM lq_meta WHERE key = 'schema_version'`).Scan(&version))
+	require.Equal(t, "5", version)
+
+	a, err := q.Job(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, "key-a", a.Key)
+	require.JSONEq(t, `{"to":"a"}`, string(a.Payload))
+	dead, err := q.DeadLetter(ctx, 2)
+	require.NoError(t, err)
+	require.Equal(t, "attempts used up", dead.DeadReason)
+	require.Len(t, dead.Attempts, 2, "the attempt history survives the rebuild")
+
+	_, err = q.Enqueue(ctx, SendEmail{To: "a"}, &EnqueueOptions{Key: "key-a"})
+	require.ErrorIs(t, err, ErrDuplicate, "the unique index of live keys is back")
+	id, err := q.Enqueue(ctx, SendEmail{To: "new"}, &EnqueueOptions{Delay: time.Hour})
+	require.NoError(t, err)
+	require.Equal(t, int64(10), id, "ids continue after the largest ever handed out")
+
+	n, err := q.Cancel(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	_, err = q.PurgeDead(ctx, DeadFilter{})
+	require.NoError(t, err)
+	var left int
+	require.NoError(t, q.lite.DB().QueryRow(`SELECT count(*) FROM lq_attempts WHERE job_id = 2`).Scan(&left))
+	require.Zero(t, left, "ON DELETE CASCADE works on the rebuilt tables")
+
+	var indexes []string
+	rows, err := q.lite.DB().Query(`SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name IN ('lq_jobs', 'lq_attempts') ORDER BY name`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var name string
+		require.NoError(t, rows.Scan(&name))
+		indexes = append(indexes, name)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"lq_attempts_job", "lq_jobs_cancelled", "lq_jobs_claim", "lq_jobs_finished", "lq_jobs_key"}, indexes)
+	var check string
+	require.NoError(t, q.lite.DB().QueryRow(`PRAGMA integrity_check`).Scan(&check))
+	require.Equal(t, "ok", check)
+	var fk int
+	require.NoError(t, q.lite.DB().QueryRow(`SELECT count(*) FROM pragma_foreign_key_check`).Scan(&fk))
+	require.Zero(t, fk)
+}
