@@ -1,5 +1,3 @@
-//go:build litequeue_control
-
 package postgres
 
 import (

@@ -302,11 +302,18 @@ func (s *pgStore) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, b
 		case store.BulkRequeue:
 			return s.bulkRequeue(ctx, tx, ids, q.Now, &res)
 		case store.BulkCancel:
-			return tx.QueryRowContext(ctx, s.q(fmt.Sprintf(deleteWithHistorySQL,
-				"DELETE FROM lq_jobs WHERE state = 0 AND id = ANY ($1) RETURNING id")), ids).Scan(&res.Changed)
+			// Pending rows become cancelled (kept), as Cancel makes them.
+			r, err := tx.ExecContext(ctx, s.q(`UPDATE lq_jobs SET state = 4, lease = NULL, finished_at = $1
+				WHERE state = 0 AND id = ANY ($2)`), q.Now, ids)
+			if err != nil {
+				return err
+			}
+			n, err := r.RowsAffected()
+			res.Changed = int(n)
+			return err
 		default:
 			return tx.QueryRowContext(ctx, s.q(fmt.Sprintf(deleteWithHistorySQL,
-				"DELETE FROM lq_jobs WHERE state IN (2, 3) AND id = ANY ($1) RETURNING id")), ids).Scan(&res.Changed)
+				"DELETE FROM lq_jobs WHERE state IN (2, 3, 4) AND id = ANY ($1) RETURNING id")), ids).Scan(&res.Changed)
 		}
 	})
 	if err != nil {
