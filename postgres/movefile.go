@@ -22,6 +22,7 @@ type Moved struct {
 	Running   int // jobs leased by a process that is gone: they run again when the lease ends, as on SQLite
 	Dead      int // dead letters
 	Completed int // retained completed jobs (Options.CompletedRetention)
+	Cancelled int // cancelled jobs (kept until purged)
 	Attempts  int // attempt records of those jobs
 	Skipped   int // jobs an earlier MoveFile of this file already copied
 	Schema    string
@@ -29,7 +30,7 @@ type Moved struct {
 }
 
 // Jobs is how many jobs were copied.
-func (m Moved) Jobs() int { return m.Pending + m.Running + m.Dead + m.Completed }
+func (m Moved) Jobs() int { return m.Pending + m.Running + m.Dead + m.Completed + m.Cancelled }
 
 // moveRow is one lq_jobs row of the queue file.
 type moveRow struct {
@@ -45,12 +46,20 @@ type moveRow struct {
 	createdAt, runAt               int64
 	attemptedAt, finishedAt, dueAt *int64
 	lastError, deadReason          *string
+	snoozes                        int32
+	progress                       *float64
+	progressMsg                    *string
+	progressAt                     *int64
+	output                         []byte
+	uniqueKey                      *string
+	uniqueStates                   *int16
 }
 
 // MoveFile copies every job of the queue file at path — live (pending,
 // scheduled, and running under the lease of a process that is gone: it runs
-// again when the lease ends, as on SQLite), dead letters and retained
-// completed jobs — with their attempt history, into the PostgreSQL queue at
+// again when the lease ends, as on SQLite), dead letters, retained completed
+// jobs and cancelled ones — with their attempt history, progress, output
+// and uniqueness, into the PostgreSQL queue at
 // url (creating its tables if needed). Jobs keep their ids, states,
 // attempts, due times, keys, priorities, errors and dead reasons. The PostgreSQL id sequence continues after the file's highest id.
 //
@@ -97,7 +106,8 @@ func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 		return m, err
 	}
 	rows, err := conn.QueryContext(ctx, `SELECT id, queue, kind, state, priority, visible_at, attempt, payload, idem_key, lease,
-		created_at, run_at, attempted_at, finished_at, due_at, last_error, dead_reason
+		created_at, run_at, attempted_at, finished_at, due_at, last_error, dead_reason,
+		snoozes, progress, progress_msg, progress_at, output, unique_key, unique_states
 		FROM lq_jobs ORDER BY id`)
 	if err != nil {
 		return m, err
@@ -106,7 +116,8 @@ func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 	for rows.Next() {
 		var r moveRow
 		if err := rows.Scan(&r.id, &r.queue, &r.kind, &r.state, &r.priority, &r.visibleAt, &r.attempt, &r.payload, &r.key, &r.lease,
-			&r.createdAt, &r.runAt, &r.attemptedAt, &r.finishedAt, &r.dueAt, &r.lastError, &r.deadReason); err != nil {
+			&r.createdAt, &r.runAt, &r.attemptedAt, &r.finishedAt, &r.dueAt, &r.lastError, &r.deadReason,
+			&r.snoozes, &r.progress, &r.progressMsg, &r.progressAt, &r.output, &r.uniqueKey, &r.uniqueStates); err != nil {
 			rows.Close()
 			return m, err
 		}
@@ -169,6 +180,8 @@ func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 				m.Completed++
 			case 3:
 				m.Dead++
+			case 4:
+				m.Cancelled++
 			}
 		}
 		if err := tx.QueryRowContext(ctx, s.q(`SELECT setval(sq.seq::regclass, greatest($2::bigint,
@@ -233,10 +246,11 @@ func checkMove(ctx context.Context, s *pgStore, tx *sql.Tx, todo []moveRow) erro
 }
 
 const moveJobsSQL = `INSERT INTO lq_jobs (id, queue, kind, state, priority, visible_at, attempt, payload, idem_key, lease,
-    created_at, run_at, attempted_at, finished_at, due_at, last_error, dead_reason)
+    created_at, run_at, attempted_at, finished_at, due_at, last_error, dead_reason,
+    snoozes, progress, progress_msg, progress_at, output, unique_key, unique_states)
 SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::smallint[], $5::bigint[], $6::bigint[], $7::integer[],
     $8::bytea[], $9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[],
-    $16::text[], $17::text[])`
+    $16::text[], $17::text[], $18::integer[], $19::float8[], $20::text[], $21::bigint[], $22::bytea[], $23::text[], $24::smallint[])`
 
 // copyJobs inserts the rows with their ids, in chunks.
 func copyJobs(ctx context.Context, s *pgStore, tx *sql.Tx, todo []moveRow) error {
@@ -252,6 +266,12 @@ func copyJobs(ctx context.Context, s *pgStore, tx *sql.Tx, todo []moveRow) error
 			payloads                          [][]byte
 			keys, lastErrs, reasons           []*string
 			leases, attempted, finished, dues []*int64
+			snoozes                           []int32
+			progress                          []*float64
+			progressMsgs, uniqueKeys          []*string
+			progressAts                       []*int64
+			outputs                           [][]byte
+			uniqueStates                      []*int16
 		)
 		for _, r := range chunk {
 			ids, queues, kinds, states = append(ids, r.id), append(queues, r.queue), append(kinds, r.kind), append(states, r.state)
@@ -259,9 +279,12 @@ func copyJobs(ctx context.Context, s *pgStore, tx *sql.Tx, todo []moveRow) error
 			keys, leases, created, runAt = append(keys, r.key), append(leases, r.lease), append(created, r.createdAt), append(runAt, r.runAt)
 			attempted, finished, dues = append(attempted, r.attemptedAt), append(finished, r.finishedAt), append(dues, r.dueAt)
 			lastErrs, reasons = append(lastErrs, r.lastError), append(reasons, r.deadReason)
+			snoozes, progress, progressMsgs, progressAts = append(snoozes, r.snoozes), append(progress, r.progress), append(progressMsgs, r.progressMsg), append(progressAts, r.progressAt)
+			outputs, uniqueKeys, uniqueStates = append(outputs, r.output), append(uniqueKeys, r.uniqueKey), append(uniqueStates, r.uniqueStates)
 		}
 		if _, err := tx.ExecContext(ctx, s.q(moveJobsSQL), ids, queues, kinds, states, prios, vis, attempts, payloads, keys, leases,
-			created, runAt, attempted, finished, dues, lastErrs, reasons); err != nil {
+			created, runAt, attempted, finished, dues, lastErrs, reasons,
+			snoozes, progress, progressMsgs, progressAts, outputs, uniqueKeys, uniqueStates); err != nil {
 			return fmt.Errorf("litequeue: copy jobs: %w", err)
 		}
 	}

@@ -29,7 +29,7 @@ func TestMigrateMovesAStoppedQueueFileOnceAndRefusesARunningOne(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "moved 10 jobs")
 	require.Contains(t, r.stdout, "5 pending or scheduled, 1 running")
-	require.Contains(t, r.stdout, "3 dead letters, 1 completed, 4 attempt records")
+	require.Contains(t, r.stdout, "3 dead letters, 1 completed, 0 cancelled, 4 attempt records")
 
 	// lqinspect reads the PostgreSQL queue as it reads the file.
 	for _, args := range [][]string{{"jobs", "--json"}, {"stats", "--json"}, {"dead", "--json"}, {"show", "--json", "6"}} {
