@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -42,7 +43,7 @@ func TestMigrationFromSchema3KeepsJobsHistoryAndIDs(t *testing.T) {
 	ctx := context.Background()
 	var version string
 	require.NoError(t, q.lite.DB().QueryRow(`SELECT value FROM lq_meta WHERE key = 'schema_version'`).Scan(&version))
-	require.Equal(t, "5", version)
+	require.Equal(t, strconv.Itoa(SchemaVersion), version)
 
 	a, err := q.Job(ctx, 1)
 	require.NoError(t, err)
@@ -77,7 +78,7 @@ func TestMigrationFromSchema3KeepsJobsHistoryAndIDs(t *testing.T) {
 		indexes = append(indexes, name)
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"lq_attempts_job", "lq_jobs_cancelled", "lq_jobs_claim", "lq_jobs_finished", "lq_jobs_key"}, indexes)
+	require.Equal(t, []string{"lq_attempts_job", "lq_jobs_cancelled", "lq_jobs_claim", "lq_jobs_finished", "lq_jobs_key", "lq_jobs_unique"}, indexes)
 	var check string
 	require.NoError(t, q.lite.DB().QueryRow(`PRAGMA integrity_check`).Scan(&check))
 	require.Equal(t, "ok", check)

@@ -109,6 +109,7 @@ func uniqueOptionsOf(job Job, o *EnqueueOptions) *UniqueOptions {
 var stateBits = map[State]uint8{
 	StateReady: 1 << store.Pending, StateScheduled: 1 << store.Pending,
 	StateRunning: 1 << store.Running, StateCompleted: 1 << store.Completed, StateDead: 1 << store.Dead,
+	StateCancelled: 1 << store.Cancelled,
 }
 
 // uniqueFor validates u and computes the uniqueness of nj (its payload
