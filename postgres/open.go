@@ -79,8 +79,10 @@ func Open(ctx context.Context, url string, opts *litequeue.Options) (*litequeue.
 // pgx's database/sql driver (stdlib.OpenDB or sql.Open("pgx", url)), so that
 // Queue.EnqueueTx and Delivery.CompleteTx work on the application's *sql.Tx.
 // The tables live in the schema db's connections have first in their
-// search_path, as for Open. Close leaves db open. The queue keeps one of
-// db's connections for LISTEN while it runs and uses one more per write.
+// search_path, as for Open. Close leaves db open. While it runs the queue
+// keeps one of db's connections for LISTEN, and its three writers (claims,
+// enqueues, outcomes) each use one while they write: give db a
+// SetMaxOpenConns of at least 5 plus what the application itself needs.
 func New(db *sql.DB, opts *litequeue.Options) (*litequeue.Queue, error) {
 	if db == nil {
 		return nil, errors.New("litequeue: postgres.New: db is nil")
