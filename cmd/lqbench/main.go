@@ -87,6 +87,8 @@ type config struct {
 	cpuProfile   string
 	memProfile   string
 	payloadBytes int
+	store        string // sqlite | postgres
+	pgURL        string // -pg: admin URL (postgres)
 }
 
 func main() {
@@ -110,6 +112,8 @@ func main() {
 	flag.IntVar(&c.setupChunk, "setup-chunk", 0, "C: jobs per EnqueueBatch call of the untimed pre-enqueue (0 = 10000, fewer for big payloads: about 4 MiB of payload a call)")
 	flag.IntVar(&c.payloadBytes, "payload-bytes", 0, "pad every payload to about this many bytes of JSON (0 = the harness's ~106 bytes)")
 	flag.IntVar(&c.claimBatch, "claim-batch", 0, "Options.ClaimBatch (0 = the library default)")
+	flag.StringVar(&c.store, "store", "sqlite", "sqlite | postgres (a fresh database per run, created through -pg and dropped at the end)")
+	flag.StringVar(&c.pgURL, "pg", "", "-store postgres: admin URL; the run creates and drops lqbench_* databases beside its database (default $PG_URL, else postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed part to this file")
 	flag.StringVar(&c.memProfile, "memprofile", "", "write a heap profile at the end to this file")
 	soakDur := flag.Duration("duration", 30*time.Minute, "soak: how long to run")
@@ -140,6 +144,14 @@ func main() {
 		}
 	}
 
+	if c.store != "sqlite" && c.store != "postgres" {
+		fmt.Fprintf(os.Stderr, "lqbench: -store must be sqlite or postgres, not %q\n", c.store)
+		os.Exit(2)
+	}
+	if c.store == "postgres" && (pragmas != "" || c.scenario == "soak") {
+		fmt.Fprintln(os.Stderr, "lqbench: -pragmas and -scenario soak are for -store sqlite; for PostgreSQL put runtime settings into the -pg URL (e.g. &synchronous_commit=off)")
+		os.Exit(2)
+	}
 	if c.scenario == "soak" {
 		if runSoak(&c, *soakDur, *soakEvery, *soakRate) != nil {
 			os.Exit(1)
@@ -220,7 +232,8 @@ type bench struct {
 	doneN     int64         // close allDone when succeeded reaches it (C)
 	allDone   chan struct{} // C
 	badMu     sync.Mutex
-	bad       error // first event that must not happen in a benchmark
+	bad       error  // first event that must not happen in a benchmark
+	pg        *pgRun // -store postgres
 }
 
 func (b *bench) onEvent(e litequeue.Event) {
@@ -267,9 +280,23 @@ func run(res *Result, c *config) (err error) {
 		OnEvent:    b.onEvent,
 		Queues:     []litequeue.QueueConfig{queueConfig(c.workers)},
 	}
-	q, err := litequeue.Open(filepath.Join(dir, "lqbench.sqlite3"), &b.opts)
-	if err != nil {
-		return fmt.Errorf("open: %w", err)
+	var q *litequeue.Queue
+	if c.store == "postgres" {
+		run, err := newPGRun(context.Background(), c.pgURL)
+		if err != nil {
+			return err
+		}
+		b.pg = run
+		defer run.close() // after q.Close (deferred below)
+		q, err = openPG(context.Background(), run, &b.opts)
+		if err != nil {
+			return fmt.Errorf("open: %w", err)
+		}
+	} else {
+		q, err = litequeue.Open(filepath.Join(dir, "lqbench.sqlite3"), &b.opts)
+		if err != nil {
+			return fmt.Errorf("open: %w", err)
+		}
 	}
 	b.q = q
 	defer func() {
@@ -624,6 +651,19 @@ func (b *bench) settings() map[string]any {
 		"options":           "defaults (Durability Full) except Queues[default].Concurrency = -workers",
 		"pre_enqueue_chunk": b.c.setupChunk,
 	}
+	if b.pg != nil {
+		s["store"] = "postgres"
+		s["driver"] = "github.com/jackc/pgx/v5 (stdlib for database/sql, native batches inside), postgres.Open"
+		s["pg_url"] = redact(b.pg.admin)
+		s["connections"] = "writer: one pooled connection per batch (all writes, group commit, one round trip per batch); LISTEN: 1; reads: pool"
+		s["group_commit"] = "every waiting write (enqueues merged into one INSERT, claims, failures, lease extensions) plus all pending successes share one implicit transaction, up to 256 ops"
+		s["wakeups"] = "in-process on enqueue and on freed slots; cross-process LISTEN/NOTIFY (poll every 200ms only while the listener is down)"
+		s["pragmas"] = nil
+		s["options"] = "defaults except Queues[default].Concurrency = -workers; durability = server settings"
+		s["pg_settings_effective"] = pgSettings(b.pg)
+		return s
+	}
+	s["store"] = "sqlite"
 	if b.q != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

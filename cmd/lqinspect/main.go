@@ -105,6 +105,7 @@ var commands = []command{
 	{"resume", "resume a paused queue", (*app).resume},
 	{"plan", "print the retry schedule of a RetryPolicy", (*app).plan},
 	{"backup", "write a consistent copy of a live queue file", (*app).backup},
+	{"migrate", "copy a queue file's jobs into PostgreSQL", (*app).migrate},
 	{"schedules", "list recurring jobs; pause, resume or trigger one", (*app).schedules},
 	serveCommand,
 }

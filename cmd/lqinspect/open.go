@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/postgres"
 )
 
 // file is an open queue file and the "now" its output is relative to.
@@ -24,6 +26,9 @@ type file struct {
 // replaced reports whether path now names another file than the one f
 // opened (a restore or a rename over it); err when it names none.
 func (f *file) replaced() (bool, error) {
+	if f.info == nil {
+		return false, nil // a PostgreSQL queue
+	}
 	st, err := os.Stat(f.path)
 	if err != nil {
 		return false, fmt.Errorf("%s: %w; the file was removed or renamed", f.path, err)
@@ -35,6 +40,9 @@ func (f *file) replaced() (bool, error) {
 // missing file itself, because litequeue.Open creates one when writable, and
 // names what is wrong with a file that is not a queue file.
 func (a *app) open(path string, fs *flagSet, mutating bool) (*file, error) {
+	if isPostgresURL(path) {
+		return a.openPostgres(path, fs, mutating)
+	}
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -73,6 +81,44 @@ func (a *app) open(path string, fs *flagSet, mutating bool) (*file, error) {
 		return nil, openError(path, err)
 	}
 	f := &file{q: q, path: path, now: time.Now, busy: fs.busyTimeout, info: st}
+	if !now.IsZero() {
+		f.now = func() time.Time { return now }
+	}
+	return f, nil
+}
+
+// isPostgresURL reports whether a FILE argument is a PostgreSQL URL.
+func isPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// openPostgres opens the queue at a postgres:// URL (its lq_* tables in the
+// schema of the URL's search_path parameter, default public): read-only
+// (default_transaction_read_only) unless mutating. A schema without the
+// queue's tables is refused, not created.
+func (a *app) openPostgres(url string, fs *flagSet, mutating bool) (*file, error) {
+	opts := &litequeue.Options{ReadOnly: true, PollInterval: -1}
+	now, err := a.fixedNow(fs.now)
+	if err != nil {
+		return nil, err
+	}
+	if !now.IsZero() {
+		mock := clock.NewMock()
+		mock.Set(now)
+		opts.Clock = mock
+	}
+	// The read-only open refuses a schema without the queue's tables, so
+	// lqinspect never creates them.
+	q, err := postgres.Open(a.ctx, url, opts)
+	if err == nil && mutating {
+		q.Close()
+		opts.ReadOnly = false
+		q, err = postgres.Open(a.ctx, url, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	f := &file{q: q, path: url, now: time.Now, busy: fs.busyTimeout}
 	if !now.IsZero() {
 		f.now = func() time.Time { return now }
 	}

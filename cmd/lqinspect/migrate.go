@@ -1,0 +1,51 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/litequeue/litequeue/postgres"
+)
+
+func (a *app) migrate(args []string) error {
+	fs := a.newFlags("migrate", "FILE postgres://URL", `
+Copy every job of the queue file FILE — ready, scheduled, running under the
+lease of a process that is gone (it runs again when the lease ends, as on
+SQLite), dead letters, retained completed and cancelled jobs — with their
+attempt history, progress, output and uniqueness, into the PostgreSQL queue at URL, creating its tables if needed (in
+the schema of the URL parameter search_path, default public). Jobs keep their
+ids, states, attempts, due times, keys and priorities; the PostgreSQL id
+sequence continues after the file's highest id.
+
+It refuses while any process has FILE open (stop the queue first), and holds
+the file's lock while it reads. FILE is not changed. Running it again copies
+nothing more (only jobs added to the file since, if any). Afterwards open the
+queue with postgres.Open(ctx, URL, opts) instead of litequeue.Open(FILE, opts).`)
+	fs.jsonFlag()
+	pos, err := fs.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("want FILE and a postgres:// URL, got %d arguments", len(pos))
+	}
+	if !isPostgresURL(pos[1]) {
+		return usagef("%q is not a postgres:// URL", pos[1])
+	}
+	if isPostgresURL(pos[0]) {
+		return usagef("FILE must be a queue file, not a URL")
+	}
+	m, err := postgres.MoveFile(a.ctx, pos[0], pos[1])
+	if err != nil {
+		return err
+	}
+	if fs.json {
+		b, _ := json.Marshal(map[string]any{"pending": m.Pending, "running": m.Running, "dead": m.Dead, "completed": m.Completed, "cancelled": m.Cancelled,
+			"attempts": m.Attempts, "skipped": m.Skipped, "schema": m.Schema, "last_job_id": m.LastJobID})
+		_, err = fmt.Fprintln(a.stdout, string(b))
+		return err
+	}
+	_, err = fmt.Fprintf(a.stdout, "moved %d jobs from %s into PostgreSQL schema %q: %d pending or scheduled, %d running (their leases run out as on SQLite), %d dead letters, %d completed, %d cancelled, %d attempt records; %d already moved by an earlier run; new ids continue after %d\n",
+		m.Jobs(), pos[0], m.Schema, m.Pending, m.Running, m.Dead, m.Completed, m.Cancelled, m.Attempts, m.Skipped, m.LastJobID)
+	return err
+}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/litequeue/litequeue/internal/pgtest"
+)
+
+func TestMigrateMovesAStoppedQueueFileOnceAndRefusesARunningOne(t *testing.T) {
+	fx := newFixture(t) // its queue keeps running
+	u, admin := pgtest.FreshSchema(t)
+
+	r := lq(t, "", "migrate", fx.path, u)
+	require.Equal(t, exitError, r.code, r.stdout)
+	require.Contains(t, r.stderr, "open in another process")
+	var n int
+	require.NoError(t, admin.QueryRow(`SELECT count(*) FROM information_schema.tables WHERE table_schema = $1`, pgtest.Schema(t, u)).Scan(&n))
+	require.Zero(t, n, "tables created by a refused migrate")
+
+	// A consistent copy nobody has open moves: 2 ready + 2 scheduled
+	// (ids 6, 7) + 1 ready (8) pending, the render job running, 3 dead,
+	// the retained ping.
+	copy := filepath.Join(t.TempDir(), "copy.db")
+	require.Equal(t, 0, lq(t, "", "backup", fx.path, copy).code)
+	r = lq(t, "", "migrate", copy, u)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "moved 10 jobs")
+	require.Contains(t, r.stdout, "5 pending or scheduled, 1 running")
+	require.Contains(t, r.stdout, "3 dead letters, 1 completed, 0 cancelled, 4 attempt records")
+
+	// lqinspect reads the PostgreSQL queue as it reads the file.
+	for _, args := range [][]string{{"jobs", "--json"}, {"stats", "--json"}, {"dead", "--json"}, {"show", "--json", "6"}} {
+		want := lq(t, "", append([]string{args[0], copy}, args[1:]...)...)
+		got := lq(t, "", append([]string{args[0], u}, args[1:]...)...)
+		require.Equal(t, 0, got.code, got.stderr)
+		require.Equal(t, want.stdout, got.stdout, "lqinspect %v on the file and on PostgreSQL", args)
+	}
+
+	r = lq(t, "", "migrate", copy, u)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "moved 0 jobs")
+	require.Contains(t, r.stdout, "10 already moved")
+
+	r = lq(t, "", "migrate", copy)
+	require.Equal(t, exitUsage, r.code)
+}

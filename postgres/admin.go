@@ -1,0 +1,390 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/litequeue/litequeue/internal/store"
+)
+
+// rowScanner is *sql.Row or *sql.Rows.
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanJob(r rowScanner) (store.Job, error) {
+	var j store.Job
+	var state int16
+	var key, lastErr, reason sql.NullString
+	var attempted, finished sql.NullInt64
+	err := r.Scan(&j.ID, &j.Queue, &j.Kind, &state, &j.Attempt, &j.Priority, &key, &j.Payload, &j.CreatedAt,
+		&j.RunAt, &j.VisibleAt, &attempted, &finished, &lastErr, &reason)
+	j.State = store.State(state)
+	j.Key, j.LastError, j.DeadReason = key.String, lastErr.String, reason.String
+	j.AttemptedAt, j.FinishedAt = attempted.Int64, finished.Int64
+	return j, err
+}
+
+// args builds a statement's $n parameters.
+type args []any
+
+func (a *args) add(v any) string {
+	*a = append(*a, v)
+	return "$" + strconv.Itoa(len(*a))
+}
+
+// Jobs implements store.Store.
+func (s *pgStore) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, error) {
+	var a args
+	var where []string
+	if f.Queue != "" {
+		where = append(where, "queue = "+a.add(f.Queue))
+	}
+	if f.Kind != "" {
+		where = append(where, "kind = "+a.add(f.Kind))
+	}
+	if len(f.States) > 0 {
+		var ors []string
+		for _, st := range f.States {
+			switch st {
+			case store.ListReady:
+				ors = append(ors, "(state = 0 AND visible_at <= "+a.add(f.Now)+")")
+			case store.ListScheduled:
+				ors = append(ors, "(state = 0 AND visible_at > "+a.add(f.Now)+")")
+			case store.ListRunning:
+				ors = append(ors, "state = 1")
+			case store.ListCompleted:
+				ors = append(ors, "state = 2")
+			case store.ListDead:
+				ors = append(ors, "state = 3")
+			case store.ListDead + 1: // cancelled
+				ors = append(ors, "state = 4")
+			default:
+				return nil, fmt.Errorf("litequeue: unknown list state %d", st)
+			}
+		}
+		where = append(where, "("+strings.Join(ors, " OR ")+")")
+	}
+	query := "SELECT " + jobColumns + " FROM lq_jobs "
+	if len(where) > 0 {
+		query += "WHERE " + strings.Join(where, " AND ")
+	}
+	switch f.Order {
+	case store.NextDue:
+		query += " ORDER BY visible_at, priority, id"
+	default:
+		query += " ORDER BY id DESC"
+	}
+	if f.Limit > 0 {
+		query += " LIMIT " + a.add(f.Limit)
+	}
+	if f.Offset > 0 {
+		query += " OFFSET " + a.add(f.Offset)
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(query), a...)
+	if err != nil {
+		return nil, fmt.Errorf("litequeue: list jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// Job implements store.Store.
+func (s *pgStore) Job(ctx context.Context, id int64) (store.Job, []store.Attempt, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
+	if err != nil {
+		return store.Job{}, nil, err
+	}
+	defer tx.Rollback()
+	j, err := scanJob(tx.QueryRowContext(ctx, s.q("SELECT "+jobColumns+" FROM lq_jobs WHERE id = $1"), id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Job{}, nil, fmt.Errorf("litequeue: job %d: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Job{}, nil, err
+	}
+	rows, err := tx.QueryContext(ctx, s.q(attemptsSQL), id)
+	if err != nil {
+		return store.Job{}, nil, err
+	}
+	defer rows.Close()
+	var as []store.Attempt
+	for rows.Next() {
+		var at store.Attempt
+		if err := rows.Scan(&at.Attempt, &at.StartedAt, &at.FinishedAt, &at.Error, &at.Decision, &at.Delay); err != nil {
+			return store.Job{}, nil, err
+		}
+		as = append(as, at)
+	}
+	return j, as, rows.Err()
+}
+
+// locked is one row an admin operation locked.
+type locked struct {
+	state int16
+	queue string
+	kind  string
+	key   sql.NullString
+}
+
+// lockRows locks the rows of ids for an admin operation's transaction.
+func (s *pgStore) lockRows(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]locked, error) {
+	rows, err := tx.QueryContext(ctx, s.q(lockForAdminSQL), ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	m := map[int64]locked{}
+	for rows.Next() {
+		var id int64
+		var l locked
+		if err := rows.Scan(&id, &l.state, &l.queue, &l.kind, &l.key); err != nil {
+			return nil, err
+		}
+		m[id] = l
+	}
+	return m, rows.Err()
+}
+
+func stateWord(st int16) string {
+	switch st {
+	case 0:
+		return "pending"
+	case 1:
+		return "running"
+	case 2:
+		return "completed"
+	case 4:
+		return "cancelled"
+	}
+	return "dead"
+}
+
+// inTx runs fn in a transaction of its own, committed when fn returns nil.
+func (s *pgStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// Requeue implements store.Store.
+func (s *pgStore) Requeue(ctx context.Context, ids []int64, now int64) ([]store.Moved, error) {
+	if err := s.writable(); err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var moved []store.Moved
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		moved = moved[:0]
+		m, err := s.lockRows(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		var keys []string
+		keyOwner := map[string]int64{}
+		for _, id := range ids {
+			l, ok := m[id]
+			switch {
+			case !ok:
+				return fmt.Errorf("litequeue: requeue job %d: %w", id, store.ErrNotFound)
+			case l.state != 3:
+				return fmt.Errorf("litequeue: requeue job %d: it is %s, not dead: %w", id, stateWord(l.state), store.ErrWrongState)
+			}
+			if l.key.Valid {
+				if other, ok := keyOwner[l.key.String]; ok && other != id {
+					return fmt.Errorf("litequeue: requeue job %d: %w", id, &store.DuplicateError{Key: l.key.String, ID: other})
+				}
+				keyOwner[l.key.String] = id
+				keys = append(keys, l.key.String)
+			}
+		}
+		if len(keys) > 0 {
+			rows, err := tx.QueryContext(ctx, s.q(liveHoldersSQL), keys)
+			if err != nil {
+				return err
+			}
+			holders := map[string]int64{}
+			for rows.Next() {
+				var k string
+				var h int64
+				if err := rows.Scan(&k, &h); err != nil {
+					rows.Close()
+					return err
+				}
+				holders[k] = h
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			for _, id := range ids {
+				if l := m[id]; l.key.Valid {
+					if h, ok := holders[l.key.String]; ok {
+						return fmt.Errorf("litequeue: requeue job %d: %w", id, &store.DuplicateError{Key: l.key.String, ID: h})
+					}
+				}
+			}
+		}
+		for _, id := range ids {
+			if err := uniqueTwin(s, ctx, tx, id); err != nil {
+				return fmt.Errorf("litequeue: requeue job %d: %w", id, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, s.q(requeueSQL), now, ids); err != nil {
+			return err
+		}
+		seen := map[int64]bool{}
+		queues := map[string]bool{}
+		for _, id := range ids {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			l := m[id]
+			moved = append(moved, store.Moved{ID: id, Queue: l.queue, Kind: l.kind})
+			queues[l.queue] = true
+		}
+		return s.notifyTx(ctx, tx, queues)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return moved, nil
+}
+
+func (s *pgStore) notifyTx(ctx context.Context, tx *sql.Tx, queues map[string]bool) error {
+	for q := range queues {
+		if _, err := tx.ExecContext(ctx, notifySQL, s.channel, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deadWhere is the WHERE clause of a DeadFilter over alias t.
+func deadWhere(f store.DeadFilter, a *args, t string) string {
+	where := []string{t + ".state = 3"}
+	if f.Queue != "" {
+		where = append(where, t+".queue = "+a.add(f.Queue))
+	}
+	if f.Kind != "" {
+		where = append(where, t+".kind = "+a.add(f.Kind))
+	}
+	if f.FinishedBefore != 0 {
+		where = append(where, t+".finished_at < "+a.add(f.FinishedBefore))
+	}
+	if len(f.IDs) > 0 {
+		where = append(where, t+".id = ANY ("+a.add(f.IDs)+")")
+	}
+	return strings.Join(where, " AND ")
+}
+
+// RequeueWhere implements store.Store. Of dead rows sharing a key, the
+// oldest moves (if no live row holds the key); the others stay dead.
+func (s *pgStore) RequeueWhere(ctx context.Context, f store.DeadFilter, now int64) ([]store.Moved, error) {
+	if err := s.writable(); err != nil {
+		return nil, err
+	}
+	var a args
+	nowArg := a.add(now)
+	w1 := deadWhere(f, &a, "d")
+	query := `UPDATE lq_jobs j SET state = 0, attempt = 0, snoozes = 0, visible_at = ` + nowArg + `, lease = NULL,
+    finished_at = NULL, dead_reason = NULL
+WHERE j.state = 3 AND j.id IN (
+    SELECT d.id FROM lq_jobs d WHERE ` + w1 + ` AND d.idem_key IS NULL
+    UNION ALL
+    SELECT min(d.id) FROM lq_jobs d WHERE ` + w1 + ` AND d.idem_key IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM lq_jobs l WHERE l.idem_key = d.idem_key AND l.state IN (0, 1))
+    GROUP BY d.idem_key)
+  AND NOT ` + uniqueTwinCond("j") + `
+RETURNING j.id, j.queue, j.kind`
+	var moved []store.Moved
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		moved = moved[:0]
+		rows, err := tx.QueryContext(ctx, s.q(query), a...)
+		if err != nil {
+			return err
+		}
+		queues := map[string]bool{}
+		for rows.Next() {
+			var m store.Moved
+			if err := rows.Scan(&m.ID, &m.Queue, &m.Kind); err != nil {
+				rows.Close()
+				return err
+			}
+			moved = append(moved, m)
+			queues[m.Queue] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return s.notifyTx(ctx, tx, queues)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("litequeue: requeue dead letters: %w", err)
+	}
+	return moved, nil
+}
+
+// uniqueTwinCond is true for a dead row (alias t) that may not become
+// pending because another row blocks its uniqueness key.
+func uniqueTwinCond(t string) string {
+	return `(` + t + `.unique_key IS NOT NULL AND (` + t + `.unique_states & 1) = 1 AND EXISTS (SELECT 1 FROM lq_jobs u
+    WHERE u.unique_key = ` + t + `.unique_key AND ((u.unique_states >> u.state) & 1) = 1 AND u.id <> ` + t + `.id))`
+}
+
+// PurgeDead implements store.Store.
+func (s *pgStore) PurgeDead(ctx context.Context, f store.DeadFilter) (int, error) {
+	if err := s.writable(); err != nil {
+		return 0, err
+	}
+	var a args
+	var n int
+	err := s.db.QueryRowContext(ctx, s.q(fmt.Sprintf(deleteWithHistorySQL,
+		"DELETE FROM lq_jobs t WHERE "+deadWhere(f, &a, "t")+" RETURNING t.id")), a...).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("litequeue: purge dead letters: %w", err)
+	}
+	return n, nil
+}
+
+// Stats implements store.Store.
+func (s *pgStore) Stats(ctx context.Context, now int64) ([]store.QueueStats, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(statsSQL), now)
+	if err != nil {
+		return nil, fmt.Errorf("litequeue: stats: %w", err)
+	}
+	defer rows.Close()
+	var out []store.QueueStats
+	for rows.Next() {
+		var st store.QueueStats
+		var oldest, next sql.NullInt64
+		var cancelled int
+		if err := rows.Scan(&st.Queue, &st.Ready, &st.Scheduled, &st.Running, &st.Completed, &st.Dead, &oldest, &next, &cancelled); err != nil {
+			return nil, err
+		}
+		setCancelled(&st, cancelled)
+		st.OldestReadySince, st.NextDue = oldest.Int64, next.Int64
+		out = append(out, st)
+	}
+	return out, rows.Err()
+}

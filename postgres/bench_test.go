@@ -1,0 +1,134 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/litequeue/litequeue/internal/store"
+)
+
+// Store-level benchmarks of the scenarios of the peer harness, without the
+// queue above the store: a floor for lqbench -store postgres.
+
+func benchJobs(n int) []store.NewJob {
+	now := time.Now().UnixNano()
+	jobs := make([]store.NewJob, n)
+	for i := range jobs {
+		jobs[i] = store.NewJob{Queue: "default", Kind: "bench", VisibleAt: now, CreatedAt: now,
+			Payload: fmt.Appendf(nil, `{"id":%d,"account":"acct_%08d","email":"user%08d@example.com","action":"welcome","amount":%d}`, i, i, i, 1000+i%1000)}
+	}
+	return jobs
+}
+
+func BenchmarkInsertOne(b *testing.B) {
+	s, _, _ := newTestStore(b)
+	jobs := benchJobs(b.N)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, _, err := s.Insert(ctx, nil, jobs[i:i+1]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkInsertConcurrent16(b *testing.B) {
+	s, _, _ := newTestStore(b)
+	jobs := benchJobs(b.N)
+	ctx := context.Background()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for range 16 {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= b.N {
+					return
+				}
+				if _, _, err := s.Insert(ctx, nil, jobs[i:i+1]); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func BenchmarkInsertBatch(b *testing.B) {
+	s, _, _ := newTestStore(b)
+	jobs := benchJobs(b.N)
+	b.ResetTimer()
+	if _, _, err := s.Insert(context.Background(), nil, jobs); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func BenchmarkDrain10(b *testing.B) {
+	s, _, _ := newTestStore(b)
+	ctx := context.Background()
+	if _, _, err := s.Insert(ctx, nil, benchJobs(b.N)); err != nil {
+		b.Fatal(err)
+	}
+	work := make(chan store.Claimed, 1000)
+	var done atomic.Int64
+	finished := make(chan struct{})
+	var inflight atomic.Int64
+	kick := make(chan struct{}, 1)
+	b.ResetTimer()
+	for range 10 {
+		go func() {
+			for c := range work {
+				s.Complete(store.Completion{Lease: store.Lease{ID: c.ID, Lease: 1}, At: 1, Notify: func(err error) {
+					if err != nil {
+						b.Error(err)
+					}
+					if done.Add(1) == int64(b.N) {
+						close(finished)
+					}
+				}})
+				inflight.Add(-1)
+				select {
+				case kick <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}
+	go func() {
+		for done.Load() < int64(b.N) {
+			free := 10 + 100 - int(inflight.Load())
+			if free <= 0 {
+				<-kick
+				continue
+			}
+			now := time.Now().UnixNano()
+			n, err := s.Claim(ctx, store.ClaimQuery{Queue: "default", Kinds: []string{"bench"}, N: free, Now: now, Until: now + int64(time.Minute), Lease: 1},
+				func(cs []store.Claimed) {
+					inflight.Add(int64(len(cs)))
+					for _, c := range cs {
+						work <- c
+					}
+				})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if n == 0 {
+				select {
+				case <-kick:
+				case <-finished:
+					return
+				}
+			}
+		}
+	}()
+	<-finished
+	b.StopTimer()
+	close(work)
+}

@@ -1,0 +1,45 @@
+// Package postgres runs litequeue queues on PostgreSQL: the same Queue API,
+// delivery contract and behaviour suite as a queue file, for services that
+// outgrow one machine.
+//
+//	q, err := postgres.Open(ctx, "postgres://app@db.internal/app", opts) // instead of litequeue.Open(path, opts)
+//
+// Open manages its own connection pool; New uses an application's *sql.DB
+// opened with pgx's database/sql driver, so that Queue.EnqueueTx and
+// Delivery.CompleteTx work on the application's transactions.
+//
+// # Tables
+//
+// The queue's tables (lq_jobs, lq_attempts, lq_meta, lq_history, lq_queues,
+// lq_schedules, lq_schedule_events) and its claim function (lq_claim) live
+// in the first schema of the connection's search_path — public unless the
+// URL sets search_path — beside the application's tables. Open creates or
+// migrates them (embedded, numbered migrations, under an advisory lock, one
+// transaction) and refuses, writing nothing, a schema whose lq_jobs another
+// application owns (litequeue.ErrNotLitequeue) or that a newer build
+// migrated (litequeue.ErrSchemaTooNew).
+//
+// # How it works
+//
+// All times come from the queue's Clock, never from the server's now().
+// A claim is one call of lq_claim: per priority level, most urgent first, a
+// range of the claim index in due order, FOR UPDATE SKIP LOCKED, so no two
+// workers of any number of processes get one job; it counts the attempt and
+// sets the lease in the same statement, and every later write for the
+// delivery is conditional on the lease. Writes are grouped: three writer
+// goroutines (claims, enqueues, outcomes of deliveries) each send whatever
+// is waiting as one pipelined batch — one round trip, one implicit
+// transaction, one commit — and claims hand their jobs over in commit order.
+// Inserts, releases, retries and requeues NOTIFY the schema's channel in
+// their transaction; each queue LISTENs on a connection of its own, falls
+// back to polling every Options.PollInterval while that connection is down,
+// and reconnects with backoff. A batch whose connection was lost before it
+// could commit is sent again on a new connection.
+//
+// # Caveats
+//
+// Every operation costs at least one network round trip; one-at-a-time
+// enqueues are bound by the server's commit latency. Options.BusyTimeout and
+// Options.Pragmas are SQLite settings and are ignored; Options.Durability
+// DurabilityProcess means synchronous_commit=off on Open's connections.
+package postgres

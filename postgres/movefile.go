@@ -1,0 +1,343 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/litequeue/litequeue"
+)
+
+// ErrFileInUse is returned by MoveFile while another process has the queue
+// file open (its queue is running).
+var ErrFileInUse = errors.New("litequeue: the queue file is open in another process")
+
+// Moved says what MoveFile copied.
+type Moved struct {
+	Pending   int // ready or scheduled jobs
+	Running   int // jobs leased by a process that is gone: they run again when the lease ends, as on SQLite
+	Dead      int // dead letters
+	Completed int // retained completed jobs (Options.CompletedRetention)
+	Cancelled int // cancelled jobs (kept until purged)
+	Attempts  int // attempt records of those jobs
+	Skipped   int // jobs an earlier MoveFile of this file already copied
+	Schema    string
+	LastJobID int64 // the PostgreSQL id sequence continues after it
+}
+
+// Jobs is how many jobs were copied.
+func (m Moved) Jobs() int { return m.Pending + m.Running + m.Dead + m.Completed + m.Cancelled }
+
+// moveRow is one lq_jobs row of the queue file.
+type moveRow struct {
+	id                             int64
+	queue, kind                    string
+	state                          int16
+	priority                       int64
+	visibleAt                      int64
+	attempt                        int32
+	payload                        []byte
+	key                            *string
+	lease                          *int64
+	createdAt, runAt               int64
+	attemptedAt, finishedAt, dueAt *int64
+	lastError, deadReason          *string
+	snoozes                        int32
+	progress                       *float64
+	progressMsg                    *string
+	progressAt                     *int64
+	output                         []byte
+	uniqueKey                      *string
+	uniqueStates                   *int16
+}
+
+// MoveFile copies every job of the queue file at path — live (pending,
+// scheduled, and running under the lease of a process that is gone: it runs
+// again when the lease ends, as on SQLite), dead letters, retained completed
+// jobs and cancelled ones — with their attempt history, progress, output
+// and uniqueness, into the PostgreSQL queue at
+// url (creating its tables if needed). Jobs keep their ids, states,
+// attempts, due times, keys, priorities, errors and dead reasons. The PostgreSQL id sequence continues after the file's highest id.
+//
+// It refuses (ErrFileInUse, nothing written anywhere) while any process has
+// the file open, and holds the file's exclusive lock while it reads, so no
+// queue can start on it meanwhile. It writes nothing to the file. It is
+// idempotent: the file's highest id is recorded in lq_meta, and a re-run
+// copies only jobs added to the file after it (none, normally). A job id the
+// PostgreSQL queue already has for another job, or a key a live PostgreSQL
+// job holds, refuses the whole copy.
+func MoveFile(ctx context.Context, path, url string) (Moved, error) {
+	var m Moved
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return m, err
+	}
+	// The queue's own checks: a litequeue file of a schema this build reads.
+	q, err := litequeue.Open(path, &litequeue.Options{ReadOnly: true, PollInterval: -1})
+	if err != nil {
+		return m, err
+	}
+	if err := q.Close(); err != nil {
+		return m, err
+	}
+	src, err := sql.Open("sqlite", "file:"+filepath.ToSlash(abs)+"?_pragma=busy_timeout(0)&_pragma=locking_mode(EXCLUSIVE)")
+	if err != nil {
+		return m, err
+	}
+	defer src.Close()
+	src.SetMaxOpenConns(1)
+	conn, err := src.Conn(ctx)
+	if err != nil {
+		return m, err
+	}
+	defer conn.Close()
+	// In WAL mode every open connection holds a shared lock on the file: an
+	// exclusive lock is ours only when no process has it open.
+	if _, err := conn.ExecContext(ctx, "BEGIN EXCLUSIVE"); err != nil {
+		return m, fmt.Errorf("%w (%s: %v); stop every process using the queue, then run the move again", ErrFileInUse, path, err)
+	}
+	defer conn.ExecContext(context.Background(), "ROLLBACK")
+	var seq int64
+	if err := conn.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'lq_jobs'), 0)`).Scan(&seq); err != nil {
+		return m, err
+	}
+	rows, err := conn.QueryContext(ctx, `SELECT id, queue, kind, state, priority, visible_at, attempt, payload, idem_key, lease,
+		created_at, run_at, attempted_at, finished_at, due_at, last_error, dead_reason,
+		snoozes, progress, progress_msg, progress_at, output, unique_key, unique_states
+		FROM lq_jobs ORDER BY id`)
+	if err != nil {
+		return m, err
+	}
+	var jobs []moveRow
+	for rows.Next() {
+		var r moveRow
+		if err := rows.Scan(&r.id, &r.queue, &r.kind, &r.state, &r.priority, &r.visibleAt, &r.attempt, &r.payload, &r.key, &r.lease,
+			&r.createdAt, &r.runAt, &r.attemptedAt, &r.finishedAt, &r.dueAt, &r.lastError, &r.deadReason,
+			&r.snoozes, &r.progress, &r.progressMsg, &r.progressAt, &r.output, &r.uniqueKey, &r.uniqueStates); err != nil {
+			rows.Close()
+			return m, err
+		}
+		if r.payload == nil {
+			r.payload = []byte{}
+		}
+		jobs = append(jobs, r)
+		seq = max(seq, r.id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return m, err
+	}
+
+	s, err := openStore(ctx, url, false)
+	if err != nil {
+		return m, err
+	}
+	defer s.Close()
+	m.Schema = s.schema
+	metaKey := "moved_from_file:" + abs
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('litequeue move ' || $1::text, 0))`, s.schema); err != nil {
+			return err
+		}
+		var mark sql.NullString
+		err := tx.QueryRowContext(ctx, s.q(`SELECT value FROM lq_meta WHERE key = $1`), metaKey).Scan(&mark)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		done, _ := strconv.ParseInt(mark.String, 10, 64)
+		var todo []moveRow
+		for _, r := range jobs {
+			if r.id <= done {
+				m.Skipped++
+				continue
+			}
+			todo = append(todo, r)
+		}
+		if len(todo) > 0 {
+			if err := checkMove(ctx, s, tx, todo); err != nil {
+				return err
+			}
+			if err := copyJobs(ctx, s, tx, todo); err != nil {
+				return err
+			}
+			n, err := copyAttempts(ctx, s, tx, conn, todo)
+			if err != nil {
+				return err
+			}
+			m.Attempts = n
+		}
+		for _, r := range todo {
+			switch r.state {
+			case 0:
+				m.Pending++
+			case 1:
+				m.Running++
+			case 2:
+				m.Completed++
+			case 3:
+				m.Dead++
+			case 4:
+				m.Cancelled++
+			}
+		}
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT setval(sq.seq::regclass, greatest($2::bigint,
+			(SELECT coalesce(max(id), 1) FROM lq_jobs ), coalesce(pg_sequence_last_value(sq.seq::regclass), 1)))
+			FROM (SELECT pg_get_serial_sequence($1, 'id') AS seq) sq`),
+			quoteIdent(s.schema)+".lq_jobs", max(seq, 1)).Scan(&m.LastJobID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO lq_meta (key, value) VALUES ($1, $2)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`), metaKey, strconv.FormatInt(max(seq, done), 10)); err != nil {
+			return err
+		}
+		queues := map[string]bool{}
+		for _, r := range todo {
+			queues[r.queue] = true
+		}
+		return s.notifyTx(ctx, tx, queues)
+	})
+	if err != nil {
+		return Moved{Schema: m.Schema}, err
+	}
+	return m, nil
+}
+
+// checkMove refuses ids the PostgreSQL queue already has and keys its live
+// jobs hold.
+func checkMove(ctx context.Context, s *pgStore, tx *sql.Tx, todo []moveRow) error {
+	ids := make([]int64, len(todo))
+	var keys []string
+	for i, r := range todo {
+		ids[i] = r.id
+		if r.key != nil && (r.state == 0 || r.state == 1) {
+			keys = append(keys, *r.key)
+		}
+	}
+	var taken []string
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT id FROM lq_jobs WHERE id = ANY ($1) ORDER BY id LIMIT 5`), ids)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id int64
+		rows.Scan(&id)
+		taken = append(taken, strconv.FormatInt(id, 10))
+	}
+	rows.Close()
+	if len(taken) > 0 {
+		return fmt.Errorf("litequeue: the PostgreSQL queue (schema %q) already has jobs with the file's ids (%s); move into a schema of its own (URL parameter search_path) so that ids keep their meaning; nothing was copied", s.schema, strings.Join(taken, ", "))
+	}
+	if len(keys) > 0 {
+		var k string
+		var id int64
+		err := tx.QueryRowContext(ctx, s.q(`SELECT idem_key, id FROM lq_jobs WHERE idem_key = ANY ($1) AND state IN (0, 1) LIMIT 1`), keys).Scan(&k, &id)
+		if err == nil {
+			return fmt.Errorf("litequeue: idempotency key %q of a job in the file is held by live PostgreSQL job %d; nothing was copied", k, id)
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+	}
+	return nil
+}
+
+const moveJobsSQL = `INSERT INTO lq_jobs (id, queue, kind, state, priority, visible_at, attempt, payload, idem_key, lease,
+    created_at, run_at, attempted_at, finished_at, due_at, last_error, dead_reason,
+    snoozes, progress, progress_msg, progress_at, output, unique_key, unique_states)
+SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::smallint[], $5::bigint[], $6::bigint[], $7::integer[],
+    $8::bytea[], $9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[],
+    $16::text[], $17::text[], $18::integer[], $19::float8[], $20::text[], $21::bigint[], $22::bytea[], $23::text[], $24::smallint[])`
+
+// copyJobs inserts the rows with their ids, in chunks.
+func copyJobs(ctx context.Context, s *pgStore, tx *sql.Tx, todo []moveRow) error {
+	for len(todo) > 0 {
+		n := min(len(todo), 5000)
+		chunk := todo[:n]
+		todo = todo[n:]
+		var (
+			ids, prios, vis, created, runAt   []int64
+			states                            []int16
+			attempts                          []int32
+			queues, kinds                     []string
+			payloads                          [][]byte
+			keys, lastErrs, reasons           []*string
+			leases, attempted, finished, dues []*int64
+			snoozes                           []int32
+			progress                          []*float64
+			progressMsgs, uniqueKeys          []*string
+			progressAts                       []*int64
+			outputs                           [][]byte
+			uniqueStates                      []*int16
+		)
+		for _, r := range chunk {
+			ids, queues, kinds, states = append(ids, r.id), append(queues, r.queue), append(kinds, r.kind), append(states, r.state)
+			prios, vis, attempts, payloads = append(prios, r.priority), append(vis, r.visibleAt), append(attempts, r.attempt), append(payloads, r.payload)
+			keys, leases, created, runAt = append(keys, r.key), append(leases, r.lease), append(created, r.createdAt), append(runAt, r.runAt)
+			attempted, finished, dues = append(attempted, r.attemptedAt), append(finished, r.finishedAt), append(dues, r.dueAt)
+			lastErrs, reasons = append(lastErrs, r.lastError), append(reasons, r.deadReason)
+			snoozes, progress, progressMsgs, progressAts = append(snoozes, r.snoozes), append(progress, r.progress), append(progressMsgs, r.progressMsg), append(progressAts, r.progressAt)
+			outputs, uniqueKeys, uniqueStates = append(outputs, r.output), append(uniqueKeys, r.uniqueKey), append(uniqueStates, r.uniqueStates)
+		}
+		if _, err := tx.ExecContext(ctx, s.q(moveJobsSQL), ids, queues, kinds, states, prios, vis, attempts, payloads, keys, leases,
+			created, runAt, attempted, finished, dues, lastErrs, reasons,
+			snoozes, progress, progressMsgs, progressAts, outputs, uniqueKeys, uniqueStates); err != nil {
+			return fmt.Errorf("litequeue: copy jobs: %w", err)
+		}
+	}
+	return nil
+}
+
+// copyAttempts copies the attempt history of the moved jobs, in the file's
+// order.
+func copyAttempts(ctx context.Context, s *pgStore, tx *sql.Tx, src *sql.Conn, todo []moveRow) (int, error) {
+	moved := make(map[int64]bool, len(todo))
+	for _, r := range todo {
+		moved[r.id] = true
+	}
+	rows, err := src.QueryContext(ctx, `SELECT job_id, attempt, started_at, finished_at, error, decision, delay FROM lq_attempts ORDER BY id`)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	var jobIDs, started, finished, delays []int64
+	var attempts []int32
+	var errs, decisions []string
+	flush := func() error {
+		if len(jobIDs) == 0 {
+			return nil
+		}
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO lq_attempts (job_id, attempt, started_at, finished_at, error, decision, delay)
+			SELECT * FROM unnest($1::bigint[], $2::integer[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::bigint[])`),
+			jobIDs, attempts, started, finished, errs, decisions, delays)
+		jobIDs, attempts, started, finished, errs, decisions, delays = jobIDs[:0], attempts[:0], started[:0], finished[:0], errs[:0], decisions[:0], delays[:0]
+		return err
+	}
+	n := 0
+	for rows.Next() {
+		var id, st, fin, delay int64
+		var att int32
+		var e, d string
+		if err := rows.Scan(&id, &att, &st, &fin, &e, &d, &delay); err != nil {
+			return 0, err
+		}
+		if !moved[id] {
+			continue
+		}
+		jobIDs, attempts, started, finished = append(jobIDs, id), append(attempts, att), append(started, st), append(finished, fin)
+		errs, decisions, delays = append(errs, e), append(decisions, d), append(delays, delay)
+		n++
+		if len(jobIDs) == 5000 {
+			if err := flush(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	return n, flush()
+}

@@ -1,0 +1,330 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"net"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/store"
+)
+
+// SchemaVersion is the version of the PostgreSQL schema this build writes.
+// Open migrates older schemas up to it and refuses newer ones with
+// litequeue.ErrSchemaTooNew.
+const SchemaVersion = 1
+
+// formatName is stored in lq_meta to tell litequeue's tables from another
+// application's tables of the same names.
+const formatName = "litequeue"
+
+// Errors of connecting. Each is wrapped together with the driver's own error,
+// so errors.As(err, **pgconn.PgError) also works.
+var (
+	// ErrUnreachable: no PostgreSQL server answered at the URL's host and
+	// port (refused, timed out, unknown host).
+	ErrUnreachable = errors.New("litequeue: PostgreSQL server unreachable")
+	// ErrAuth: the server refused the URL's user or password.
+	ErrAuth = errors.New("litequeue: PostgreSQL refused the credentials")
+	// ErrNoDatabase: the URL names a database the server does not have.
+	ErrNoDatabase = errors.New("litequeue: PostgreSQL database does not exist")
+	// ErrNoSchema: the connection's search_path names no existing schema,
+	// so there is nowhere to put the queue's tables.
+	ErrNoSchema = errors.New("litequeue: no schema to put the queue's tables in")
+	// ErrNotPgx: New was given a *sql.DB whose driver is not pgx's stdlib.
+	ErrNotPgx = errors.New("litequeue: the *sql.DB is not opened with github.com/jackc/pgx/v5/stdlib")
+)
+
+// Open connects to the PostgreSQL database at url (a postgres:// URL or a
+// key=value DSN, as pgx parses them), creates or migrates the queue's lq_*
+// tables in the schema the connection's search_path names first (default
+// public; choose another with the URL parameter search_path=myschema, which
+// must exist), and returns a Queue on them. The queue owns the connection
+// pool: Close closes it. A nil opts means defaults. Options.Durability
+// DurabilityProcess opens the connections with synchronous_commit=off (a
+// commit survives a crash of the application's process; a crash of the
+// server may lose the last few hundred milliseconds of commits, never
+// consistency), unless the URL sets synchronous_commit itself; DurabilityFull follows the
+// server's setting (on by default). BusyTimeout and Pragmas are SQLite
+// settings and are ignored. Options.ReadOnly opens every connection with
+// default_transaction_read_only and creates nothing.
+//
+// Errors: ErrUnreachable, ErrAuth, ErrNoDatabase, ErrNoSchema;
+// litequeue.ErrNotLitequeue when the schema has a table named lq_jobs (or
+// lq_meta, lq_attempts) that litequeue did not create;
+// litequeue.ErrSchemaTooNew when a newer build migrated it. Nothing is
+// written on any of them.
+func Open(ctx context.Context, url string, opts *litequeue.Options) (*litequeue.Queue, error) {
+	s, err := openStore(ctx, url, opts != nil && opts.ReadOnly, opts != nil && opts.Durability == litequeue.DurabilityProcess)
+	if err != nil {
+		return nil, err
+	}
+	return newQueue(s, opts)
+}
+
+// New returns a Queue on db, an application's own database opened with
+// pgx's database/sql driver (stdlib.OpenDB or sql.Open("pgx", url)), so that
+// Queue.EnqueueTx and Delivery.CompleteTx work on the application's *sql.Tx.
+// The tables live in the schema db's connections have first in their
+// search_path, as for Open. Close leaves db open. While it runs the queue
+// keeps one of db's connections for LISTEN, and its three writers (claims,
+// enqueues, outcomes) each use one while they write: give db a
+// SetMaxOpenConns of at least 5 plus what the application itself needs.
+func New(db *sql.DB, opts *litequeue.Options) (*litequeue.Queue, error) {
+	if db == nil {
+		return nil, errors.New("litequeue: postgres.New: db is nil")
+	}
+	s, err := newStore(context.Background(), db, false, opts != nil && opts.ReadOnly)
+	if err != nil {
+		return nil, err
+	}
+	return newQueue(s, opts)
+}
+
+func newQueue(s *pgStore, opts *litequeue.Options) (*litequeue.Queue, error) {
+	if store.NewQueue == nil {
+		s.Close()
+		return nil, errors.New("litequeue: this build's litequeue package does not run queues on other stores yet (store.NewQueue is not set); update github.com/litequeue/litequeue")
+	}
+	// The store enforces ReadOnly itself (it refuses every write with
+	// ErrReadOnly); the queue's own constructor takes it for Open only.
+	if opts != nil && opts.ReadOnly {
+		o := *opts
+		o.ReadOnly = false
+		opts = &o
+	}
+	q, err := store.NewQueue(s, opts)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	lq, ok := q.(*litequeue.Queue)
+	if !ok {
+		s.Close()
+		return nil, fmt.Errorf("litequeue: store.NewQueue returned %T, not *litequeue.Queue", q)
+	}
+	return lq, nil
+}
+
+// openStore is Open without the Queue: the store alone.
+func openStore(ctx context.Context, url string, readOnly bool, asyncCommit ...bool) (*pgStore, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("litequeue: PostgreSQL URL: %w", err)
+	}
+	if readOnly {
+		cfg.RuntimeParams["default_transaction_read_only"] = "on"
+	}
+	if _, set := cfg.RuntimeParams["synchronous_commit"]; !set && len(asyncCommit) > 0 && asyncCommit[0] {
+		cfg.RuntimeParams["synchronous_commit"] = "off"
+	}
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxIdleConns(8)
+	s, err := newStore(ctx, db, true, readOnly)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+type migration struct {
+	version int
+	sql     string
+}
+
+// migrations returns the embedded migrations in version order; file names
+// start with the zero-padded version: 0001_init.sql.
+func migrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("litequeue: bad migration file name %q", e.Name())
+		}
+		b, err := migrationFS.ReadFile(path.Join("migrations", e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, sql: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	return ms, nil
+}
+
+// explainConnect turns the driver's connection failures into errors that say
+// what was wrong and what to do.
+func explainConnect(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "28P01" || pe.Code == "28000":
+			return fmt.Errorf("%w (%s); check the user and password in the URL (or PGUSER/PGPASSWORD, ~/.pgpass): %w", ErrAuth, pe.Message, err)
+		case pe.Code == "3D000":
+			return fmt.Errorf("%w (%s); create it (CREATE DATABASE) or fix the URL's database name: %w", ErrNoDatabase, pe.Message, err)
+		}
+		return err
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	var oe *net.OpError
+	var de *net.DNSError
+	if errors.As(err, &ce) || errors.As(err, &oe) || errors.As(err, &de) || errors.As(err, &ne) {
+		return fmt.Errorf("%w; check that the server runs and that the URL's host and port are right: %w", ErrUnreachable, err)
+	}
+	return err
+}
+
+// quoteIdent quotes an SQL identifier.
+func quoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
+
+// channelName is the LISTEN/NOTIFY channel of the queue in schema: channels
+// are per database, so the schema is part of the name.
+func channelName(schema string) string {
+	c := "litequeue." + schema
+	if len(c) > 63 {
+		h := fnv.New64a()
+		h.Write([]byte(schema))
+		c = "litequeue." + strconv.FormatUint(h.Sum64(), 16)
+	}
+	return c
+}
+
+// identify tells whether schema holds litequeue's tables and their version:
+// 0 when none of them exist. A table named like ours without our lq_meta
+// marks is ErrNotLitequeue.
+func identify(ctx context.Context, tx *sql.Tx, schema string) (int, error) {
+	var jobs, meta, attempts bool
+	err := tx.QueryRowContext(ctx, `SELECT
+		to_regclass(format('%I.lq_jobs', $1::text)) IS NOT NULL,
+		to_regclass(format('%I.lq_meta', $1::text)) IS NOT NULL,
+		to_regclass(format('%I.lq_attempts', $1::text)) IS NOT NULL`, schema).Scan(&jobs, &meta, &attempts)
+	if err != nil {
+		return 0, err
+	}
+	if !meta {
+		if jobs || attempts {
+			return 0, fmt.Errorf("%w: schema %q has a table lq_jobs or lq_attempts that litequeue did not create (no lq_meta); use another schema for the queue (URL parameter search_path=…)", store.ErrNotLitequeue, schema)
+		}
+		return 0, nil
+	}
+	var format, ver sql.NullString
+	err = tx.QueryRowContext(ctx, `SELECT
+		(SELECT value FROM `+quoteIdent(schema)+`.lq_meta WHERE key = 'format'),
+		(SELECT value FROM `+quoteIdent(schema)+`.lq_meta WHERE key = 'schema_version')`).Scan(&format, &ver)
+	if err != nil || format.String != formatName {
+		return 0, fmt.Errorf("%w: schema %q has a table lq_meta that does not name the litequeue format (%v); use another schema for the queue (URL parameter search_path=…)", store.ErrNotLitequeue, schema, err)
+	}
+	v, err := strconv.Atoi(ver.String)
+	if err != nil || v < 1 {
+		return 0, fmt.Errorf("%w: schema %q: unreadable schema version %q", store.ErrNotLitequeue, schema, ver.String)
+	}
+	if !jobs {
+		return 0, fmt.Errorf("%w: schema %q has litequeue's lq_meta but no lq_jobs table: it was damaged", store.ErrNotLitequeue, schema)
+	}
+	return v, nil
+}
+
+// migrate checks, and unless readOnly creates or migrates, the queue's
+// tables in schema, in one transaction under an advisory lock so that
+// processes opening the same database at once migrate it once. On any refusal
+// the transaction rolls back: nothing is written.
+func migrate(ctx context.Context, db *sql.DB, schema string, readOnly bool) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return explainConnect(err)
+	}
+	defer tx.Rollback()
+	if !readOnly {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('litequeue migrate ' || $1::text, 0))`, schema); err != nil {
+			return err
+		}
+	}
+	cur, err := identify(ctx, tx, schema)
+	if err != nil {
+		return err
+	}
+	switch {
+	case cur > SchemaVersion:
+		return fmt.Errorf("%w: schema %q has litequeue schema version %d, this build knows up to %d; update litequeue", store.ErrSchemaTooNew, schema, cur, SchemaVersion)
+	case cur == SchemaVersion:
+		return tx.Commit()
+	case readOnly && cur == 0:
+		return fmt.Errorf("litequeue: schema %q has no litequeue tables, and a read-only queue creates none; open it writable once", schema)
+	case readOnly:
+		return fmt.Errorf("litequeue: schema %q has litequeue schema version %d, older than %d; open it writable once to migrate it", schema, cur, SchemaVersion)
+	}
+	if _, err := tx.ExecContext(ctx, "SET LOCAL search_path TO "+quoteIdent(schema)); err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if m.version <= cur {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			return fmt.Errorf("litequeue: PostgreSQL migration %d: %w", m.version, err)
+		}
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO lq_meta (key, value) VALUES ('format', $1), ('schema_version', $2)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, formatName, strconv.Itoa(SchemaVersion))
+	if err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// newStore checks db (reachable, pgx, a schema to use), migrates, and
+// starts the store's writer.
+func newStore(ctx context.Context, db *sql.DB, owned, readOnly bool) (*pgStore, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, explainConnect(err)
+	}
+	var schema sql.NullString
+	err = conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("%w (its driver connection is %T); open it with stdlib.OpenDB or sql.Open(\"pgx\", url)", ErrNotPgx, dc)
+		}
+		return c.Conn().QueryRow(ctx, "SELECT current_schema()").Scan(&schema)
+	})
+	conn.Close()
+	if err != nil {
+		return nil, explainConnect(err)
+	}
+	if !schema.Valid {
+		return nil, fmt.Errorf("%w: the connection's search_path names no existing schema; create it (CREATE SCHEMA name) or set the URL parameter search_path to an existing one", ErrNoSchema)
+	}
+	if err := migrate(ctx, db, schema.String, readOnly); err != nil {
+		return nil, err
+	}
+	return startStore(db, owned, readOnly, schema.String), nil
+}

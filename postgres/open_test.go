@@ -1,0 +1,175 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/litequeue/litequeue/internal/store"
+)
+
+// tables lists the tables of schema.
+func tables(t *testing.T, admin *sql.DB, schema string) []string {
+	t.Helper()
+	rows, err := admin.Query(`SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1`, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		rows.Scan(&n)
+		out = append(out, n)
+	}
+	return out
+}
+
+func TestOpenCreatesTheSchemaOnceAndReopens(t *testing.T) {
+	u, admin := freshSchema(t)
+	schema := schemaOf(t, u)
+	ctx := context.Background()
+	// Two opens at once: the advisory lock makes one migrate.
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			s, err := openStore(ctx, u, false)
+			if err == nil {
+				s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := strings.Join(tables(t, admin, schema), ","); got != "lq_attempts,lq_history,lq_jobs,lq_meta,lq_queues,lq_schedule_events,lq_schedules" {
+		t.Fatalf("tables %s", got)
+	}
+	var v string
+	if err := admin.QueryRow(`SELECT value FROM ` + quoteIdent(schema) + `.lq_meta WHERE key = 'schema_version'`).Scan(&v); err != nil || v != "1" {
+		t.Fatalf("schema_version %q %v", v, err)
+	}
+	// Nothing of the queue's lands in public.
+	for _, tb := range tables(t, admin, "public") {
+		if strings.HasPrefix(tb, "lq_") {
+			t.Errorf("public has %s", tb)
+		}
+	}
+}
+
+func TestOpenRefusesANewerSchemaAndWritesNothing(t *testing.T) {
+	u, admin := freshSchema(t)
+	schema := schemaOf(t, u)
+	s, err := openStore(context.Background(), u, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := admin.Exec(`UPDATE ` + quoteIdent(schema) + `.lq_meta SET value = '99' WHERE key = 'schema_version'`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = openStore(context.Background(), u, false)
+	if !errors.Is(err, store.ErrSchemaTooNew) || !strings.Contains(err.Error(), "99") {
+		t.Fatalf("err = %v, want ErrSchemaTooNew naming version 99", err)
+	}
+	var v string
+	admin.QueryRow(`SELECT value FROM ` + quoteIdent(schema) + `.lq_meta WHERE key = 'schema_version'`).Scan(&v)
+	if v != "99" {
+		t.Fatalf("schema_version became %q", v)
+	}
+}
+
+func TestOpenRefusesAnotherApplicationsLqJobs(t *testing.T) {
+	u, admin := freshSchema(t)
+	schema := schemaOf(t, u)
+	if _, err := admin.Exec(`CREATE TABLE ` + quoteIdent(schema) + `.lq_jobs (id serial PRIMARY KEY, title text);
+		INSERT INTO ` + quoteIdent(schema) + `.lq_jobs (title) VALUES ('theirs')`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := openStore(context.Background(), u, false)
+	if !errors.Is(err, store.ErrNotLitequeue) || !strings.Contains(err.Error(), schema) {
+		t.Fatalf("err = %v, want ErrNotLitequeue naming the schema", err)
+	}
+	if got := strings.Join(tables(t, admin, schema), ","); got != "lq_jobs" {
+		t.Fatalf("tables after the refusal: %s", got)
+	}
+	var title string
+	if err := admin.QueryRow(`SELECT title FROM ` + quoteIdent(schema) + `.lq_jobs`).Scan(&title); err != nil || title != "theirs" {
+		t.Fatalf("their row: %q %v", title, err)
+	}
+}
+
+func TestOpenExplainsConnectionFailures(t *testing.T) {
+	u := pgURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	// A port nobody listens on.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	pu, _ := url.Parse(u)
+	pu.Host = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	_, err = openStore(ctx, pu.String(), false)
+	if !errors.Is(err, ErrUnreachable) {
+		t.Errorf("unreachable server: %v, want ErrUnreachable", err)
+	}
+
+	// A user the server does not know.
+	pu, _ = url.Parse(u)
+	pu.User = url.UserPassword("no_such_user_lq", "wrong")
+	_, err = openStore(ctx, pu.String(), false)
+	if !errors.Is(err, ErrAuth) {
+		t.Errorf("wrong credentials: %v, want ErrAuth", err)
+	}
+
+	// A database that does not exist.
+	pu, _ = url.Parse(u)
+	pu.Path = "/no_such_database_lq"
+	_, err = openStore(ctx, pu.String(), false)
+	if !errors.Is(err, ErrNoDatabase) {
+		t.Errorf("missing database: %v, want ErrNoDatabase", err)
+	}
+
+	// A search_path naming no schema.
+	_, err = openStore(ctx, withParam(t, u, "search_path", "no_such_schema_lq"), false)
+	if !errors.Is(err, ErrNoSchema) {
+		t.Errorf("missing schema: %v, want ErrNoSchema", err)
+	}
+}
+
+func TestReadOnlyOpenCreatesNothing(t *testing.T) {
+	u, admin := freshSchema(t)
+	_, err := openStore(context.Background(), u, true)
+	if err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("read-only open of an empty schema: %v", err)
+	}
+	if got := tables(t, admin, schemaOf(t, u)); len(got) != 0 {
+		t.Fatalf("tables %v", got)
+	}
+	s, err := openStore(context.Background(), u, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	ro, err := openStore(context.Background(), u, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if _, _, err := ro.Insert(context.Background(), nil, []store.NewJob{job("q", "a", 0, 1, "")}); !errors.Is(err, store.ErrReadOnly) {
+		t.Fatalf("Insert on a read-only store: %v", err)
+	}
+}

@@ -1,0 +1,161 @@
+package postgres
+
+import "strings"
+
+// The store's statements, written with unqualified table names; queries()
+// qualifies them with the queue's schema, so that they mean the queue's
+// tables also on an application's transaction whose search_path differs.
+const (
+	// insertSQL inserts a batch of jobs from parallel arrays in their order
+	// (ids follow the order: the default is evaluated row by row after the
+	// ORDER BY). A job whose idempotency key a live row holds, or an earlier
+	// job of the batch, is skipped. It returns the inserted rows (true) and
+	// the live rows that held a batch key before the statement (false).
+	insertSQL = `WITH input AS (
+    SELECT u.queue, u.kind, u.priority, u.visible_at, u.created_at, u.payload, NULLIF(u.k, '') AS idem_key, u.ord
+    FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bytea[], $7::text[])
+         WITH ORDINALITY AS u(queue, kind, priority, visible_at, created_at, payload, k, ord)
+), ins AS (
+    INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload, idem_key)
+    SELECT queue, kind, priority, visible_at, visible_at, created_at, payload, idem_key FROM input ORDER BY ord
+    ON CONFLICT (idem_key) WHERE idem_key IS NOT NULL AND state IN (0, 1) DO NOTHING
+    RETURNING id, idem_key
+)
+SELECT id, idem_key, true FROM ins
+UNION ALL
+SELECT j.id, j.idem_key, false FROM lq_jobs j
+WHERE j.idem_key IN (SELECT idem_key FROM input WHERE idem_key IS NOT NULL) AND j.state IN (0, 1)`
+
+	notifySQL = `SELECT pg_notify($1, $2)`
+
+	holderSQL = `SELECT id FROM lq_jobs WHERE idem_key = $1 AND state IN (0, 1)`
+
+	claimSQL = `SELECT id, kind, attempt, priority, payload, idem_key, created_at, last_error, due_at
+FROM lq_claim($1, $2, $3, $4, $5, $6)`
+
+	// nextDueSQL walks the distinct priorities of a queue's live rows (one
+	// index seek each) and takes, per priority, the earliest row of a handled
+	// kind in due order.
+	nextDueSQL = `WITH RECURSIVE p(prio) AS (
+    SELECT min(priority) FROM lq_jobs WHERE queue = $1 AND state IN (0, 1)
+    UNION ALL
+    SELECT (SELECT min(priority) FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority > p.prio)
+    FROM p WHERE p.prio IS NOT NULL
+)
+SELECT min(d.visible_at) FROM p CROSS JOIN LATERAL (
+    SELECT visible_at FROM lq_jobs
+    WHERE queue = $1 AND state IN (0, 1) AND priority = p.prio AND kind = ANY ($2)
+    ORDER BY visible_at LIMIT 1) d
+WHERE NOT EXISTS (SELECT 1 FROM lq_queues WHERE queue = $1 AND paused_at IS NOT NULL)`
+
+	extendSQL = `UPDATE lq_jobs j SET visible_at = $1
+FROM unnest($2::bigint[], $3::bigint[]) AS c(id, lease)
+WHERE j.id = c.id AND j.lease = c.lease AND j.state = 1
+RETURNING j.id`
+
+	releaseSQL = `UPDATE lq_jobs j SET state = 0, visible_at = $1, lease = NULL, attempt = greatest(j.attempt - 1, 0)
+FROM unnest($2::bigint[], $3::bigint[]) AS c(id, lease)
+WHERE j.id = c.id AND j.lease = c.lease AND j.state = 1
+RETURNING j.queue`
+
+	// retrySQL reschedules a leased row, appends the attempt to its history
+	// and notifies the row's queue, in one statement: nothing when the lease
+	// was lost (then it answers no row).
+	retrySQL = `WITH u AS (
+    UPDATE lq_jobs SET state = 0, visible_at = $1, lease = NULL, last_error = $2
+    WHERE id = $3 AND lease = $4 AND state = 1 RETURNING id, queue),
+a AS (
+    INSERT INTO lq_attempts (job_id, attempt, started_at, finished_at, error, decision, delay)
+    SELECT id, $5, $6, $7, $8, $9, $10 FROM u RETURNING job_id)
+SELECT pg_notify($11, u.queue) FROM u, a`
+
+	// burySQL makes a leased row a dead letter with its attempt record, and
+	// inserts the follow-up job ($14: whether there is one) only if it did.
+	burySQL = `WITH u AS (
+    UPDATE lq_jobs SET state = 3, lease = NULL, finished_at = $1, dead_reason = $2,
+        last_error = CASE WHEN $3::boolean THEN $4 ELSE last_error END,
+        attempt = CASE WHEN $5::integer > 0 THEN $5::integer ELSE attempt END
+    WHERE id = $6 AND lease = $7 AND state = 1 RETURNING id),
+a AS (
+    INSERT INTO lq_attempts (job_id, attempt, started_at, finished_at, error, decision, delay)
+    SELECT id, $8, $9, $10, $11, $12, $13 FROM u RETURNING job_id),
+f AS (
+    INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload, idem_key)
+    SELECT $15, $16, $17, $18, $18, $19, $20, NULLIF($21, '') WHERE $14::boolean AND EXISTS (SELECT 1 FROM u)
+    ON CONFLICT (idem_key) WHERE idem_key IS NOT NULL AND state IN (0, 1) DO NOTHING
+    RETURNING id)
+SELECT (SELECT count(*) FROM a), (SELECT count(*) FROM f)`
+
+	// Statements that delete jobs delete their history with them.
+	completeDeleteSQL = `WITH d AS (
+    DELETE FROM lq_jobs j USING unnest($1::bigint[], $2::bigint[]) AS c(id, lease)
+    WHERE j.id = c.id AND j.lease = c.lease AND j.state = 1 RETURNING j.id),
+a AS (DELETE FROM lq_attempts WHERE job_id IN (SELECT id FROM d))
+SELECT id FROM d`
+
+	completeKeepSQL = `UPDATE lq_jobs j SET state = 2, lease = NULL, finished_at = c.at, visible_at = c.at
+FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS c(id, lease, at)
+WHERE j.id = c.id AND j.lease = c.lease AND j.state = 1
+RETURNING j.id`
+
+	completeTxDeleteSQL = `WITH d AS (DELETE FROM lq_jobs WHERE id = $1 AND lease = $2 AND state = 1 RETURNING id),
+a AS (DELETE FROM lq_attempts WHERE job_id IN (SELECT id FROM d))
+SELECT count(*) FROM d`
+	completeTxKeepSQL = `WITH u AS (UPDATE lq_jobs SET state = 2, lease = NULL, finished_at = $1, visible_at = $1
+    WHERE id = $2 AND lease = $3 AND state = 1 RETURNING id)
+SELECT count(*) FROM u`
+
+	holdsSQL = `SELECT EXISTS (SELECT 1 FROM lq_jobs WHERE id = $1 AND lease = $2 AND state = 1)`
+
+	oldestCompletedSQL = `SELECT min(finished_at) FROM lq_jobs WHERE state = 2`
+	purgeCompletedSQL  = `WITH d AS (DELETE FROM lq_jobs WHERE state = 2 AND finished_at < $1 RETURNING id),
+a AS (DELETE FROM lq_attempts WHERE job_id IN (SELECT id FROM d))
+SELECT count(*) FROM d`
+
+	jobColumns = `id, queue, kind, state, attempt, priority, idem_key, payload, created_at, run_at, visible_at,
+attempted_at, finished_at, last_error, dead_reason`
+
+	attemptsSQL = `SELECT attempt, started_at, finished_at, error, decision, delay
+FROM lq_attempts WHERE job_id = $1 ORDER BY id`
+
+	statsSQL = `SELECT queue,
+    count(*) FILTER (WHERE state = 0 AND visible_at <= $1),
+    count(*) FILTER (WHERE state = 0 AND visible_at > $1),
+    count(*) FILTER (WHERE state = 1),
+    count(*) FILTER (WHERE state = 2),
+    count(*) FILTER (WHERE state = 3),
+    min(visible_at) FILTER (WHERE state = 0 AND visible_at <= $1),
+    min(visible_at) FILTER (WHERE state = 0 AND visible_at > $1),
+    count(*) FILTER (WHERE state = 4)
+FROM lq_jobs GROUP BY queue ORDER BY queue`
+
+	lockForAdminSQL = `SELECT id, state, queue, kind, idem_key FROM lq_jobs WHERE id = ANY ($1) FOR UPDATE`
+
+	requeueSQL = `UPDATE lq_jobs SET state = 0, attempt = 0, snoozes = 0, visible_at = $1, lease = NULL,
+    finished_at = NULL, dead_reason = NULL WHERE id = ANY ($2) AND state = 3`
+
+	// deleteWithHistorySQL wraps a DELETE … RETURNING id of jobs (%s) so that
+	// their history goes with them; it answers how many jobs it deleted.
+	deleteWithHistorySQL = `WITH d AS (%s),
+a AS (DELETE FROM lq_attempts WHERE job_id IN (SELECT id FROM d))
+SELECT count(*) FROM d`
+
+	liveHoldersSQL = `SELECT idem_key, id FROM lq_jobs WHERE idem_key = ANY ($1) AND state IN (0, 1)`
+)
+
+// qualifier rewrites the statements' table and function names to
+// schema-qualified ones.
+func qualifier(schema string) *strings.Replacer {
+	q := quoteIdent(schema) + "."
+	return strings.NewReplacer(
+		"lq_jobs ", q+"lq_jobs ",
+		"lq_jobs\n", q+"lq_jobs\n",
+		"lq_attempts ", q+"lq_attempts ",
+		"lq_meta ", q+"lq_meta ",
+		"lq_history ", q+"lq_history ",
+		"lq_queues ", q+"lq_queues ",
+		"lq_schedules ", q+"lq_schedules ",
+		"lq_schedule_events ", q+"lq_schedule_events ",
+		"lq_claim(", q+"lq_claim(",
+	)
+}

@@ -1,0 +1,657 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/litequeue/litequeue/internal/store"
+)
+
+// pgStore is the PostgreSQL implementation of store.Store.
+type pgStore struct {
+	db       *sql.DB
+	owned    bool // Close closes db
+	readOnly bool
+	schema   string
+	channel  string // LISTEN/NOTIFY channel of the schema's queues
+
+	qual  *strings.Replacer
+	qmu   sync.RWMutex
+	qualQ map[string]string
+
+	// Three writers, each batching its ops into one round trip and one
+	// commit, and working at the same time as the others on connections
+	// of their own: claims (one batch at a time, so hand-offs follow commit
+	// order), inserts, and the outcomes of deliveries (successes, retries,
+	// burials, releases, extensions). Inserts stay one batch at a time: they
+	// notify, and PostgreSQL serializes the commits of notifying
+	// transactions anyway.
+	claims, ins, fin *writer
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+	watchers  sync.WaitGroup
+	stopWatch context.CancelFunc
+	watchCtx  context.Context
+}
+
+var _ store.Store = (*pgStore)(nil)
+
+// Hooks of the parts of the store built with their own tags (unique jobs):
+// slowPath reports jobs that insertSlow must insert one at a time, on tx,
+// instead of the merged insert.
+var (
+	slowPath   = func(jobs []store.NewJob) bool { return false }
+	insertSlow func(s *pgStore, ctx context.Context, tx *sql.Tx, jobs []store.NewJob) ([]int64, []error, error)
+	// uniqueTwin returns the error naming the row that keeps dead row id
+	// from becoming pending (nil if none).
+	uniqueTwin = func(s *pgStore, ctx context.Context, tx *sql.Tx, id int64) error { return nil }
+)
+
+func startStore(db *sql.DB, owned, readOnly bool, schema string) *pgStore {
+	s := &pgStore{
+		db:       db,
+		owned:    owned,
+		readOnly: readOnly,
+		schema:   schema,
+		channel:  channelName(schema),
+		qual:     qualifier(schema),
+		qualQ:    map[string]string{},
+	}
+	s.watchCtx, s.stopWatch = context.WithCancel(context.Background())
+	s.claims = newWriter(s, 1)
+	s.ins = newWriter(s, 1)
+	s.fin = newWriter(s, 1)
+	return s
+}
+
+// q returns query with its table names qualified by the store's schema.
+func (s *pgStore) q(query string) string {
+	s.qmu.RLock()
+	r, ok := s.qualQ[query]
+	s.qmu.RUnlock()
+	if ok {
+		return r
+	}
+	r = s.qual.Replace(query)
+	s.qmu.Lock()
+	if len(s.qualQ) < 256 {
+		s.qualQ[query] = r
+	}
+	s.qmu.Unlock()
+	return r
+}
+
+func (s *pgStore) closing() bool { return s.closed.Load() }
+
+func (s *pgStore) writable() error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	if s.readOnly {
+		return store.ErrReadOnly
+	}
+	return nil
+}
+
+// Insert implements store.Store.
+func (s *pgStore) Insert(ctx context.Context, tx *sql.Tx, jobs []store.NewJob) ([]int64, []error, error) {
+	if err := s.writable(); err != nil {
+		return nil, nil, err
+	}
+	if len(jobs) == 0 {
+		return nil, nil, nil
+	}
+	if slowPath(jobs) {
+		if tx != nil {
+			return insertSlow(s, ctx, tx, jobs)
+		}
+		var ids []int64
+		var dups []error
+		o := &op{ctx: ctx, run: func(ctx context.Context) error {
+			return s.inTx(ctx, func(tx *sql.Tx) error {
+				var err error
+				ids, dups, err = insertSlow(s, ctx, tx, jobs)
+				return err
+			})
+		}}
+		if err := s.ins.submit(o); err != nil {
+			return nil, nil, err
+		}
+		return ids, dups, nil
+	}
+	if tx != nil {
+		return s.insertTx(ctx, tx, jobs)
+	}
+	if len(jobs) >= copyMin && copyable(jobs) {
+		var ids []int64
+		o := &op{ctx: ctx, run: func(ctx context.Context) error {
+			var err error
+			ids, err = s.copyJobs(ctx, jobs)
+			return err
+		}}
+		if err := s.ins.submit(o); err != nil {
+			return nil, nil, err
+		}
+		return ids, make([]error, len(jobs)), nil
+	}
+	o := &op{ctx: ctx, jobs: jobs}
+	if err := s.ins.submit(o); err != nil {
+		return nil, nil, err
+	}
+	s.fillHolders(ctx, s.db, o.ids, o.dups)
+	return o.ids, o.dups, nil
+}
+
+// copyMin is the smallest batch Insert writes with COPY.
+const copyMin = 256
+
+// copyable reports whether jobs can be written with COPY: no keys, nothing
+// unique, so no conflict can arise.
+func copyable(jobs []store.NewJob) bool {
+	if slowPath(jobs) {
+		return false
+	}
+	for i := range jobs {
+		if jobs[i].Key != "" {
+			return false
+		}
+	}
+	return true
+}
+
+var copyColumns = []string{"id", "queue", "kind", "priority", "visible_at", "run_at", "created_at", "payload"}
+
+// copyJobs inserts a large batch of jobs without keys in one transaction:
+// their ids are drawn from the id sequence in order, then the rows go in
+// with binary COPY, and their queues are notified.
+func (s *pgStore) copyJobs(ctx context.Context, jobs []store.NewJob) ([]int64, error) {
+	ids := make([]int64, 0, len(jobs))
+	err := s.withConn(ctx, func(c *pgx.Conn) error {
+		tx, err := c.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(ctx)
+		rows, err := tx.Query(ctx, `SELECT nextval(pg_get_serial_sequence($1, 'id')) FROM generate_series(1, $2)`,
+			quoteIdent(s.schema)+".lq_jobs", len(jobs))
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(ids) != len(jobs) {
+			return fmt.Errorf("litequeue: drew %d ids for %d jobs", len(ids), len(jobs))
+		}
+		slices.Sort(ids)
+		n, err := tx.CopyFrom(ctx, pgx.Identifier{s.schema, "lq_jobs"}, copyColumns, pgx.CopyFromSlice(len(jobs), func(i int) ([]any, error) {
+			j := &jobs[i]
+			p := j.Payload
+			if p == nil {
+				p = []byte{}
+			}
+			return []any{ids[i], j.Queue, j.Kind, int64(j.Priority), j.VisibleAt, j.VisibleAt, j.CreatedAt, p}, nil
+		}))
+		if err != nil {
+			return err
+		}
+		if n != int64(len(jobs)) {
+			return fmt.Errorf("litequeue: COPY wrote %d rows for %d jobs", n, len(jobs))
+		}
+		queues := map[string]bool{}
+		for i := range jobs {
+			if !queues[jobs[i].Queue] {
+				queues[jobs[i].Queue] = true
+				if _, err := tx.Exec(ctx, notifySQL, s.channel, jobs[i].Queue); err != nil {
+					return err
+				}
+			}
+		}
+		return tx.Commit(ctx)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// insertTx inserts on an application's transaction; the notification goes
+// out when it commits.
+func (s *pgStore) insertTx(ctx context.Context, tx *sql.Tx, jobs []store.NewJob) ([]int64, []error, error) {
+	rows, err := tx.QueryContext(ctx, s.q(insertSQL), insertArgs(jobs)...)
+	if err != nil {
+		return nil, nil, err
+	}
+	var got []insRow
+	for rows.Next() {
+		var r insRow
+		var key sql.NullString
+		if err := rows.Scan(&r.id, &key, &r.inserted); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		r.key = key.String
+		got = append(got, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	ids, dups, err := mapInsert(jobs, got)
+	if err != nil {
+		return nil, nil, err
+	}
+	queues := map[string]bool{}
+	for _, j := range jobs {
+		if !queues[j.Queue] {
+			queues[j.Queue] = true
+			if _, err := tx.ExecContext(ctx, notifySQL, s.channel, j.Queue); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	s.fillHolders(ctx, tx, ids, dups)
+	return ids, dups, nil
+}
+
+// claimInto queues the claim of q on b; the claimed jobs land in *out.
+func (s *pgStore) claimInto(b *pgx.Batch, q store.ClaimQuery, out *[]store.Claimed) {
+	kinds := q.Kinds
+	if kinds == nil {
+		kinds = []string{}
+	}
+	b.Queue(s.q(claimSQL), q.Queue, kinds, q.N, q.Now, q.Until, q.Lease).Query(func(rows pgx.Rows) error {
+		*out = (*out)[:0]
+		for rows.Next() {
+			var c store.Claimed
+			var key, lastErr *string
+			var due *int64
+			if err := rows.Scan(&c.ID, &c.Kind, &c.Attempt, &c.Priority, &c.Payload, &key, &c.CreatedAt, &lastErr, &due); err != nil {
+				return localError{err}
+			}
+			if key != nil {
+				c.Key = *key
+			}
+			if lastErr != nil {
+				c.LastError = *lastErr
+			}
+			if due != nil {
+				c.DueAt = *due
+			}
+			*out = append(*out, c)
+		}
+		return rows.Err()
+	})
+}
+
+// claimTx claims per q on an application-style transaction.
+func (s *pgStore) claimTx(ctx context.Context, tx *sql.Tx, q store.ClaimQuery) ([]store.Claimed, error) {
+	if q.N <= 0 {
+		return nil, nil
+	}
+	kinds := q.Kinds
+	if kinds == nil {
+		kinds = []string{}
+	}
+	rows, err := tx.QueryContext(ctx, s.q(claimSQL), q.Queue, kinds, q.N, q.Now, q.Until, q.Lease)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Claimed
+	for rows.Next() {
+		var c store.Claimed
+		var key, lastErr sql.NullString
+		var due sql.NullInt64
+		if err := rows.Scan(&c.ID, &c.Kind, &c.Attempt, &c.Priority, &c.Payload, &key, &c.CreatedAt, &lastErr, &due); err != nil {
+			return nil, err
+		}
+		c.Key, c.LastError, c.DueAt = key.String, lastErr.String, due.Int64
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// InsertClaim implements store.Store.
+func (s *pgStore) InsertClaim(ctx context.Context, job store.NewJob, q store.ClaimQuery, handOff func([]store.Claimed)) (int64, error) {
+	if err := s.writable(); err != nil {
+		return 0, err
+	}
+	var claimed []store.Claimed
+	o := &op{ctx: ctx, jobs: []store.NewJob{job}}
+	if q.N > 0 {
+		o.add = func(b *pgx.Batch) { s.claimInto(b, q, &claimed) }
+	}
+	if slowPath(o.jobs) {
+		var id int64
+		var dupErr error
+		o = &op{ctx: ctx, run: func(ctx context.Context) error {
+			return s.inTx(ctx, func(tx *sql.Tx) error {
+				ids, dups, err := insertSlow(s, ctx, tx, []store.NewJob{job})
+				if err != nil {
+					return err
+				}
+				id, dupErr = ids[0], dups[0]
+				claimed, err = s.claimTx(ctx, tx, q)
+				return err
+			})
+		}}
+		o.after = func() {
+			if handOff != nil {
+				handOff(claimed)
+			}
+		}
+		if err := s.claims.submit(o); err != nil {
+			return 0, err
+		}
+		return id, dupErr
+	}
+	o.after = func() {
+		if handOff != nil {
+			handOff(claimed)
+		}
+	}
+	if err := s.claims.submit(o); err != nil {
+		return 0, err
+	}
+	s.fillHolders(ctx, s.db, o.ids, o.dups)
+	return o.ids[0], o.dups[0]
+}
+
+// Claim implements store.Store.
+func (s *pgStore) Claim(ctx context.Context, q store.ClaimQuery, handOff func([]store.Claimed)) (int, error) {
+	if err := s.writable(); err != nil {
+		return 0, err
+	}
+	if q.N <= 0 {
+		return 0, nil
+	}
+	var claimed []store.Claimed
+	o := &op{ctx: ctx, add: func(b *pgx.Batch) { s.claimInto(b, q, &claimed) }}
+	o.after = func() {
+		if handOff != nil {
+			handOff(claimed)
+		}
+	}
+	if err := s.claims.submit(o); err != nil {
+		return 0, err
+	}
+	return len(claimed), nil
+}
+
+// NextDue implements store.Store.
+func (s *pgStore) NextDue(ctx context.Context, queue string, kinds []string, _ string) (int64, bool, error) {
+	if kinds == nil {
+		kinds = []string{}
+	}
+	var due sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, s.q(nextDueSQL), queue, kinds).Scan(&due); err != nil {
+		return 0, false, err
+	}
+	return due.Int64, due.Valid, nil
+}
+
+func leaseArrays(leases []store.Lease) (ids, ls []int64) {
+	ids, ls = make([]int64, len(leases)), make([]int64, len(leases))
+	for i, l := range leases {
+		ids[i], ls[i] = l.ID, l.Lease
+	}
+	return ids, ls
+}
+
+// Extend implements store.Store.
+func (s *pgStore) Extend(ctx context.Context, leases []store.Lease, until int64) ([]int, error) {
+	if err := s.writable(); err != nil {
+		return nil, err
+	}
+	if len(leases) == 0 {
+		return nil, nil
+	}
+	ids, ls := leaseArrays(leases)
+	kept := map[int64]bool{}
+	o := &op{ctx: ctx, add: func(b *pgx.Batch) {
+		b.Queue(s.q(extendSQL), until, ids, ls).Query(func(rows pgx.Rows) error {
+			clear(kept)
+			for rows.Next() {
+				var id int64
+				if err := rows.Scan(&id); err != nil {
+					return localError{err}
+				}
+				kept[id] = true
+			}
+			return rows.Err()
+		})
+	}}
+	if err := s.fin.submit(o); err != nil {
+		return nil, err
+	}
+	var lost []int
+	for i, l := range leases {
+		if !kept[l.ID] {
+			lost = append(lost, i)
+		}
+	}
+	return lost, nil
+}
+
+// Release implements store.Store.
+func (s *pgStore) Release(ctx context.Context, leases []store.Lease, now int64) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	if len(leases) == 0 {
+		return nil
+	}
+	ids, ls := leaseArrays(leases)
+	o := &op{ctx: ctx, add: func(b *pgx.Batch) {
+		b.Queue(s.q(`WITH r AS (`+releaseSQL+`) SELECT pg_notify($4, q) FROM (SELECT DISTINCT queue AS q FROM r) d`), now, ids, ls, s.channel)
+	}}
+	return s.fin.submit(o)
+}
+
+// Complete implements store.Store.
+func (s *pgStore) Complete(c store.Completion) {
+	if s.closed.Load() {
+		if c.Notify != nil {
+			c.Notify(store.ErrClosed)
+		}
+		return
+	}
+	s.fin.complete(c)
+}
+
+// Flush implements store.Store.
+func (s *pgStore) Flush(ctx context.Context) error {
+	if s.closed.Load() {
+		return nil
+	}
+	err := s.fin.submit(&op{ctx: ctx})
+	if errors.Is(err, store.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// CompleteTx implements store.Store.
+func (s *pgStore) CompleteTx(ctx context.Context, tx *sql.Tx, l store.Lease, keepAt int64) error {
+	var n int64
+	var err error
+	if keepAt != 0 {
+		err = tx.QueryRowContext(ctx, s.q(completeTxKeepSQL), keepAt, l.ID, l.Lease).Scan(&n)
+	} else {
+		err = tx.QueryRowContext(ctx, s.q(completeTxDeleteSQL), l.ID, l.Lease).Scan(&n)
+	}
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return fmt.Errorf("litequeue: complete job %d: %w", l.ID, store.ErrLeaseLost)
+	}
+	return nil
+}
+
+// Holds implements store.Store.
+func (s *pgStore) Holds(ctx context.Context, l store.Lease) (bool, error) {
+	var held bool
+	err := s.db.QueryRowContext(ctx, s.q(holdsSQL), l.ID, l.Lease).Scan(&held)
+	return held, err
+}
+
+// Retry implements store.Store.
+func (s *pgStore) Retry(ctx context.Context, r store.Retry) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	var lost bool
+	o := &op{ctx: ctx, add: func(b *pgx.Batch) {
+		b.Queue(s.q(retrySQL),
+			r.Due, r.LastError, r.ID, r.Lease.Lease,
+			r.Record.Attempt, r.Record.StartedAt, r.Record.FinishedAt, r.Record.Error, r.Record.Decision, r.Record.Delay,
+			s.channel).Exec(func(ct pgconn.CommandTag) error {
+			lost = ct.RowsAffected() != 1
+			return nil
+		})
+	}}
+	if err := s.fin.submit(o); err != nil {
+		return err
+	}
+	if lost {
+		return fmt.Errorf("litequeue: retry job %d: %w", r.ID, store.ErrLeaseLost)
+	}
+	return nil
+}
+
+// Bury implements store.Store.
+func (s *pgStore) Bury(ctx context.Context, bu store.Burial) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	var lost, followed bool
+	var setErr bool
+	var lastErr string
+	if bu.LastError != nil {
+		setErr, lastErr = true, *bu.LastError
+	}
+	if bu.FollowUp != nil && slowPath([]store.NewJob{*bu.FollowUp}) {
+		return s.buryThenFollow(ctx, bu, setErr, lastErr)
+	}
+	var f store.NewJob
+	if bu.FollowUp != nil {
+		f = *bu.FollowUp
+	}
+	if f.Payload == nil {
+		f.Payload = []byte{}
+	}
+	o := &op{ctx: ctx, add: func(b *pgx.Batch) {
+		b.Queue(s.q(burySQL),
+			bu.At, bu.Reason, setErr, lastErr, bu.Attempt, bu.ID, bu.Lease.Lease,
+			bu.Record.Attempt, bu.Record.StartedAt, bu.Record.FinishedAt, bu.Record.Error, bu.Record.Decision, bu.Record.Delay,
+			bu.FollowUp != nil, f.Queue, f.Kind, int64(f.Priority), f.VisibleAt, f.CreatedAt, f.Payload, f.Key,
+		).QueryRow(func(row pgx.Row) error {
+			var a, fl int64
+			if err := row.Scan(&a, &fl); err != nil {
+				return err
+			}
+			lost, followed = a != 1, fl == 1
+			return nil
+		})
+		if bu.FollowUp != nil {
+			b.Queue(notifySQL, s.channel, f.Queue)
+		}
+	}}
+	if err := s.fin.submit(o); err != nil {
+		return err
+	}
+	_ = followed
+	if lost {
+		return fmt.Errorf("litequeue: bury job %d: %w", bu.ID, store.ErrLeaseLost)
+	}
+	return nil
+}
+
+// buryThenFollow is Bury whose follow-up must be inserted the slow way: the
+// burial, then (if it happened) the follow-up, in one transaction; a
+// follow-up that is a duplicate is not inserted and not an error.
+func (s *pgStore) buryThenFollow(ctx context.Context, bu store.Burial, setErr bool, lastErr string) error {
+	var lost bool
+	o := &op{ctx: ctx, run: func(ctx context.Context) error {
+		return s.inTx(ctx, func(tx *sql.Tx) error {
+			var a, fl int64
+			err := tx.QueryRowContext(ctx, s.q(burySQL),
+				bu.At, bu.Reason, setErr, lastErr, bu.Attempt, bu.ID, bu.Lease.Lease,
+				bu.Record.Attempt, bu.Record.StartedAt, bu.Record.FinishedAt, bu.Record.Error, bu.Record.Decision, bu.Record.Delay,
+				false, "", "", int64(0), int64(0), int64(0), []byte{}, "").Scan(&a, &fl)
+			if err != nil {
+				return err
+			}
+			if lost = a != 1; lost {
+				return nil
+			}
+			_, dups, err := insertSlow(s, ctx, tx, []store.NewJob{*bu.FollowUp})
+			if err == nil && dups[0] != nil && !errors.Is(dups[0], store.ErrDuplicate) {
+				err = dups[0]
+			}
+			return err
+		})
+	}}
+	if err := s.fin.submit(o); err != nil {
+		return err
+	}
+	if lost {
+		return fmt.Errorf("litequeue: bury job %d: %w", bu.ID, store.ErrLeaseLost)
+	}
+	return nil
+}
+
+// OldestCompleted implements store.Store.
+func (s *pgStore) OldestCompleted(ctx context.Context) (int64, bool, error) {
+	var at sql.NullInt64
+	err := s.db.QueryRowContext(ctx, s.q(oldestCompletedSQL)).Scan(&at)
+	return at.Int64, at.Valid, err
+}
+
+// PurgeCompleted implements store.Store.
+func (s *pgStore) PurgeCompleted(ctx context.Context, before int64) (int, error) {
+	if err := s.writable(); err != nil {
+		return 0, err
+	}
+	var n int
+	err := s.db.QueryRowContext(ctx, s.q(purgeCompletedSQL), before).Scan(&n)
+	return n, err
+}
+
+// Close implements store.Store.
+func (s *pgStore) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.claims.close()
+		s.ins.close()
+		s.fin.close()
+		s.stopWatch()
+		s.watchers.Wait()
+		if s.owned {
+			s.closeErr = s.db.Close()
+		}
+	})
+	return s.closeErr
+}

@@ -1,0 +1,131 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/litequeue/litequeue/internal/store"
+)
+
+// waitWake waits for a wake-up; the bound is only there so that a broken
+// build fails instead of hanging.
+func waitWake(t *testing.T, woke chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-woke:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no wake-up after %s", what)
+	}
+}
+
+func drain(ch chan struct{}) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
+	}
+}
+
+func watcher(t *testing.T, s *pgStore) chan struct{} {
+	woke := make(chan struct{}, 100)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	// An hour: the fallback poll cannot be what wakes the test.
+	if err := s.Watch(ctx, time.Hour, func() {
+		select {
+		case woke <- struct{}{}:
+		default:
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return woke
+}
+
+func TestWatchWakesOnAnotherConnectionsWrites(t *testing.T) {
+	a, u, _ := newTestStore(t)
+	b, err := openStore(context.Background(), u, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	woke := watcher(t, a)
+	ctx := context.Background()
+
+	ids, _, err := b.Insert(ctx, nil, []store.NewJob{job("q", "a", 0, 1, "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitWake(t, woke, "an insert")
+
+	// An insert on an application's transaction wakes once it commits.
+	tx, err := b.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Insert(ctx, tx, []store.NewJob{job("q", "a", 0, 1, "")}); err != nil {
+		t.Fatal(err)
+	}
+	drain(woke)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	waitWake(t, woke, "a committed EnqueueTx")
+
+	// A release and a retry wake too.
+	var c []store.Claimed
+	if _, err := b.Claim(ctx, store.ClaimQuery{Queue: "q", Kinds: []string{"a"}, N: 2, Now: 5, Until: 100, Lease: 3}, func(x []store.Claimed) { c = x }); err != nil || len(c) != 2 {
+		t.Fatalf("claim: %v %v", c, err)
+	}
+	drain(woke)
+	if err := b.Release(ctx, []store.Lease{{ID: ids[0], Lease: 3}}, 6); err != nil {
+		t.Fatal(err)
+	}
+	waitWake(t, woke, "a release")
+	drain(woke)
+	if err := b.Retry(ctx, store.Retry{Lease: store.Lease{ID: c[1].ID, Lease: 3}, Due: 7, LastError: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	waitWake(t, woke, "a retry")
+}
+
+func TestWatchReconnectsAfterItsConnectionIsKilled(t *testing.T) {
+	a, u, admin := newTestStore(t)
+	b, err := openStore(context.Background(), u, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	woke := watcher(t, a)
+	ctx := context.Background()
+	listening := func() int {
+		var n int
+		if err := admin.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE query = $1`, "LISTEN "+quoteIdent(a.channel)).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := listening(); n != 1 {
+		t.Fatalf("%d listening connections, want 1", n)
+	}
+	if _, err := admin.Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1`, "LISTEN "+quoteIdent(a.channel)); err != nil {
+		t.Fatal(err)
+	}
+	// The loss itself wakes (writes may have been missed), and so does the
+	// new connection.
+	waitWake(t, woke, "the listening connection was killed")
+	for i := 0; listening() != 1; i++ {
+		if i == 3000 {
+			t.Fatal("the listening connection did not come back")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	drain(woke)
+	if _, _, err := b.Insert(ctx, nil, []store.NewJob{job("q", "a", 0, 1, "")}); err != nil {
+		t.Fatal(err)
+	}
+	waitWake(t, woke, "an insert after the reconnection")
+}

@@ -1,0 +1,580 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/litequeue/litequeue/internal/store"
+)
+
+// op is one unit of work for the writer. Its statements join the writer's
+// next batch, which is sent in one round trip and runs as one implicit
+// transaction (group commit): concurrent enqueues, claims, failures and
+// successes share a commit instead of each paying one.
+type op struct {
+	ctx context.Context
+	// jobs, when set, are inserted by the batch's one merged insert, before
+	// any op's own statements; ids and dups receive the results.
+	jobs []store.NewJob
+	ids  []int64
+	dups []error
+	// add queues the op's own statements; their callbacks record the
+	// results. It may run more than once (a batch is re-sent after a
+	// connection loss), so it must reset what it records.
+	add func(b *pgx.Batch)
+	// run, when set, replaces jobs and add: the op runs alone, on the
+	// writer goroutine after the batch it came with, as a transaction of its
+	// own (for work whose statements depend on each other's answers). Its
+	// after runs once it returned nil.
+	run func(ctx context.Context) error
+	// after, when set, runs on the writer once the batch committed, before
+	// any later batch: claims hand off their jobs in commit order this way.
+	after func()
+	done  chan error
+}
+
+// maxGroup bounds how many ops share one batch.
+const maxGroup = 256
+
+// maxGather bounds how long a batch waits for the callers of the last one
+// to submit again.
+const maxGather = 200 * time.Microsecond
+
+// writer owns the store's writes: one goroutine sending batches.
+type writer struct {
+	s    *pgStore
+	ops  chan *op
+	kick chan struct{}
+
+	mu          sync.Mutex
+	completions []store.Completion
+
+	// slots bounds the batches in flight at once; with one, batches
+	// commit (and run their after funcs) in order.
+	slots    chan struct{}
+	inflight sync.WaitGroup
+	last     int // callers at the last commit: its ops and those queued behind it
+
+	quit chan struct{}
+	done chan struct{}
+}
+
+func newWriter(s *pgStore, parallel int) *writer {
+	w := &writer{
+		s:     s,
+		slots: make(chan struct{}, max(parallel, 1)),
+		ops:   make(chan *op, maxGroup),
+		kick:  make(chan struct{}, 1),
+		quit:  make(chan struct{}),
+		done:  make(chan struct{}),
+	}
+	go w.loop()
+	return w
+}
+
+// submit hands o to the writer and waits for its batch.
+func (w *writer) submit(o *op) error {
+	o.done = make(chan error, 1)
+	select {
+	case w.ops <- o:
+	case <-w.quit:
+		return store.ErrClosed
+	case <-o.ctx.Done():
+		return o.ctx.Err()
+	}
+	select {
+	case err := <-o.done:
+		return err
+	case <-w.done:
+		select {
+		case err := <-o.done:
+			return err
+		default:
+			return store.ErrClosed
+		}
+	}
+}
+
+func (w *writer) complete(c store.Completion) {
+	w.mu.Lock()
+	w.completions = append(w.completions, c)
+	w.mu.Unlock()
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (w *writer) pending() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.completions)
+}
+
+// close writes what is queued, then stops the writer.
+func (w *writer) close() {
+	select {
+	case <-w.quit:
+	default:
+		close(w.quit)
+	}
+	<-w.done
+}
+
+func (w *writer) loop() {
+	defer close(w.done)
+	defer w.inflight.Wait()
+	for {
+		batch := make([]*op, 0, 8)
+		select {
+		case o := <-w.ops:
+			batch = append(batch, o)
+		case <-w.kick:
+		case <-w.quit:
+			w.inflight.Wait()
+			for {
+				batch = batch[:0]
+				w.gather(&batch)
+				if len(batch) == 0 && w.pending() == 0 {
+					return
+				}
+				w.commit(batch)
+			}
+		}
+		// Let the callers that the last commit answered, and are about to
+		// submit again, do so: their ops then share this batch instead of
+		// waiting for the next one. Wait (yielding, at most maxGather) until
+		// as many ops are here as there were callers at the last commit (its
+		// ops and those that had queued behind it); a lone caller does not
+		// wait at all.
+		for deadline := time.Now().Add(maxGather); len(batch)+len(w.ops) < w.last && time.Now().Before(deadline); {
+			runtime.Gosched()
+		}
+		if cap(w.slots) == 1 {
+			w.gather(&batch)
+			w.commit(batch)
+			w.last = len(batch) + len(w.ops)
+			continue
+		}
+		// Wait for a free slot first: ops arriving meanwhile join this batch.
+		w.slots <- struct{}{}
+		w.gather(&batch)
+		w.last = len(batch) + len(w.ops)
+		w.inflight.Add(1)
+		go func() {
+			defer w.inflight.Done()
+			defer func() { <-w.slots }()
+			w.commit(batch)
+		}()
+	}
+}
+
+func (w *writer) gather(batch *[]*op) {
+	for len(*batch) < maxGroup {
+		select {
+		case o := <-w.ops:
+			*batch = append(*batch, o)
+		default:
+			return
+		}
+	}
+}
+
+// commit sends ops and the waiting completions as one batch. A batch that
+// fails on an SQL error (which rolled it back) is split: each op, and the
+// completions, then run in a batch of their own, so one op's failure is
+// reported to it alone.
+func (w *writer) commit(all []*op) {
+	ops := all[:0:0]
+	var alone []*op
+	for _, o := range all {
+		switch {
+		case o.ctx.Err() != nil:
+			o.done <- o.ctx.Err()
+		case o.run != nil:
+			alone = append(alone, o)
+		default:
+			ops = append(ops, o)
+		}
+	}
+	defer func() {
+		for _, o := range alone {
+			err := o.ctx.Err()
+			if err == nil {
+				err = o.run(o.ctx)
+			}
+			if err == nil && o.after != nil {
+				o.after()
+			}
+			o.done <- err
+		}
+	}()
+	w.mu.Lock()
+	cs := w.completions
+	w.completions = nil
+	w.mu.Unlock()
+	if len(ops) == 0 && len(cs) == 0 {
+		return
+	}
+	results, err := w.send(ops, cs)
+	var sqlErr *pgconn.PgError
+	if err != nil && errors.As(err, &sqlErr) && !transient(err) && len(ops)+min(len(cs), 1) > 1 {
+		for _, o := range ops {
+			_, e := w.send([]*op{o}, nil)
+			w.finish([]*op{o}, nil, nil, e)
+		}
+		if len(cs) > 0 {
+			results, err = w.send(nil, cs)
+			w.finish(nil, cs, results, err)
+		}
+		return
+	}
+	w.finish(ops, cs, results, err)
+}
+
+// finish reports a batch's outcome: completions first (so that an op that
+// waits for them, a Flush, returns after they were notified), then hand-offs
+// in order, then the ops.
+func (w *writer) finish(ops []*op, cs []store.Completion, results []error, err error) {
+	for i, c := range cs {
+		if c.Notify == nil {
+			continue
+		}
+		if err != nil {
+			c.Notify(err)
+		} else {
+			c.Notify(results[i])
+		}
+	}
+	if err == nil {
+		for _, o := range ops {
+			if o.after != nil {
+				o.after()
+			}
+		}
+	}
+	for _, o := range ops {
+		o.done <- err
+	}
+}
+
+// retry bounds for a batch that failed before it could commit because the
+// connection was lost or the server rolled it back (deadlock, serialization).
+const (
+	sendAttempts = 8
+	firstBackoff = 10 * time.Millisecond
+	maxBackoff   = time.Second
+)
+
+// send runs one batch, re-sending it on a new connection while it failed
+// before committing for a reason that a new attempt can cure.
+func (w *writer) send(ops []*op, cs []store.Completion) ([]error, error) {
+	backoff := firstBackoff
+	for attempt := 1; ; attempt++ {
+		results, committedUnknown, err := w.sendOnce(ops, cs)
+		if err == nil || committedUnknown || !transient(err) || attempt == sendAttempts || w.s.closing() {
+			return results, err
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// sendOnce runs the batch on one connection. committedUnknown reports a
+// failure after every statement had answered, when the implicit commit may
+// have happened: such a batch must not be re-sent.
+func (w *writer) sendOnce(ops []*op, cs []store.Completion) (results []error, committedUnknown bool, err error) {
+	s := w.s
+	ctx := context.Background()
+	b := &pgx.Batch{}
+
+	// The merged insert of every op's jobs.
+	var all []store.NewJob
+	for _, o := range ops {
+		all = append(all, o.jobs...)
+	}
+	queues := map[string]bool{}
+	if len(all) > 0 {
+		args := insertArgs(all)
+		b.Queue(s.q(insertSQL), args...).Query(func(rows pgx.Rows) error {
+			var got []insRow
+			for rows.Next() {
+				var r insRow
+				var key *string
+				if err := rows.Scan(&r.id, &key, &r.inserted); err != nil {
+					return localError{err}
+				}
+				if key != nil {
+					r.key = *key
+				}
+				got = append(got, r)
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			ids, dups, err := mapInsert(all, got)
+			if err != nil {
+				return localError{err}
+			}
+			off := 0
+			for _, o := range ops {
+				n := len(o.jobs)
+				o.ids, o.dups = ids[off:off+n:off+n], dups[off:off+n:off+n]
+				off += n
+			}
+			return nil
+		})
+		for _, j := range all {
+			queues[j.Queue] = true
+		}
+		for q := range queues {
+			b.Queue(notifySQL, s.channel, q)
+		}
+	}
+	for _, o := range ops {
+		if o.add != nil {
+			o.add(b)
+		}
+	}
+	if len(cs) > 0 {
+		results = make([]error, len(cs))
+		var delIDs, delLeases, keepIDs, keepLeases, keepAt []int64
+		var delIdx, keepIdx []int
+		for i, c := range cs {
+			if c.Keep {
+				keepIDs, keepLeases, keepAt = append(keepIDs, c.ID), append(keepLeases, c.Lease.Lease), append(keepAt, c.At)
+				keepIdx = append(keepIdx, i)
+			} else {
+				delIDs, delLeases = append(delIDs, c.ID), append(delLeases, c.Lease.Lease)
+				delIdx = append(delIdx, i)
+			}
+		}
+		mark := func(idx []int, ids []int64) func(rows pgx.Rows) error {
+			return func(rows pgx.Rows) error {
+				done := make(map[int64]bool, len(idx))
+				for rows.Next() {
+					var id int64
+					if err := rows.Scan(&id); err != nil {
+						return localError{err}
+					}
+					done[id] = true
+				}
+				if err := rows.Err(); err != nil {
+					return err
+				}
+				for k, i := range idx {
+					if !done[ids[k]] {
+						results[i] = store.ErrLeaseLost
+					}
+				}
+				return nil
+			}
+		}
+		if len(delIDs) > 0 {
+			b.Queue(s.q(completeDeleteSQL), delIDs, delLeases).Query(mark(delIdx, delIDs))
+		}
+		if len(keepIDs) > 0 {
+			b.Queue(s.q(completeKeepSQL), keepIDs, keepLeases, keepAt).Query(mark(keepIdx, keepIDs))
+		}
+	}
+	queued := b.Len()
+	if queued == 0 {
+		return results, false, nil
+	}
+	// Count the statements that answered: a failure before the last one
+	// means the implicit transaction did not commit.
+	answered := 0
+	for _, qq := range b.QueuedQueries {
+		fn := qq.Fn
+		qq.Fn = func(br pgx.BatchResults) error {
+			if fn == nil {
+				if _, err := br.Exec(); err != nil {
+					return err
+				}
+			} else if err := fn(br); err != nil {
+				return err
+			}
+			answered++
+			return nil
+		}
+	}
+	err = s.withConn(ctx, func(c *pgx.Conn) error {
+		return c.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		var le localError
+		return nil, answered == queued || errors.As(err, &le), err
+	}
+	return results, false, nil
+}
+
+// localError is a failure of the store's own reading of an answer, not of
+// the server or the connection: the batch may have committed.
+type localError struct{ error }
+
+func (e localError) Unwrap() error { return e.error }
+
+// transient reports an error that a new attempt on a new connection may
+// cure: the connection was lost or refused, or the server rolled the
+// transaction back for a deadlock or a serialization failure.
+func transient(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var le localError
+	if errors.As(err, &le) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "40001", pe.Code == "40P01", strings.HasPrefix(pe.Code, "08"),
+			pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03":
+			return true
+		}
+		return false
+	}
+	// Anything else from the driver is about the connection (closed, reset,
+	// refused, timed out).
+	return true
+}
+
+// withConn runs fn on a pgx connection of the pool. A connection whose use
+// failed for a non-SQL reason is discarded rather than reused.
+func (s *pgStore) withConn(ctx context.Context, fn func(c *pgx.Conn) error) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var ferr error
+	err = conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("%w (%T)", ErrNotPgx, dc)
+		}
+		ferr = fn(c.Conn())
+		var pe *pgconn.PgError
+		if ferr != nil && !errors.As(ferr, &pe) {
+			return driver.ErrBadConn
+		}
+		return nil
+	})
+	if ferr != nil {
+		return ferr
+	}
+	return err
+}
+
+// insRow is one row of insertSQL's answer.
+type insRow struct {
+	id       int64
+	key      string
+	inserted bool
+}
+
+// insertArgs are insertSQL's parallel arrays for jobs.
+func insertArgs(jobs []store.NewJob) []any {
+	n := len(jobs)
+	queues, kinds, keys := make([]string, n), make([]string, n), make([]string, n)
+	prios, vis, created := make([]int64, n), make([]int64, n), make([]int64, n)
+	payloads := make([][]byte, n)
+	for i, j := range jobs {
+		queues[i], kinds[i], keys[i] = j.Queue, j.Kind, j.Key
+		prios[i], vis[i], created[i] = int64(j.Priority), j.VisibleAt, j.CreatedAt
+		payloads[i] = j.Payload
+		if payloads[i] == nil {
+			payloads[i] = []byte{}
+		}
+	}
+	return []any{queues, kinds, prios, vis, created, payloads, keys}
+}
+
+// mapInsert matches insertSQL's answer to jobs: ids[i] is the id of jobs[i],
+// or, with dups[i] a *DuplicateError, the id of the live job that holds its
+// key (0 when that job committed during the statement: the caller looks it
+// up).
+func mapInsert(jobs []store.NewJob, rows []insRow) ([]int64, []error, error) {
+	var inserted []insRow
+	holders := map[string]int64{}
+	insKeys := map[string]bool{}
+	for _, r := range rows {
+		if r.inserted {
+			inserted = append(inserted, r)
+			if r.key != "" {
+				insKeys[r.key] = true
+			}
+		} else {
+			holders[r.key] = r.id
+		}
+	}
+	slices.SortFunc(inserted, func(a, b insRow) int { return cmp.Compare(a.id, b.id) })
+	ids := make([]int64, len(jobs))
+	dups := make([]error, len(jobs))
+	seen := map[string]int64{}
+	next := 0
+	take := func(key string) (int64, error) {
+		if next >= len(inserted) || inserted[next].key != key {
+			return 0, fmt.Errorf("litequeue: PostgreSQL insert answered %d rows that do not match the batch of %d jobs", len(inserted), len(jobs))
+		}
+		next++
+		return inserted[next-1].id, nil
+	}
+	for i, j := range jobs {
+		if j.Key == "" {
+			id, err := take("")
+			if err != nil {
+				return nil, nil, err
+			}
+			ids[i] = id
+			continue
+		}
+		if holder, ok := seen[j.Key]; ok {
+			ids[i], dups[i] = holder, &store.DuplicateError{Key: j.Key, ID: holder}
+			continue
+		}
+		if insKeys[j.Key] {
+			id, err := take(j.Key)
+			if err != nil {
+				return nil, nil, err
+			}
+			ids[i], seen[j.Key] = id, id
+			continue
+		}
+		holder := holders[j.Key]
+		seen[j.Key] = holder
+		ids[i], dups[i] = holder, &store.DuplicateError{Key: j.Key, ID: holder}
+	}
+	if next != len(inserted) {
+		return nil, nil, fmt.Errorf("litequeue: PostgreSQL insert answered %d rows for %d new jobs", len(inserted), next)
+	}
+	return ids, dups, nil
+}
+
+// fillHolders looks up, after the batch, the holders of keys that were taken
+// by a job committed while the insert ran (dups with ID 0).
+func (s *pgStore) fillHolders(ctx context.Context, q interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}, ids []int64, dups []error) {
+	for i, d := range dups {
+		var de *store.DuplicateError
+		if errors.As(d, &de) && de.ID == 0 {
+			if err := q.QueryRowContext(ctx, s.q(holderSQL), de.Key).Scan(&de.ID); err == nil {
+				ids[i] = de.ID
+			}
+		}
+	}
+}
