@@ -7,12 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
 	"net"
-	"path"
-	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -144,34 +140,8 @@ func openStore(ctx context.Context, url string, readOnly bool, asyncCommit ...bo
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-type migration struct {
-	version int
-	sql     string
-}
-
-// migrations returns the embedded migrations in version order; file names
-// start with the zero-padded version: 0001_init.sql.
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("litequeue: bad migration file name %q", e.Name())
-		}
-		b, err := migrationFS.ReadFile(path.Join("migrations", e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	return ms, nil
-}
+// migrations returns the embedded migrations in version order.
+func migrations() ([]store.Migration, error) { return store.ReadMigrations(migrationFS) }
 
 // explainConnect turns the driver's connection failures into errors that say
 // what was wrong and what to do.
@@ -286,11 +256,11 @@ func migrate(ctx context.Context, db *sql.DB, schema string, readOnly bool) erro
 		return err
 	}
 	for _, m := range ms {
-		if m.version <= cur {
+		if m.Version <= cur {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			return fmt.Errorf("litequeue: PostgreSQL migration %d: %w", m.version, err)
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return fmt.Errorf("litequeue: PostgreSQL migration %d: %w", m.Version, err)
 		}
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO lq_meta (key, value) VALUES ('format', $1), ('schema_version', $2)

@@ -17,10 +17,8 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -43,34 +41,8 @@ const formatName = "litequeue"
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-type migration struct {
-	version int
-	sql     string
-}
-
-// migrations returns the embedded migrations in version order. File names
-// start with the zero-padded version number: 0001_init.sql.
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("litequeue: bad migration file name %q", e.Name())
-		}
-		b, err := migrationFS.ReadFile(path.Join("migrations", e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	return ms, nil
-}
+// migrations returns the embedded migrations in version order.
+func migrations() ([]store.Migration, error) { return store.ReadMigrations(migrationFS) }
 
 // Execer is what the store's statements run on: the writer's connection
 // inside its transaction, a read transaction, or the application's *sql.Tx.
@@ -291,11 +263,11 @@ func migrate(ctx context.Context, conn *sql.Conn, from int) error {
 			return fmt.Errorf("%w: file has version %d, this build knows up to %d", store.ErrSchemaTooNew, cur, SchemaVersion)
 		}
 		for _, m := range ms {
-			if m.version <= cur {
+			if m.Version <= cur {
 				continue
 			}
-			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-				return fmt.Errorf("litequeue: migration %d: %w", m.version, err)
+			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+				return fmt.Errorf("litequeue: migration %d: %w", m.Version, err)
 			}
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO lq_meta (key, value) VALUES ('format', ?), ('schema_version', ?)
