@@ -266,7 +266,7 @@ func deadWhere(f store.DeadFilter) (string, []any) {
 	}
 	if len(f.IDs) > 0 {
 		where = append(where, "id IN (SELECT value FROM json_each(?))")
-		args = append(args, IDsJSON(f.IDs))
+		args = append(args, idsJSON(f.IDs))
 	}
 	return strings.Join(where, " AND "), args
 }

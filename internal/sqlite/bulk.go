@@ -63,7 +63,7 @@ func (s *Store) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, bef
 			return nil
 		}
 		res.Selected, res.Last = len(ids), ids[len(ids)-1]
-		list := IDsJSON(ids)
+		list := idsJSON(ids)
 		if op == store.BulkRequeue {
 			return requeueChunk(ctx, tx, list, q.Now, &res)
 		}

@@ -123,7 +123,7 @@ func (s *Store) WhichCancelled(ctx context.Context, leases []store.Lease) ([]int
 	if len(leases) == 0 {
 		return nil, nil
 	}
-	ids := IDsJSON(func() []int64 {
+	ids := idsJSON(func() []int64 {
 		v := make([]int64, len(leases))
 		for i, l := range leases {
 			v[i] = l.ID

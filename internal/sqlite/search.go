@@ -39,7 +39,7 @@ func queryWhere(q store.JobQuery) ([]string, []any) {
 	}
 	if len(q.IDs) > 0 {
 		where = append(where, "id IN (SELECT value FROM json_each(:ids))")
-		args = append(args, sql.Named("ids", IDsJSON(q.IDs)))
+		args = append(args, sql.Named("ids", idsJSON(q.IDs)))
 	}
 	return where, args
 }

@@ -96,12 +96,6 @@ const insertJobSQL = `INSERT INTO lq_jobs (queue, kind, priority, visible_at, ru
 
 const liveKeySQL = `SELECT id FROM lq_jobs WHERE idem_key = ? AND state IN (0, 1)`
 
-// InsertOne writes one job on tx, as Insert does for one item (for the
-// root package's test support).
-func InsertOne(ctx context.Context, tx Execer, nj *store.NewJob) (int64, error) {
-	return insertOne(ctx, tx, nj, nil)
-}
-
 // insertOne writes one job on tx. With a key held by a live job it inserts
 // nothing and returns that job's id and a *store.DuplicateError.
 func insertOne(ctx context.Context, tx Execer, nj *store.NewJob, stmt *sql.Stmt) (int64, error) {
@@ -589,7 +583,7 @@ func deleteCompleted(ctx context.Context, tx Execer, cs []store.Completion, whic
 	var ids []byte
 	for _, lease := range leases {
 		idx := byLease[lease]
-		ids = AppendIDsJSON(ids[:0], len(idx), func(k int) int64 { return cs[idx[k]].ID })
+		ids = appendIDsJSON(ids[:0], len(idx), func(k int) int64 { return cs[idx[k]].ID })
 		// TEXT, not a BLOB: json_each would read a BLOB as JSONB.
 		rows, err := tx.QueryContext(ctx, completeDeleteManySQL, string(ids), lease)
 		if err != nil {
@@ -620,14 +614,14 @@ func deleteCompleted(ctx context.Context, tx Execer, cs []store.Completion, whic
 	return nil
 }
 
-// IDsJSON renders ids as a JSON array for json_each, as TEXT: json_each
+// idsJSON renders ids as a JSON array for json_each, as TEXT: json_each
 // would read a BLOB as JSONB.
-func IDsJSON(ids []int64) string {
-	return string(AppendIDsJSON(nil, len(ids), func(i int) int64 { return ids[i] }))
+func idsJSON(ids []int64) string {
+	return string(appendIDsJSON(nil, len(ids), func(i int) int64 { return ids[i] }))
 }
 
-// AppendIDsJSON appends the JSON array of the n ids id(0)…id(n-1) to b.
-func AppendIDsJSON(b []byte, n int, id func(i int) int64) []byte {
+// appendIDsJSON appends the JSON array of the n ids id(0)…id(n-1) to b.
+func appendIDsJSON(b []byte, n int, id func(i int) int64) []byte {
 	b = append(b, '[')
 	for i := range n {
 		if i > 0 {
