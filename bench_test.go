@@ -311,3 +311,35 @@ func BenchmarkMockClockDay(b *testing.B) {
 		ev.wait(b, EventSucceeded, id, 1)
 	}
 }
+
+// BenchmarkHandOff is one job from Enqueue to its handler on an idle queue:
+// the enqueue's own transaction claims the job and hands it to the waiting
+// worker (the idle-latency path of lqbench's scenario D). The sync=NORMAL
+// variant measures the queue's own cost without the disk's fsync.
+func BenchmarkHandOff(b *testing.B) {
+	for _, d := range benchDurabilities {
+		b.Run(d.name, func(b *testing.B) {
+			q := openBench(b, d.d, nil)
+			started := make(chan struct{})
+			Register(q, func(ctx context.Context, d *Delivery[benchJob]) error {
+				started <- struct{}{}
+				return nil
+			})
+			ctx := context.Background()
+			if err := q.Start(ctx); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := q.Enqueue(ctx, newBenchJob(i), nil); err != nil {
+					b.Fatal(err)
+				}
+				<-started
+			}
+			b.StopTimer()
+			if err := q.Stop(ctx); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}

@@ -212,6 +212,36 @@ func TestHandOffNeverOvertakesADueJob(t *testing.T) {
 		defer mu.Unlock()
 		require.Equal(t, []int64{warm, urgent, older, mine}, order)
 	})
+	t.Run("a more urgent job alone in the file runs first", func(t *testing.T) {
+		// Nothing of the new job's own priority is due: only the more
+		// urgent one, which the hand-off must see across priorities.
+		h := setup(t, oneWorker)
+		ctx := context.Background()
+		var mu sync.Mutex
+		var order []int64
+		Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error {
+			mu.Lock()
+			order = append(order, d.ID)
+			mu.Unlock()
+			return nil
+		})
+		h.start(t)
+		warm, err := h.q.Enqueue(ctx, SendEmail{To: "warm-up"}, nil)
+		require.NoError(t, err)
+		h.ev.wait(t, EventSucceeded, warm, 1)
+		b, _, _ := openSecond(t, h, h.clock.Now(), nil)
+		later, err := b.Enqueue(ctx, SendEmail{To: "urgent but later"}, &EnqueueOptions{Priority: -9, Delay: time.Hour})
+		require.NoError(t, err)
+		urgent, err := b.Enqueue(ctx, SendEmail{To: "urgent"}, &EnqueueOptions{Priority: -5})
+		require.NoError(t, err)
+		mine, err := h.q.Enqueue(ctx, SendEmail{To: "mine"}, nil)
+		require.NoError(t, err)
+		h.ev.wait(t, EventSucceeded, mine, 1)
+		h.ev.wait(t, EventSucceeded, urgent, 1)
+		mu.Lock()
+		defer mu.Unlock()
+		require.Equal(t, []int64{warm, urgent, mine}, order, "the due priority -5 job runs before the new priority 0 one; the one due in an hour (%d) waits", later)
+	})
 }
 
 func TestRetriedAndRequeuedJobsRunInCurrentDueTimeOrder(t *testing.T) {

@@ -267,6 +267,13 @@ func (s *Store) InsertClaim(ctx context.Context, job store.NewJob, q store.Claim
 		if err != nil {
 			return err
 		}
+		if q.N == 1 {
+			c, ok, err := claimNew(ctx, tx, q, id, &job)
+			if err != nil || ok {
+				claimed = c
+				return err
+			}
+		}
 		claimed, err = claimTx(ctx, tx, q)
 		return err
 	}, func() { handOff(claimed) })
@@ -282,6 +289,37 @@ func (s *Store) InsertClaim(ctx context.Context, job store.NewJob, q store.Claim
 		return 0, classifyWriteError(err)
 	}
 	return id, nil
+}
+
+// claimNewSQL claims the row ?4 that its own transaction has just inserted,
+// due now at priority ?6 in queue ?5 — but only when nothing could come
+// before it: the queue is not paused, no live row of the queue is more
+// urgent (one seek of the claim index for the minimum priority, due or not),
+// and no other row of its priority is due (one seek). Each condition is an
+// index probe, so the common idle-queue hand-off costs one statement; when a
+// condition fails, nothing is claimed and the caller walks the priorities
+// with claimSQL, which never overtakes a due job.
+const claimNewSQL = `UPDATE lq_jobs
+SET state = 1, visible_at = ?1, lease = ?2, attempt = attempt + 1, attempted_at = ?3, due_at = visible_at
+WHERE id = ?4 AND state = 0 AND attempt = 0 AND priority = ?6 AND visible_at <= ?3
+  AND NOT EXISTS (SELECT 1 FROM lq_queues WHERE queue = ?5 AND paused_at IS NOT NULL)
+  AND (SELECT min(priority) FROM lq_jobs WHERE queue = ?5 AND state IN (0, 1)) = ?6
+  AND NOT EXISTS (SELECT 1 FROM lq_jobs WHERE queue = ?5 AND state IN (0, 1) AND priority = ?6 AND visible_at <= ?3 AND id <> ?4)`
+
+// claimNew claims the job its transaction has just inserted as id when
+// claimNewSQL finds that nothing is due before it; ok is false when it
+// claimed nothing. The row is fresh, so its attempt is the first and it
+// became due at its VisibleAt: the statement needs no RETURNING.
+func claimNew(ctx context.Context, tx Execer, q store.ClaimQuery, id int64, nj *store.NewJob) (c []store.Claimed, ok bool, err error) {
+	if !slices.Contains(q.Kinds, nj.Kind) || nj.Queue != q.Queue || nj.VisibleAt > q.Now {
+		return nil, false, nil
+	}
+	ok, err = execHolds(ctx, tx, claimNewSQL, q.Until, q.Lease, q.Now, id, q.Queue, nj.Priority)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return []store.Claimed{{ID: id, Kind: nj.Kind, Attempt: 1, Priority: nj.Priority, Payload: nj.Payload,
+		Key: nj.Key, CreatedAt: nj.CreatedAt, DueAt: nj.VisibleAt}}, true, nil
 }
 
 // claimSQL claims up to ?6 due rows of one priority of a queue, in due-time
@@ -565,6 +603,9 @@ const completeDeleteManySQL = `DELETE FROM lq_jobs
 WHERE id IN (SELECT value FROM json_each(?1)) AND lease = ?2 AND state = 1
 RETURNING id`
 
+// completeDeleteOneSQL is completeDeleteManySQL for a single job.
+const completeDeleteOneSQL = `DELETE FROM lq_jobs WHERE id = ?1 AND lease = ?2 AND state = 1`
+
 // deleteCompleted deletes the jobs of the successes cs[i] for i in which, one
 // statement per lease (a claim takes one lease for its whole batch), and
 // sets results[i] to ErrLeaseLost for every job whose row did not hold its
@@ -583,6 +624,18 @@ func deleteCompleted(ctx context.Context, tx Execer, cs []store.Completion, whic
 	var ids []byte
 	for _, lease := range leases {
 		idx := byLease[lease]
+		if len(idx) == 1 {
+			// One job of its claim: a delete by primary key, cheaper than
+			// the json_each list (the common case of an idle queue).
+			ok, err := execHolds(ctx, tx, completeDeleteOneSQL, cs[idx[0]].ID, lease)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				results[idx[0]] = store.ErrLeaseLost
+			}
+			continue
+		}
 		ids = appendIDsJSON(ids[:0], len(idx), func(k int) int64 { return cs[idx[k]].ID })
 		// TEXT, not a BLOB: json_each would read a BLOB as JSONB.
 		rows, err := tx.QueryContext(ctx, completeDeleteManySQL, string(ids), lease)
