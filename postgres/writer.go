@@ -7,23 +7,22 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/litequeue/litequeue/internal/groupcommit"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
 // op is one unit of work for the writer. Its statements join the writer's
 // next batch, which is sent in one round trip and runs as one implicit
-// transaction (group commit): concurrent enqueues, claims, failures and
-// successes share a commit instead of each paying one.
+// transaction (group commit, internal/groupcommit): concurrent enqueues,
+// claims, failures and successes share a commit instead of each paying one.
 type op struct {
 	ctx context.Context
 	// jobs, when set, are inserted by the batch's one merged insert, before
@@ -43,8 +42,10 @@ type op struct {
 	// after, when set, runs on the writer once the batch committed, before
 	// any later batch: claims hand off their jobs in commit order this way.
 	after func()
-	done  chan error
 }
+
+// gop is an op as the group-commit loop carries it.
+type gop = groupcommit.Op[*op]
 
 // maxGroup bounds how many ops share one batch.
 const maxGroup = 256
@@ -53,188 +54,68 @@ const maxGroup = 256
 // to submit again.
 const maxGather = 200 * time.Microsecond
 
-// writer owns the store's writes: one goroutine sending batches.
+// writer owns a share of the store's writes: batches sent one round trip
+// each, parallel of them at a time (with one, batches commit, and run their
+// after funcs, in order).
 type writer struct {
-	s    *pgStore
-	ops  chan *op
-	kick chan struct{}
-
-	mu          sync.Mutex
-	completions []store.Completion
-
-	// slots bounds the batches in flight at once; with one, batches
-	// commit (and run their after funcs) in order.
-	slots    chan struct{}
-	inflight sync.WaitGroup
-	last     int // callers at the last commit: its ops and those queued behind it
-
-	quit chan struct{}
-	done chan struct{}
+	s  *pgStore
+	gc *groupcommit.Writer[*op]
 }
 
 func newWriter(s *pgStore, parallel int) *writer {
-	w := &writer{
-		s:     s,
-		slots: make(chan struct{}, max(parallel, 1)),
-		ops:   make(chan *op, maxGroup),
-		kick:  make(chan struct{}, 1),
-		quit:  make(chan struct{}),
-		done:  make(chan struct{}),
-	}
-	go w.loop()
+	w := &writer{s: s}
+	w.gc = groupcommit.New(groupcommit.Options{MaxGroup: maxGroup, Slots: parallel, Gather: maxGather}, w.commit)
 	return w
 }
 
 // submit hands o to the writer and waits for its batch.
-func (w *writer) submit(o *op) error {
-	o.done = make(chan error, 1)
-	select {
-	case w.ops <- o:
-	case <-w.quit:
-		return store.ErrClosed
-	case <-o.ctx.Done():
-		return o.ctx.Err()
-	}
-	select {
-	case err := <-o.done:
-		return err
-	case <-w.done:
-		select {
-		case err := <-o.done:
-			return err
-		default:
-			return store.ErrClosed
-		}
-	}
-}
+func (w *writer) submit(o *op) error { return w.gc.Submit(&gop{Ctx: o.ctx, Work: o}) }
 
-func (w *writer) complete(c store.Completion) {
-	w.mu.Lock()
-	w.completions = append(w.completions, c)
-	w.mu.Unlock()
-	select {
-	case w.kick <- struct{}{}:
-	default:
-	}
-}
-
-func (w *writer) pending() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.completions)
-}
+// complete queues a success for the next batch without waiting.
+func (w *writer) complete(c store.Completion) { w.gc.Complete(c) }
 
 // close writes what is queued, then stops the writer.
-func (w *writer) close() {
-	select {
-	case <-w.quit:
-	default:
-		close(w.quit)
-	}
-	<-w.done
-}
-
-func (w *writer) loop() {
-	defer close(w.done)
-	defer w.inflight.Wait()
-	for {
-		batch := make([]*op, 0, 8)
-		select {
-		case o := <-w.ops:
-			batch = append(batch, o)
-		case <-w.kick:
-		case <-w.quit:
-			w.inflight.Wait()
-			for {
-				batch = batch[:0]
-				w.gather(&batch)
-				if len(batch) == 0 && w.pending() == 0 {
-					return
-				}
-				w.commit(batch)
-			}
-		}
-		// Let the callers that the last commit answered, and are about to
-		// submit again, do so: their ops then share this batch instead of
-		// waiting for the next one. Wait (yielding, at most maxGather) until
-		// as many ops are here as there were callers at the last commit (its
-		// ops and those that had queued behind it); a lone caller does not
-		// wait at all.
-		for deadline := time.Now().Add(maxGather); len(batch)+len(w.ops) < w.last && time.Now().Before(deadline); {
-			runtime.Gosched()
-		}
-		if cap(w.slots) == 1 {
-			w.gather(&batch)
-			w.commit(batch)
-			w.last = len(batch) + len(w.ops)
-			continue
-		}
-		// Wait for a free slot first: ops arriving meanwhile join this batch.
-		w.slots <- struct{}{}
-		w.gather(&batch)
-		w.last = len(batch) + len(w.ops)
-		w.inflight.Add(1)
-		go func() {
-			defer w.inflight.Done()
-			defer func() { <-w.slots }()
-			w.commit(batch)
-		}()
-	}
-}
-
-func (w *writer) gather(batch *[]*op) {
-	for len(*batch) < maxGroup {
-		select {
-		case o := <-w.ops:
-			*batch = append(*batch, o)
-		default:
-			return
-		}
-	}
-}
+func (w *writer) close() { w.gc.Close() }
 
 // commit sends ops and the waiting completions as one batch. A batch that
 // fails on an SQL error (which rolled it back) is split: each op, and the
 // completions, then run in a batch of their own, so one op's failure is
 // reported to it alone.
-func (w *writer) commit(all []*op) {
-	ops := all[:0:0]
-	var alone []*op
+func (w *writer) commit(all []*gop, cs []store.Completion) {
+	ops := make([]*op, 0, len(all))
+	var batched, alone []*gop
 	for _, o := range all {
 		switch {
-		case o.ctx.Err() != nil:
-			o.done <- o.ctx.Err()
-		case o.run != nil:
+		case o.Ctx.Err() != nil:
+			o.Err = o.Ctx.Err()
+		case o.Work.run != nil:
 			alone = append(alone, o)
 		default:
-			ops = append(ops, o)
+			ops = append(ops, o.Work)
+			batched = append(batched, o)
 		}
 	}
 	defer func() {
 		for _, o := range alone {
-			err := o.ctx.Err()
+			err := o.Ctx.Err()
 			if err == nil {
-				err = o.run(o.ctx)
+				err = o.Work.run(o.Ctx)
 			}
-			if err == nil && o.after != nil {
-				o.after()
+			if err == nil && o.Work.after != nil {
+				o.Work.after()
 			}
-			o.done <- err
+			o.Err = err
 		}
 	}()
-	w.mu.Lock()
-	cs := w.completions
-	w.completions = nil
-	w.mu.Unlock()
 	if len(ops) == 0 && len(cs) == 0 {
 		return
 	}
 	results, err := w.send(ops, cs)
 	var sqlErr *pgconn.PgError
 	if err != nil && errors.As(err, &sqlErr) && !transient(err) && len(ops)+min(len(cs), 1) > 1 {
-		for _, o := range ops {
+		for i, o := range ops {
 			_, e := w.send([]*op{o}, nil)
-			w.finish([]*op{o}, nil, nil, e)
+			w.finish(batched[i:i+1], nil, nil, e)
 		}
 		if len(cs) > 0 {
 			results, err = w.send(nil, cs)
@@ -242,32 +123,23 @@ func (w *writer) commit(all []*op) {
 		}
 		return
 	}
-	w.finish(ops, cs, results, err)
+	w.finish(batched, cs, results, err)
 }
 
 // finish reports a batch's outcome: completions first (so that an op that
 // waits for them, a Flush, returns after they were notified), then hand-offs
 // in order, then the ops.
-func (w *writer) finish(ops []*op, cs []store.Completion, results []error, err error) {
-	for i, c := range cs {
-		if c.Notify == nil {
-			continue
-		}
-		if err != nil {
-			c.Notify(err)
-		} else {
-			c.Notify(results[i])
-		}
-	}
+func (w *writer) finish(ops []*gop, cs []store.Completion, results []error, err error) {
+	groupcommit.Notify(cs, results, err)
 	if err == nil {
 		for _, o := range ops {
-			if o.after != nil {
-				o.after()
+			if o.Work.after != nil {
+				o.Work.after()
 			}
 		}
 	}
 	for _, o := range ops {
-		o.done <- err
+		o.Err = err
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/litequeue/litequeue/internal/groupcommit"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -13,9 +14,7 @@ import (
 // transaction, under its own savepoint when it shares the transaction with
 // others, so its failure rolls back only its own changes.
 type writeOp struct {
-	ctx  context.Context
 	fn   func(ctx context.Context, tx Execer) error
-	done chan error
 	noTx bool // run on the connection outside any transaction (reads)
 	// after, when set, runs on the writer once fn's changes committed,
 	// before later transactions: claims hand their jobs to the workers in
@@ -26,15 +25,12 @@ type writeOp struct {
 // writer is the single writer of a queue: one goroutine owning one
 // connection that commits whatever is waiting — enqueues, claims, failures,
 // lease extensions and batched completions — in one transaction (group
-// commit), so concurrent writers share an fsync instead of each paying one.
+// commit, internal/groupcommit), so concurrent writers share an fsync instead
+// of each paying one.
 type writer struct {
-	conn *sql.Conn
-	ops  chan *writeOp
-
-	mu          sync.Mutex
-	completions []store.Completion
-	completeFn  func(ctx context.Context, tx Execer, cs []store.Completion) ([]error, error)
-	kick        chan struct{}
+	conn       *sql.Conn
+	gc         *groupcommit.Writer[writeOp]
+	completeFn func(ctx context.Context, tx Execer, cs []store.Completion) ([]error, error)
 
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt
@@ -42,9 +38,6 @@ type writer struct {
 	// file is the queue file's identity, checked before every commit; nil
 	// for New.
 	file atomic.Pointer[fileIdentity]
-
-	quit chan struct{}
-	done chan struct{}
 }
 
 // maxGroup bounds how many operations share one transaction.
@@ -54,13 +47,9 @@ func newWriter(conn *sql.Conn, completeFn func(ctx context.Context, tx Execer, c
 	w := &writer{
 		conn:       conn,
 		stmts:      map[string]*sql.Stmt{},
-		ops:        make(chan *writeOp, maxGroup),
 		completeFn: completeFn,
-		kick:       make(chan struct{}, 1),
-		quit:       make(chan struct{}),
-		done:       make(chan struct{}),
 	}
-	go w.loop()
+	w.gc = groupcommit.New(groupcommit.Options{MaxGroup: maxGroup}, w.commit)
 	return w
 }
 
@@ -132,71 +121,28 @@ func (c cached) QueryRowContext(ctx context.Context, query string, args ...any) 
 // do runs fn in the writer and waits for its transaction to commit. The
 // returned error is fn's, or the commit's.
 func (w *writer) do(ctx context.Context, fn func(ctx context.Context, tx Execer) error) error {
-	return w.submit(&writeOp{ctx: ctx, fn: fn, done: make(chan error, 1)})
+	return w.gc.Submit(&groupcommit.Op[writeOp]{Ctx: ctx, Work: writeOp{fn: fn}})
 }
 
 // doAfter is do, and runs after on the writer once fn's changes committed
 // (see writeOp.after). after must not wait for the writer.
 func (w *writer) doAfter(ctx context.Context, fn func(ctx context.Context, tx Execer) error, after func()) error {
-	return w.submit(&writeOp{ctx: ctx, fn: fn, done: make(chan error, 1), after: after})
+	return w.gc.Submit(&groupcommit.Op[writeOp]{Ctx: ctx, Work: writeOp{fn: fn, after: after}})
 }
 
 // read runs fn on the writer's connection outside any transaction, between
 // two commits. The poller reads PRAGMA data_version this way: on the
 // writer's connection it changes only for other connections' commits.
 func (w *writer) read(ctx context.Context, fn func(ctx context.Context, tx Execer) error) error {
-	return w.submit(&writeOp{ctx: ctx, fn: fn, done: make(chan error, 1), noTx: true})
-}
-
-func (w *writer) submit(op *writeOp) error {
-	ctx := op.ctx
-	select {
-	case w.ops <- op:
-	case <-w.quit:
-		return store.ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case err := <-op.done:
-		return err
-	case <-w.done:
-		// The writer stopped; it answers every op it took before stopping.
-		select {
-		case err := <-op.done:
-			return err
-		default:
-			return store.ErrClosed
-		}
-	}
+	return w.gc.Submit(&groupcommit.Op[writeOp]{Ctx: ctx, Work: writeOp{fn: fn, noTx: true}})
 }
 
 // complete queues a success for the next batch without waiting.
-func (w *writer) complete(c store.Completion) {
-	w.mu.Lock()
-	w.completions = append(w.completions, c)
-	w.mu.Unlock()
-	select {
-	case w.kick <- struct{}{}:
-	default:
-	}
-}
-
-// pendingCompletions reports how many successes wait to be written.
-func (w *writer) pendingCompletions() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.completions)
-}
+func (w *writer) complete(c store.Completion) { w.gc.Complete(c) }
 
 // close writes everything already queued, then stops the writer.
 func (w *writer) close() {
-	select {
-	case <-w.quit:
-	default:
-		close(w.quit)
-	}
-	<-w.done
+	w.gc.Close()
 	w.stmtMu.Lock()
 	for _, s := range w.stmts {
 		s.Close()
@@ -205,56 +151,17 @@ func (w *writer) close() {
 	w.stmtMu.Unlock()
 }
 
-func (w *writer) loop() {
-	defer close(w.done)
-	batch := make([]*writeOp, 0, maxGroup)
-	for {
-		batch = batch[:0]
-		select {
-		case op := <-w.ops:
-			batch = append(batch, op)
-		case <-w.kick:
-		case <-w.quit:
-			// Drain what is left, then stop.
-			for {
-				batch = batch[:0]
-				w.gather(&batch)
-				if len(batch) == 0 && w.pendingCompletions() == 0 {
-					return
-				}
-				w.commit(batch)
-			}
-		}
-		w.gather(&batch)
-		w.commit(batch)
-	}
-}
-
-// gather adds every op already waiting, up to maxGroup.
-func (w *writer) gather(batch *[]*writeOp) {
-	for len(*batch) < maxGroup {
-		select {
-		case op := <-w.ops:
-			*batch = append(*batch, op)
-		default:
-			return
-		}
-	}
-}
-
-func (w *writer) commit(all []*writeOp) {
+// commit runs one batch: the reads first, then every other op and the
+// completions in one transaction.
+func (w *writer) commit(all []*groupcommit.Op[writeOp], cs []store.Completion) {
 	batch := all[:0:0]
 	for _, op := range all {
-		if op.noTx {
-			op.done <- op.fn(op.ctx, w.conn)
+		if op.Work.noTx {
+			op.Err = op.Work.fn(op.Ctx, w.conn)
 		} else {
 			batch = append(batch, op)
 		}
 	}
-	w.mu.Lock()
-	cs := w.completions
-	w.completions = nil
-	w.mu.Unlock()
 	if len(batch) == 0 && len(cs) == 0 {
 		return
 	}
@@ -266,7 +173,7 @@ func (w *writer) commit(all []*writeOp) {
 	defer stopWait()
 	err := runTx(wait, ctx, cached{w}, func(tx Execer) error {
 		for i, op := range batch {
-			if err := op.ctx.Err(); err != nil {
+			if err := op.Ctx.Err(); err != nil {
 				errs[i] = err
 				continue
 			}
@@ -290,26 +197,17 @@ func (w *writer) commit(all []*writeOp) {
 	}
 	// Completions are reported before the ops are answered, so that an op
 	// that waits for them (Stop's final flush) returns after their events.
-	for i, c := range cs {
-		if c.Notify == nil {
-			continue
-		}
-		if err != nil {
-			c.Notify(err)
-		} else {
-			c.Notify(results[i])
-		}
-	}
+	groupcommit.Notify(cs, results, err)
 	for i, op := range batch {
-		if err == nil && errs[i] == nil && op.after != nil {
-			op.after()
+		if err == nil && errs[i] == nil && op.Work.after != nil {
+			op.Work.after()
 		}
 	}
 	for i, op := range batch {
 		if err != nil {
-			op.done <- err
+			op.Err = err
 		} else {
-			op.done <- errs[i]
+			op.Err = errs[i]
 		}
 	}
 }
@@ -319,7 +217,7 @@ func (w *writer) commit(all []*writeOp) {
 // with that context's cause), so a caller's deadline bounds its wait for a
 // lock another process holds, and nothing is written after it gave up. With
 // completions to write it never ends: they have no caller to give up.
-func waitContext(ops []*writeOp, completions bool) (context.Context, func()) {
+func waitContext(ops []*groupcommit.Op[writeOp], completions bool) (context.Context, func()) {
 	if completions || len(ops) == 0 {
 		return context.Background(), func() {}
 	}
@@ -328,9 +226,9 @@ func waitContext(ops []*writeOp, completions bool) (context.Context, func()) {
 	left.Store(int64(len(ops)))
 	stops := make([]func() bool, len(ops))
 	for i, op := range ops {
-		stops[i] = context.AfterFunc(op.ctx, func() {
+		stops[i] = context.AfterFunc(op.Ctx, func() {
 			if left.Add(-1) == 0 {
-				cancel(context.Cause(op.ctx))
+				cancel(context.Cause(op.Ctx))
 			}
 		})
 	}
@@ -344,18 +242,18 @@ func waitContext(ops []*writeOp, completions bool) (context.Context, func()) {
 
 // runOp runs one op; shared says other ops share the transaction, so the op
 // gets a savepoint that isolates its failure.
-func runOp(op *writeOp, tx Execer, shared bool) error {
+func runOp(op *groupcommit.Op[writeOp], tx Execer, shared bool) error {
 	if !shared {
-		return op.fn(op.ctx, tx)
+		return op.Work.fn(op.Ctx, tx)
 	}
-	if _, err := tx.ExecContext(op.ctx, "SAVEPOINT lq_op"); err != nil {
+	if _, err := tx.ExecContext(op.Ctx, "SAVEPOINT lq_op"); err != nil {
 		return err
 	}
-	if err := op.fn(op.ctx, tx); err != nil {
+	if err := op.Work.fn(op.Ctx, tx); err != nil {
 		_, _ = tx.ExecContext(context.Background(), "ROLLBACK TO lq_op")
 		_, _ = tx.ExecContext(context.Background(), "RELEASE lq_op")
 		return err
 	}
-	_, err := tx.ExecContext(op.ctx, "RELEASE lq_op")
+	_, err := tx.ExecContext(op.Ctx, "RELEASE lq_op")
 	return err
 }

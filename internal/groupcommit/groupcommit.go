@@ -1,0 +1,242 @@
+// Package groupcommit is the write loop the queue's stores share (group
+// commit): callers submit operations and wait; one goroutine gathers every
+// operation already waiting, together with the successes queued since the
+// last batch, and hands them to the store's commit function as one batch, so
+// that concurrent writers share one transaction and one durable commit
+// instead of each paying one.
+//
+// The store supplies what a batch means (SQLite: one transaction on its one
+// connection, a savepoint per operation; PostgreSQL: one pipelined round trip
+// on a pooled connection); this package owns submitting, waiting, the queue of
+// successes, batching, the number of batches in flight and shutting down.
+package groupcommit
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/litequeue/litequeue/internal/store"
+)
+
+// Op is one submitted operation: the store's Work, the caller's context, and
+// the outcome the commit function reports in Err.
+type Op[W any] struct {
+	Ctx  context.Context
+	Work W
+	// Err is the operation's outcome, set by the commit function; the
+	// caller of Submit receives it once the batch is done.
+	Err  error
+	done chan error
+}
+
+// Commit commits one batch: ops in the order they were taken (possibly none)
+// and cs, the successes queued since the last batch (possibly none; never both
+// empty). It sets each op's Err; the writer answers the ops after it returns.
+// It must not submit to its own writer.
+type Commit[W any] func(ops []*Op[W], cs []store.Completion)
+
+// Options shape a Writer's batches.
+type Options struct {
+	// MaxGroup bounds how many ops share one batch (default 256).
+	MaxGroup int
+	// Slots bounds the batches committing at once (default 1). With one,
+	// batches commit one after the other, in the order they were gathered;
+	// with more, a batch may start while earlier ones still commit, each on
+	// its own goroutine.
+	Slots int
+	// Gather bounds how long a batch waits, yielding, for the callers that
+	// the last commit answered to submit again, so that they share this
+	// batch instead of waiting for the next one. A batch waits only while
+	// it has fewer ops than the last one had callers (a lone caller never
+	// waits); 0 never waits.
+	Gather time.Duration
+}
+
+// Writer runs one store's writes: one goroutine that commits whatever is
+// waiting as one batch.
+type Writer[W any] struct {
+	opts   Options
+	commit Commit[W]
+	ops    chan *Op[W]
+	kick   chan struct{}
+
+	mu          sync.Mutex
+	completions []store.Completion
+
+	slots    chan struct{}
+	inflight sync.WaitGroup
+	last     int // callers at the last batch: its ops and those queued behind it
+
+	quit chan struct{}
+	done chan struct{}
+}
+
+// New starts a writer that commits through commit.
+func New[W any](opts Options, commit Commit[W]) *Writer[W] {
+	if opts.MaxGroup <= 0 {
+		opts.MaxGroup = 256
+	}
+	opts.Slots = max(opts.Slots, 1)
+	w := &Writer[W]{
+		opts:   opts,
+		commit: commit,
+		ops:    make(chan *Op[W], opts.MaxGroup),
+		kick:   make(chan struct{}, 1),
+		slots:  make(chan struct{}, opts.Slots),
+		quit:   make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	go w.loop()
+	return w
+}
+
+// Submit hands o to the writer and waits until its batch is done, then
+// returns o.Err. It returns o.Ctx's error if the context ends before the
+// writer took o, and store.ErrClosed once the writer is closed (an op the
+// writer took before closing is still committed and answered).
+func (w *Writer[W]) Submit(o *Op[W]) error {
+	o.done = make(chan error, 1)
+	select {
+	case w.ops <- o:
+	case <-w.quit:
+		return store.ErrClosed
+	case <-o.Ctx.Done():
+		return o.Ctx.Err()
+	}
+	select {
+	case err := <-o.done:
+		return err
+	case <-w.done:
+		// The writer stopped; it answers every op it took before stopping.
+		select {
+		case err := <-o.done:
+			return err
+		default:
+			return store.ErrClosed
+		}
+	}
+}
+
+// Complete queues a success for the next batch without waiting; its Notify
+// reports the outcome.
+func (w *Writer[W]) Complete(c store.Completion) {
+	w.mu.Lock()
+	w.completions = append(w.completions, c)
+	w.mu.Unlock()
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Pending reports how many successes wait for a batch.
+func (w *Writer[W]) Pending() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.completions)
+}
+
+// Close commits everything already submitted or queued, then stops the
+// writer. Later calls return at once.
+func (w *Writer[W]) Close() {
+	select {
+	case <-w.quit:
+	default:
+		close(w.quit)
+	}
+	<-w.done
+}
+
+func (w *Writer[W]) loop() {
+	defer close(w.done)
+	defer w.inflight.Wait()
+	batch := make([]*Op[W], 0, 8)
+	for {
+		batch = batch[:0]
+		select {
+		case o := <-w.ops:
+			batch = append(batch, o)
+		case <-w.kick:
+		case <-w.quit:
+			// Commit what is left, then stop.
+			w.inflight.Wait()
+			for {
+				batch = batch[:0]
+				w.gather(&batch)
+				if len(batch) == 0 && w.Pending() == 0 {
+					return
+				}
+				w.run(batch)
+			}
+		}
+		if w.opts.Gather > 0 {
+			for deadline := time.Now().Add(w.opts.Gather); len(batch)+len(w.ops) < w.last && time.Now().Before(deadline); {
+				runtime.Gosched()
+			}
+		}
+		if w.opts.Slots == 1 {
+			w.gather(&batch)
+			w.run(batch)
+			w.last = len(batch) + len(w.ops)
+			continue
+		}
+		// Wait for a free slot first: ops arriving meanwhile join this batch.
+		w.slots <- struct{}{}
+		w.gather(&batch)
+		w.last = len(batch) + len(w.ops)
+		mine := append([]*Op[W](nil), batch...)
+		w.inflight.Add(1)
+		go func() {
+			defer w.inflight.Done()
+			defer func() { <-w.slots }()
+			w.run(mine)
+		}()
+	}
+}
+
+// gather adds every op already waiting, up to MaxGroup.
+func (w *Writer[W]) gather(batch *[]*Op[W]) {
+	for len(*batch) < w.opts.MaxGroup {
+		select {
+		case o := <-w.ops:
+			*batch = append(*batch, o)
+		default:
+			return
+		}
+	}
+}
+
+// run commits ops with the queued successes and answers the ops.
+func (w *Writer[W]) run(ops []*Op[W]) {
+	w.mu.Lock()
+	cs := w.completions
+	w.completions = nil
+	w.mu.Unlock()
+	if len(ops) == 0 && len(cs) == 0 {
+		return
+	}
+	w.commit(ops, cs)
+	for _, o := range ops {
+		o.done <- o.Err
+	}
+}
+
+// Notify reports a batch's outcome to its successes: err to every one when
+// the batch failed, else each its own result (nil, or store.ErrLeaseLost for
+// a success whose lease was gone). A commit function calls it before running
+// its ops' hand-offs, so that whoever waits for a success's event sees it
+// before the ops of its batch are answered.
+func Notify(cs []store.Completion, results []error, err error) {
+	for i, c := range cs {
+		if c.Notify == nil {
+			continue
+		}
+		if err != nil {
+			c.Notify(err)
+		} else {
+			c.Notify(results[i])
+		}
+	}
+}
