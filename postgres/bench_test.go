@@ -24,16 +24,24 @@ func benchJobs(n int) []store.NewJob {
 	return jobs
 }
 
-func BenchmarkInsertOne(b *testing.B) {
+// benchEach runs one call per job, sequentially, on a fresh store.
+func benchEach(b *testing.B, call func(ctx context.Context, s *pgStore, j store.NewJob, i int) error) {
 	s, _, _ := newTestStore(b)
 	jobs := benchJobs(b.N)
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := range b.N {
-		if _, _, err := s.Insert(ctx, nil, jobs[i:i+1]); err != nil {
+		if err := call(ctx, s, jobs[i], i); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+func BenchmarkInsertOne(b *testing.B) {
+	benchEach(b, func(ctx context.Context, s *pgStore, j store.NewJob, _ int) error {
+		_, _, err := s.Insert(ctx, nil, []store.NewJob{j})
+		return err
+	})
 }
 
 func BenchmarkInsertConcurrent16(b *testing.B) {
@@ -131,4 +139,23 @@ func BenchmarkDrain10(b *testing.B) {
 	<-finished
 	b.StopTimer()
 	close(work)
+}
+
+// BenchmarkInsertClaim is the idle worker's direct hand-off: each enqueue
+// claims its own job in the same transaction, and the job completes.
+func BenchmarkInsertClaim(b *testing.B) {
+	benchEach(b, func(ctx context.Context, s *pgStore, j store.NewJob, i int) error {
+		now := time.Now().UnixNano()
+		j.VisibleAt, j.CreatedAt = now, now
+		var got []store.Claimed
+		q := store.ClaimQuery{Queue: j.Queue, Kinds: []string{j.Kind}, N: 1, Now: now, Until: now + int64(time.Minute), Lease: int64(i + 1)}
+		if _, err := s.InsertClaim(ctx, j, q, func(cs []store.Claimed) { got = cs }); err != nil {
+			return err
+		}
+		if len(got) != 1 {
+			return fmt.Errorf("claimed %d jobs, want 1", len(got))
+		}
+		s.Complete(store.Completion{Lease: store.Lease{ID: got[0].ID, Lease: q.Lease}, At: now})
+		return nil
+	})
 }

@@ -26,7 +26,55 @@ UNION ALL
 SELECT j.id, j.idem_key, false FROM lq_jobs j
 WHERE j.idem_key IN (SELECT idem_key FROM input WHERE idem_key IS NOT NULL) AND j.state IN (0, 1)`
 
+	// insertKeylessSQL is insertSQL for jobs without idempotency keys: no
+	// conflict can arise, so a plain multi-row insert in the batch's order,
+	// returning the new ids.
+	insertKeylessSQL = `INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload)
+SELECT u.queue, u.kind, u.priority, u.visible_at, u.visible_at, u.created_at, u.payload
+FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bytea[])
+     WITH ORDINALITY AS u(queue, kind, priority, visible_at, created_at, payload, ord)
+ORDER BY u.ord
+RETURNING id`
+
 	notifySQL = `SELECT pg_notify($1, $2)`
+
+	// pauseLockSQL takes, for the rest of the transaction, the lock that
+	// Pause holds exclusively while it pauses queue $2 of schema $1 (see
+	// lq_claim): a claim that holds it either commits before a Pause or
+	// sees it. A statement of its own, so that the next statement's
+	// snapshot is taken after the lock.
+	pauseLockSQL = `SELECT pg_advisory_xact_lock_shared(hashtextextended('litequeue pause ' || $1::text || ' ' || $2::text, 0))`
+
+	// insertClaimNewSQL inserts a job without a key, due now ($4 <= now $9),
+	// into queue $1 at priority $3, and claims it in the same statement —
+	// lease $8 until $7, its first attempt — but only when nothing could
+	// come before it: the queue is not paused, no live row of the queue is
+	// more urgent (one seek of the claim index, due or not), and no row of
+	// its priority is due (one seek). Otherwise the job goes in pending and
+	// claimUnlessNewSQL walks the priorities. It returns the id and whether
+	// the job was claimed. Run after pauseLockSQL. (OFFSET 0 keeps the
+	// conditions one subquery, evaluated once, instead of once per CASE.)
+	insertClaimNewSQL = `INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload,
+    state, lease, attempt, attempted_at, due_at)
+SELECT $1, $2, $3, CASE WHEN x.c THEN $7::bigint ELSE $4::bigint END, $4, $5, $6,
+    CASE WHEN x.c THEN 1 ELSE 0 END, CASE WHEN x.c THEN $8::bigint END, CASE WHEN x.c THEN 1 ELSE 0 END,
+    CASE WHEN x.c THEN $9::bigint END, CASE WHEN x.c THEN $4::bigint END
+FROM (SELECT NOT EXISTS (SELECT 1 FROM lq_queues WHERE queue = $1 AND paused_at IS NOT NULL)
+    AND NOT EXISTS (SELECT 1 FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority < $3)
+    AND NOT EXISTS (SELECT 1 FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority = $3 AND visible_at <= $9)
+    AS c OFFSET 0) x
+RETURNING id, state = 1`
+
+	// claimUnlessNewSQL is claimSQL, run only when the row that the
+	// transaction inserted last (lastval(): insertClaimNewSQL's, the
+	// statement before it) is not claimed already.
+	claimUnlessNewSQL = claimSQL + `
+WHERE NOT EXISTS (SELECT 1 FROM lq_jobs WHERE id = (SELECT lastval()) AND state = 1)`
+
+	// notifyUnlessClaimedSQL notifies queue $2 when the row inserted last is
+	// still pending: nobody else needs to hear of a job claimed with its
+	// insert.
+	notifyUnlessClaimedSQL = `SELECT pg_notify($1, $2) FROM lq_jobs WHERE id = (SELECT lastval()) AND state = 0`
 
 	holderSQL = `SELECT id FROM lq_jobs WHERE idem_key = $1 AND state IN (0, 1)`
 

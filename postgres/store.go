@@ -276,11 +276,16 @@ func (s *pgStore) insertTx(ctx context.Context, tx *sql.Tx, jobs []store.NewJob)
 
 // claimInto queues the claim of q on b; the claimed jobs land in *out.
 func (s *pgStore) claimInto(b *pgx.Batch, q store.ClaimQuery, out *[]store.Claimed) {
+	s.claimWith(b, claimSQL, q, out)
+}
+
+// claimWith queues query, claimSQL or a gated form of it, for q on b.
+func (s *pgStore) claimWith(b *pgx.Batch, query string, q store.ClaimQuery, out *[]store.Claimed) {
 	kinds := q.Kinds
 	if kinds == nil {
 		kinds = []string{}
 	}
-	b.Queue(s.q(claimSQL), q.Queue, kinds, q.N, q.Now, q.Until, q.Lease).Query(func(rows pgx.Rows) error {
+	b.Queue(s.q(query), q.Queue, kinds, q.N, q.Now, q.Until, q.Lease).Query(func(rows pgx.Rows) error {
 		*out = (*out)[:0]
 		for rows.Next() {
 			var c store.Claimed
@@ -337,6 +342,10 @@ func (s *pgStore) InsertClaim(ctx context.Context, job store.NewJob, q store.Cla
 	if err := s.writable(); err != nil {
 		return 0, err
 	}
+	if q.N == 1 && job.Key == "" && job.Queue == q.Queue && job.VisibleAt <= q.Now &&
+		slices.Contains(q.Kinds, job.Kind) && !slowPath([]store.NewJob{job}) {
+		return s.insertClaimNew(ctx, job, q, handOff)
+	}
 	var claimed []store.Claimed
 	o := &op{ctx: ctx, jobs: []store.NewJob{job}}
 	if q.N > 0 {
@@ -376,6 +385,45 @@ func (s *pgStore) InsertClaim(ctx context.Context, job store.NewJob, q store.Cla
 	}
 	s.fillHolders(ctx, s.db, o.ids, o.dups)
 	return o.ids[0], o.dups[0]
+}
+
+// insertClaimNew is InsertClaim of a job without a key, due now, that the
+// claim of one job could take: one statement inserts it and, when nothing
+// is due before it, claims it (insertClaimNewSQL); only otherwise does the
+// priority walk run, and only a job left pending notifies its queue. All in
+// one round trip and one transaction, after the pause lock.
+func (s *pgStore) insertClaimNew(ctx context.Context, job store.NewJob, q store.ClaimQuery, handOff func([]store.Claimed)) (int64, error) {
+	var id int64
+	var took bool
+	var claimed []store.Claimed
+	payload := job.Payload
+	if payload == nil {
+		payload = []byte{}
+	}
+	o := &op{ctx: ctx, add: func(b *pgx.Batch) {
+		id, took = 0, false
+		b.Queue(pauseLockSQL, s.schema, q.Queue)
+		b.Queue(s.q(insertClaimNewSQL), job.Queue, job.Kind, int64(job.Priority), job.VisibleAt, job.CreatedAt, payload,
+			q.Until, q.Lease, q.Now).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&id, &took)
+		})
+		s.claimWith(b, claimUnlessNewSQL, q, &claimed)
+		b.Queue(s.q(notifyUnlessClaimedSQL), s.channel, job.Queue)
+	}}
+	o.after = func() {
+		if took {
+			// A fresh row: its first attempt, due at its VisibleAt.
+			claimed = []store.Claimed{{ID: id, Kind: job.Kind, Attempt: 1, Priority: job.Priority, Payload: payload,
+				CreatedAt: job.CreatedAt, DueAt: job.VisibleAt}}
+		}
+		if handOff != nil {
+			handOff(claimed)
+		}
+	}
+	if err := s.claims.submit(o); err != nil {
+		return 0, err
+	}
+	return id, nil
 }
 
 // Claim implements store.Store.

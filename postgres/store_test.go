@@ -116,10 +116,15 @@ func TestInsertReportsDuplicateKeys(t *testing.T) {
 func TestBatchIDsFollowTheBatchOrder(t *testing.T) {
 	s, _, _ := newTestStore(t)
 	ctx := context.Background()
-	// With keys: the merged INSERT; without: COPY.
-	for _, keyed := range []bool{true, false} {
+	// With keys: the merged INSERT; without: COPY, or below copyMin the
+	// insert without conflicts.
+	for _, c := range []struct {
+		keyed bool
+		n     int
+	}{{true, 2000}, {false, 2000}, {false, copyMin - 1}} {
+		keyed := c.keyed
 		var jobs []store.NewJob
-		for i := range 2000 {
+		for i := range c.n {
 			k := ""
 			if keyed && i%7 == 0 {
 				k = fmt.Sprint("key", i%21) // every third keyed job repeats a key

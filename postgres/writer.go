@@ -180,34 +180,13 @@ func (w *writer) sendOnce(ops []*op, cs []store.Completion) (results []error, co
 	}
 	queues := map[string]bool{}
 	if len(all) > 0 {
-		args := insertArgs(all)
-		b.Queue(s.q(insertSQL), args...).Query(func(rows pgx.Rows) error {
-			var got []insRow
-			for rows.Next() {
-				var r insRow
-				var key *string
-				if err := rows.Scan(&r.id, &key, &r.inserted); err != nil {
-					return localError{err}
-				}
-				if key != nil {
-					r.key = *key
-				}
-				got = append(got, r)
-			}
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			ids, dups, err := mapInsert(all, got)
-			if err != nil {
-				return localError{err}
-			}
+		s.queueInsert(b, all, func(ids []int64, dups []error) {
 			off := 0
 			for _, o := range ops {
 				n := len(o.jobs)
 				o.ids, o.dups = ids[off:off+n:off+n], dups[off:off+n:off+n]
 				off += n
 			}
-			return nil
 		})
 		for _, j := range all {
 			queues[j.Queue] = true
@@ -349,6 +328,67 @@ func (s *pgStore) withConn(ctx context.Context, fn func(c *pgx.Conn) error) erro
 		return ferr
 	}
 	return err
+}
+
+// queueInsert queues on b the insert of jobs; done receives, in the jobs'
+// order, their ids and duplicates (see mapInsert) once the insert answered.
+// Jobs without keys go in with insertKeylessSQL, which has no conflicts to
+// look for.
+func (s *pgStore) queueInsert(b *pgx.Batch, jobs []store.NewJob, done func(ids []int64, dups []error)) {
+	keyless := true
+	for i := range jobs {
+		if jobs[i].Key != "" {
+			keyless = false
+			break
+		}
+	}
+	if keyless {
+		args := insertArgs(jobs)[:6]
+		b.Queue(s.q(insertKeylessSQL), args...).Query(func(rows pgx.Rows) error {
+			ids := make([]int64, 0, len(jobs))
+			for rows.Next() {
+				var id int64
+				if err := rows.Scan(&id); err != nil {
+					return localError{err}
+				}
+				ids = append(ids, id)
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if len(ids) != len(jobs) {
+				return localError{fmt.Errorf("litequeue: PostgreSQL insert answered %d ids for %d jobs", len(ids), len(jobs))}
+			}
+			// Ids are drawn in the insert's order (the ORDER BY).
+			slices.Sort(ids)
+			done(ids, make([]error, len(jobs)))
+			return nil
+		})
+		return
+	}
+	b.Queue(s.q(insertSQL), insertArgs(jobs)...).Query(func(rows pgx.Rows) error {
+		var got []insRow
+		for rows.Next() {
+			var r insRow
+			var key *string
+			if err := rows.Scan(&r.id, &key, &r.inserted); err != nil {
+				return localError{err}
+			}
+			if key != nil {
+				r.key = *key
+			}
+			got = append(got, r)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		ids, dups, err := mapInsert(jobs, got)
+		if err != nil {
+			return localError{err}
+		}
+		done(ids, dups)
+		return nil
+	})
 }
 
 // insRow is one row of insertSQL's answer.

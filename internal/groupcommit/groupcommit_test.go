@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -115,21 +117,23 @@ func closeWithin[W any](t *testing.T, w *Writer[W]) {
 // eventually waits (bounded) until cond holds.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	require.Eventually(t, cond, waitLimit, time.Millisecond, "waiting until %s", what)
+}
+
+// holding starts a writer whose first batch, op 1, is committing and held
+// there until the test sends on the recorder's gate (or closes it); the
+// writer is closed at the end of the test.
+func holding(t *testing.T, opts Options) (*recorder, *Writer[int], <-chan error) {
+	r := newRecorder(true)
+	w := New(opts, r.commit)
+	t.Cleanup(func() { closeWithin(t, w) })
+	first := submitAsync(w, context.Background(), 1)
+	waitEntered(t, r)
+	return r, w, first
 }
 
 func TestOpsWaitingBehindACommitShareTheNextBatch(t *testing.T) {
-	r := newRecorder(true)
-	w := New(Options{}, r.commit)
-	defer closeWithin(t, w)
-	first := submitAsync(w, context.Background(), 1)
-	waitEntered(t, r)
+	r, w, first := holding(t, Options{})
 	// While batch [1] commits, three more ops arrive.
 	rest := []<-chan error{submitAsync(w, context.Background(), 2), submitAsync(w, context.Background(), -3), submitAsync(w, context.Background(), 4)}
 	eventually(t, "three ops wait", func() bool { return len(w.ops) == 3 })
@@ -147,11 +151,7 @@ func TestOpsWaitingBehindACommitShareTheNextBatch(t *testing.T) {
 }
 
 func TestCompletionsJoinTheNextBatchAndArePending(t *testing.T) {
-	r := newRecorder(true)
-	w := New(Options{}, r.commit)
-	defer closeWithin(t, w)
-	first := submitAsync(w, context.Background(), 1)
-	waitEntered(t, r)
+	r, w, first := holding(t, Options{})
 	for i := range 5 {
 		w.Complete(store.Completion{Lease: store.Lease{ID: int64(i)}})
 	}
@@ -219,14 +219,8 @@ func TestCloseCommitsWhatIsQueuedThenRefuses(t *testing.T) {
 }
 
 func TestSubmitGivesUpWhenItsContextEndsBeforeTheWriterTakesIt(t *testing.T) {
-	r := newRecorder(true)
-	w := New(Options{MaxGroup: 1}, r.commit) // the queue holds one op
-	defer func() {
-		close(r.gate)
-		closeWithin(t, w)
-	}()
-	first := submitAsync(w, context.Background(), 1)
-	waitEntered(t, r)
+	r, w, first := holding(t, Options{MaxGroup: 1}) // the queue holds one op
+	defer close(r.gate)
 	second := submitAsync(w, context.Background(), 2)
 	eventually(t, "the queue is full", func() bool { return len(w.ops) == 1 })
 	ctx, cancel := context.WithCancel(context.Background())
@@ -278,13 +272,9 @@ func TestOneSlotCommitsOneBatchAtATimeAndMoreSlotsOverlap(t *testing.T) {
 }
 
 func TestGatherWaitsForTheCallersOfTheLastBatch(t *testing.T) {
-	r := newRecorder(true)
-	w := New(Options{Gather: time.Hour}, r.commit)
-	defer closeWithin(t, w)
 	// One op commits while two more queue behind it: three callers at the
 	// end of that batch.
-	a := submitAsync(w, context.Background(), 1)
-	waitEntered(t, r)
+	r, w, a := holding(t, Options{Gather: time.Hour})
 	b, c := submitAsync(w, context.Background(), 2), submitAsync(w, context.Background(), 3)
 	eventually(t, "two ops wait", func() bool { return len(w.ops) == 2 })
 	close(r.gate)
