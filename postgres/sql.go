@@ -36,6 +36,11 @@ FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6
 ORDER BY u.ord
 RETURNING id`
 
+	// insertOneKeylessSQL is insertKeylessSQL for a single job.
+	insertOneKeylessSQL = `INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload)
+VALUES ($1, $2, $3, $4, $4, $5, $6)
+RETURNING id`
+
 	notifySQL = `SELECT pg_notify($1, $2)`
 
 	// pauseLockSQL takes, for the rest of the transaction, the lock that

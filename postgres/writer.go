@@ -342,6 +342,22 @@ func (s *pgStore) queueInsert(b *pgx.Batch, jobs []store.NewJob, done func(ids [
 			break
 		}
 	}
+	if keyless && len(jobs) == 1 {
+		j := &jobs[0]
+		payload := j.Payload
+		if payload == nil {
+			payload = []byte{}
+		}
+		b.Queue(s.q(insertOneKeylessSQL), j.Queue, j.Kind, int64(j.Priority), j.VisibleAt, j.CreatedAt, payload).QueryRow(func(row pgx.Row) error {
+			var id int64
+			if err := row.Scan(&id); err != nil {
+				return err
+			}
+			done([]int64{id}, []error{nil})
+			return nil
+		})
+		return
+	}
 	if keyless {
 		args := insertArgs(jobs)[:6]
 		b.Queue(s.q(insertKeylessSQL), args...).Query(func(rows pgx.Rows) error {

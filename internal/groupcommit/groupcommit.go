@@ -15,6 +15,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/litequeue/litequeue/internal/store"
@@ -67,7 +68,10 @@ type Writer[W any] struct {
 
 	slots    chan struct{}
 	inflight sync.WaitGroup
-	last     int // callers at the last batch: its ops and those queued behind it
+	last     atomic.Int64 // callers at the last batch: its ops and those queued behind it
+	// lead is held, with one slot, by whoever commits a batch: the loop,
+	// or a lone caller committing its own op (see Submit).
+	lead sync.Mutex
 
 	quit chan struct{}
 	done chan struct{}
@@ -96,10 +100,30 @@ func New[W any](opts Options, commit Commit[W]) *Writer[W] {
 // returns o.Err. It returns o.Ctx's error if the context ends before the
 // writer took o, and store.ErrClosed once the writer is closed (an op the
 // writer took before closing is still committed and answered).
+//
+// With one slot, a caller that finds the writer idle — nothing committing,
+// nothing waiting, and a lone caller in the last batch, so nobody to wait
+// for — commits its op itself, on its own goroutine, sparing the hand-over
+// to the writer's goroutine and back.
 func (w *Writer[W]) Submit(o *Op[W]) error {
 	o.done = make(chan error, 1)
+	if w.opts.Slots == 1 && w.last.Load() <= 1 && len(w.ops) == 0 && w.lead.TryLock() {
+		defer w.lead.Unlock()
+		select {
+		case <-w.quit:
+			return store.ErrClosed
+		default:
+		}
+		if err := o.Ctx.Err(); err != nil {
+			return err
+		}
+		w.run([]*Op[W]{o})
+		w.last.Store(1 + int64(len(w.ops)))
+		return <-o.done
+	}
 	select {
 	case w.ops <- o:
+		w.wake()
 	case <-w.quit:
 		return store.ErrClosed
 	case <-o.Ctx.Done():
@@ -125,10 +149,7 @@ func (w *Writer[W]) Complete(c store.Completion) {
 	w.mu.Lock()
 	w.completions = append(w.completions, c)
 	w.mu.Unlock()
-	select {
-	case w.kick <- struct{}{}:
-	default:
-	}
+	w.wake()
 }
 
 // Pending reports how many successes wait for a batch.
@@ -154,14 +175,13 @@ func (w *Writer[W]) loop() {
 	defer w.inflight.Wait()
 	batch := make([]*Op[W], 0, 8)
 	for {
-		batch = batch[:0]
 		select {
-		case o := <-w.ops:
-			batch = append(batch, o)
 		case <-w.kick:
 		case <-w.quit:
-			// Commit what is left, then stop.
+			// Commit what is left, then stop; no caller commits its own op
+			// from now on.
 			w.inflight.Wait()
+			w.lead.Lock()
 			for {
 				batch = batch[:0]
 				w.gather(&batch)
@@ -171,28 +191,62 @@ func (w *Writer[W]) loop() {
 				w.run(batch)
 			}
 		}
-		if w.opts.Gather > 0 {
-			for deadline := time.Now().Add(w.opts.Gather); len(batch)+len(w.ops) < w.last && time.Now().Before(deadline); {
-				runtime.Gosched()
-			}
-		}
 		if w.opts.Slots == 1 {
+			w.lead.Lock()
+			w.gatherWait()
+			batch = batch[:0]
 			w.gather(&batch)
-			w.run(batch)
-			w.last = len(batch) + len(w.ops)
-			continue
+			if w.run(batch) {
+				w.last.Store(int64(len(batch) + len(w.ops)))
+			}
+			w.lead.Unlock()
+		} else {
+			// Wait for a free slot first: ops arriving meanwhile join this
+			// batch.
+			w.gatherWait()
+			w.slots <- struct{}{}
+			batch = batch[:0]
+			w.gather(&batch)
+			if len(batch) > 0 {
+				w.last.Store(int64(len(batch) + len(w.ops)))
+			}
+			mine := append([]*Op[W](nil), batch...)
+			w.inflight.Add(1)
+			go func() {
+				defer w.inflight.Done()
+				defer func() { <-w.slots }()
+				w.run(mine)
+			}()
 		}
-		// Wait for a free slot first: ops arriving meanwhile join this batch.
-		w.slots <- struct{}{}
-		w.gather(&batch)
-		w.last = len(batch) + len(w.ops)
-		mine := append([]*Op[W](nil), batch...)
-		w.inflight.Add(1)
-		go func() {
-			defer w.inflight.Done()
-			defer func() { <-w.slots }()
-			w.run(mine)
-		}()
+		if len(w.ops) > 0 {
+			w.wake() // more than one batch was waiting
+		}
+	}
+}
+
+// gatherWait lets the callers that the last batch answered, and are about
+// to submit again, do so before the next batch is taken: once one op waits,
+// it waits, yielding and at most Gather, until as many ops wait as the last
+// batch had callers, or the writer closes.
+func (w *Writer[W]) gatherWait() {
+	if w.opts.Gather <= 0 || len(w.ops) == 0 {
+		return
+	}
+	for deadline := time.Now().Add(w.opts.Gather); int64(len(w.ops)) < w.last.Load() && time.Now().Before(deadline); {
+		select {
+		case <-w.quit:
+			return
+		default:
+		}
+		runtime.Gosched()
+	}
+}
+
+// wake makes the loop look for work.
+func (w *Writer[W]) wake() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -208,19 +262,21 @@ func (w *Writer[W]) gather(batch *[]*Op[W]) {
 	}
 }
 
-// run commits ops with the queued successes and answers the ops.
-func (w *Writer[W]) run(ops []*Op[W]) {
+// run commits ops with the queued successes and answers the ops. It
+// reports false when there was nothing to commit.
+func (w *Writer[W]) run(ops []*Op[W]) bool {
 	w.mu.Lock()
 	cs := w.completions
 	w.completions = nil
 	w.mu.Unlock()
 	if len(ops) == 0 && len(cs) == 0 {
-		return
+		return false
 	}
 	w.commit(ops, cs)
 	for _, o := range ops {
 		o.done <- o.Err
 	}
+	return true
 }
 
 // Notify reports a batch's outcome to its successes: err to every one when

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,6 +25,7 @@ type recorder struct {
 	mu      sync.Mutex
 	batches [][]int // the Work of each batch's ops
 	cs      [][]store.Completion
+	where   []string      // the goroutine of each commit
 	gate    chan struct{} // when set, each commit waits for a value
 	entered chan struct{} // a value per commit started
 	running atomic.Int32
@@ -57,6 +60,7 @@ func (r *recorder) commit(ops []*Op[int], cs []store.Completion) {
 		}
 	}
 	r.mu.Lock()
+	r.where = append(r.where, goid())
 	r.batches = append(r.batches, work)
 	r.cs = append(r.cs, cs)
 	r.mu.Unlock()
@@ -67,6 +71,12 @@ func (r *recorder) snapshot() [][]int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([][]int(nil), r.batches...)
+}
+
+func (r *recorder) goroutines() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.where...)
 }
 
 func waitEntered(t *testing.T, r *recorder) {
@@ -211,10 +221,34 @@ func TestCloseCommitsWhatIsQueuedThenRefuses(t *testing.T) {
 		if ops != 2 || cs != 1 {
 			t.Fatalf("%d ops and %d completions committed before Close returned, want 2 and 1", ops, cs)
 		}
+		if m := r.most.Load(); m != 1 {
+			t.Fatalf("%d commits ran at once while closing, want one at a time", m)
+		}
 		if err := w.Submit(&Op[int]{Ctx: context.Background(), Work: 3}); !errors.Is(err, store.ErrClosed) {
 			t.Fatalf("Submit after Close = %v, want ErrClosed", err)
 		}
 		closeWithin(t, w) // a second Close returns
+	}
+}
+
+func TestCloseWaitsForTheCommitOfACallerCommittingItself(t *testing.T) {
+	r, w, first := holding(t, Options{}) // the lone caller commits itself
+	closed := make(chan struct{})
+	go func() { w.Close(); close(closed) }()
+	// Give a Close that would not wait the time to return (this wait
+	// cannot fail one that does).
+	time.Sleep(20 * time.Millisecond)
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a commit was under way")
+	default:
+	}
+	close(r.gate)
+	wantResult(t, first, "")
+	select {
+	case <-closed:
+	case <-time.After(waitLimit):
+		t.Fatal("Close did not return")
 	}
 }
 
@@ -251,14 +285,9 @@ func TestOneSlotCommitsOneBatchAtATimeAndMoreSlotsOverlap(t *testing.T) {
 				results = append(results, submitAsync(w, context.Background(), i))
 				waitEntered(t, r) // each starts a batch of its own while the others hold theirs
 			}
-			// Two more: with every slot busy the writer takes the first and
-			// waits for a slot (one slot: it commits, so both wait).
+			// Two more wait while every slot is busy.
 			extra := []<-chan error{submitAsync(w, context.Background(), 98), submitAsync(w, context.Background(), 99)}
-			waiting := 1
-			if slots == 1 {
-				waiting = 2
-			}
-			eventually(t, "the extra ops wait", func() bool { return len(w.ops) == waiting })
+			eventually(t, "the extra ops wait", func() bool { return len(w.ops) == 2 })
 			close(r.gate)
 			for _, ch := range append(results, extra...) {
 				wantResult(t, ch, "")
@@ -279,9 +308,10 @@ func TestGatherWaitsForTheCallersOfTheLastBatch(t *testing.T) {
 	eventually(t, "two ops wait", func() bool { return len(w.ops) == 2 })
 	close(r.gate)
 	wantResult(t, a, "")
-	// The writer takes the next op and, with two of the three callers
-	// there, holds it for the third.
-	eventually(t, "the writer took one op", func() bool { return len(w.ops) == 1 })
+	// With two of the three callers there, the writer holds them for the
+	// third. (Were it not to wait, it would commit the two now: give it
+	// the time to. This wait cannot fail a writer that does wait.)
+	time.Sleep(50 * time.Millisecond)
 	d := submitAsync(w, context.Background(), 4)
 	for _, ch := range []<-chan error{b, c, d} {
 		wantResult(t, ch, "")
@@ -305,4 +335,41 @@ func TestNotifyReportsTheBatchErrorOrEachResult(t *testing.T) {
 	if len(got) != 2 || got[0] != boom || got[1] != boom {
 		t.Fatalf("a failed batch notified %v, want boom twice", got)
 	}
+}
+
+// goid is the current goroutine's number, read from its stack header.
+func goid() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	f := strings.Fields(string(buf))
+	return f[1] // "goroutine N [running]:"
+}
+
+func TestALoneCallerOnAnIdleWriterCommitsOnItsOwnGoroutine(t *testing.T) {
+	me := goid()
+	r := newRecorder(false)
+	w := New(Options{}, r.commit)
+	defer closeWithin(t, w)
+	require.NoError(t, w.Submit(&Op[int]{Ctx: context.Background(), Work: 1}))
+	require.Equal(t, []string{me}, r.goroutines(), "the idle writer's lone caller commits itself")
+
+	// A batch of three callers: the next op is left to the writer, which
+	// may wait for the other two.
+	r3, w3, first := holding(t, Options{})
+	rest := []<-chan error{submitAsync(w3, context.Background(), 2), submitAsync(w3, context.Background(), 3)}
+	eventually(t, "two ops wait", func() bool { return len(w3.ops) == 2 })
+	close(r3.gate)
+	for _, ch := range append(rest, first) {
+		wantResult(t, ch, "")
+	}
+	require.NoError(t, w3.Submit(&Op[int]{Ctx: context.Background(), Work: 4}))
+	g := r3.goroutines()
+	require.Len(t, g, 3)
+	require.NotEqual(t, me, g[2], "after a batch of several callers, the writer's goroutine commits")
+
+	r2 := newRecorder(false)
+	w2 := New(Options{Slots: 2}, r2.commit)
+	defer closeWithin(t, w2)
+	require.NoError(t, w2.Submit(&Op[int]{Ctx: context.Background(), Work: 1}))
+	require.NotEqual(t, []string{me}, r2.goroutines(), "with more than one slot the writer's goroutines commit")
 }
