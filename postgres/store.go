@@ -28,13 +28,15 @@ type pgStore struct {
 	qmu   sync.RWMutex
 	qualQ map[string]string
 
-	// Three writers, each batching its ops into one round trip and one
-	// commit, and working at the same time as the others on connections
-	// of their own: claims (one batch at a time, so hand-offs follow commit
-	// order), inserts, and the outcomes of deliveries (successes, retries,
-	// burials, releases, extensions). Inserts stay one batch at a time: they
-	// notify, and PostgreSQL serializes the commits of notifying
-	// transactions anyway.
+	// Three writers (internal/groupcommit), each batching its ops into one
+	// round trip and one commit, and working at the same time as the others
+	// on connections of their own: claims (one batch at a time, so hand-offs
+	// follow commit order), inserts, and the outcomes of deliveries
+	// (successes, retries, burials, releases, extensions). Inserts stay one
+	// batch at a time too: they notify, and PostgreSQL serializes the commits
+	// of notifying transactions; measured, two or more batches in flight
+	// split 16 producers' enqueues into smaller batches and ran 15-60%
+	// slower, with the notify or without it.
 	claims, ins, fin *writer
 
 	closed    atomic.Bool
