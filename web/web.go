@@ -1,6 +1,8 @@
 // Package web serves a litequeue dashboard: an http.Handler with server-rendered
-// pages (overview, jobs, job detail, dead letters grouped by error, a retry
-// plan explorer), live counters over server-sent events, and bulk actions.
+// pages (overview, jobs, job detail with live progress and output, dead
+// letters grouped by error, queues with pause and resume, schedules with
+// their next runs and history, a retry plan explorer), live counters over
+// server-sent events, and bulk actions.
 //
 // Mount it in an application's own mux, next to its other handlers:
 //
@@ -122,7 +124,11 @@ func (s *server) routes() {
 	m.HandleFunc("GET /{$}", s.overview)
 	m.HandleFunc("GET /jobs", s.jobs)
 	m.HandleFunc("GET /jobs/{id}", s.job)
+	m.HandleFunc("GET /jobs/{id}/progress", s.progress)
 	m.HandleFunc("GET /dead", s.dead)
+	m.HandleFunc("GET /queues", s.queues)
+	m.HandleFunc("GET /schedules", s.schedules)
+	m.HandleFunc("GET /schedules/{name...}", s.schedule)
 	m.HandleFunc("GET /plan", s.plan)
 	m.HandleFunc("GET /events", s.events)
 	m.HandleFunc("GET /static/", func(w http.ResponseWriter, r *http.Request) {
@@ -144,6 +150,8 @@ func (s *server) routes() {
 	m.HandleFunc("POST /jobs/{id}/{action}", s.action(s.jobAction))
 	m.HandleFunc("POST /bulk", s.action(s.bulk))
 	m.HandleFunc("POST /dead/requeue", s.action(s.requeueGroup))
+	m.HandleFunc("POST /queues/{action}", s.action(s.queueAction))
+	m.HandleFunc("POST /schedules/{action}", s.action(s.scheduleAction))
 	s.mux = m
 }
 
