@@ -22,7 +22,8 @@ type Report struct {
 	Name string `json:"name"`
 }
 
-func (Report) Kind() string { return "report" }
+func (Report) Kind() string      { return "report" }
+func (Report) QueueName() string { return "reports" }
 
 type progressStep struct {
 	fraction float64

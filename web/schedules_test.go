@@ -162,7 +162,7 @@ func TestScheduleActionsChangeTheDatabase(t *testing.T) {
 	require.Contains(t, scheduleRowOf(t, body, nightly), `<a href="/jobs/`+itoa(id)+`">job `+itoa(id)+`</a> pending`)
 	_, body, _ = get(t, c, srv.URL+"/schedules/"+url.PathEscape(nightly))
 	require.Contains(t, body, `<span class="event triggered">triggered</span>`)
-	require.Contains(t, body, `<td><a href="/jobs/`+itoa(id)+`">`+itoa(id)+`</a></td>`, "the history links the job")
+	require.Contains(t, body, `<td data-label="Job"><a href="/jobs/`+itoa(id)+`">`+itoa(id)+`</a></td>`, "the history links the job")
 
 	// Pause and resume, from the schedule's page: back to it.
 	code, _, h = act("pause", nightly, "from", "detail")
