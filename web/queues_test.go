@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"bufio"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -250,4 +251,32 @@ func TestQueueNamesAreEscaped(t *testing.T) {
 	_, body, _ = get(t, c, srv.URL+h.Get("Location"))
 	require.NotContains(t, body, "<script>alert", "the flash")
 	require.Regexp(t, regexp.MustCompile(`Queue &#34;&lt;script&gt;alert\(\\&#34;q\\&#34;\)&lt;/script&gt;&#34; resumed`), body)
+}
+
+func TestLiveRefreshCarriesThePausedState(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	_, err := f.q.Enqueue(ctx, Email{To: "a"}, nil)
+	require.NoError(t, err)
+	srv := httptest.NewServer(web.Handler(f.q, &web.Options{RefreshInterval: 20 * time.Millisecond}))
+	defer closeServer(srv)
+	reqCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(reqCtx, "GET", srv.URL+"/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	evs := readEvents(bufio.NewReader(resp.Body))
+
+	ev := next(t, evs)
+	require.Equal(t, "summary", ev.name)
+	require.Equal(t, "", ev.data["default/paused"])
+	require.Equal(t, "active", ev.data["default/state"])
+	require.NoError(t, f.q.Pause(ctx, "default"))
+	require.NoError(t, f.q.Pause(ctx, "idle"))
+	ev = next(t, evs) // sent only when something changed
+	require.Equal(t, "paused", ev.data["default/paused"])
+	require.Equal(t, "paused", ev.data["default/state"])
+	require.Equal(t, "paused", ev.data["idle/state"], "a paused queue without jobs")
+	require.Equal(t, "1", ev.data["default/ready"])
 }
