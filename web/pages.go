@@ -83,10 +83,9 @@ var funcs = template.FuncMap{
 		}
 		return s
 	},
-	"add": func(a, b int) int { return a + b },
-	// path escapes a name for one segment of a URL path.
-	"path":    url.PathEscape,
-	"percent": percent,
+	"add":         func(a, b int) int { return a + b },
+	"scheduleURL": scheduleURL,
+	"percent":     percent,
 	// until says how far t is from now: "in 5m" or "3m ago".
 	"until": func(now, t time.Time) string {
 		if t.IsZero() {

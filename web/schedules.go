@@ -5,10 +5,21 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/litequeue/litequeue"
 )
+
+// scheduleURL returns the path of a schedule's page below the mount point:
+// the name as one escaped path segment, or as a query parameter for "." and
+// "..", which a browser would resolve as dot segments even escaped.
+func scheduleURL(name string) string {
+	if name == "." || name == ".." {
+		return "/schedules/?name=" + url.QueryEscape(name)
+	}
+	return "/schedules/" + url.PathEscape(name)
+}
 
 // scheduleRow is a schedule as the schedules pages show it.
 type scheduleRow struct {
@@ -98,6 +109,9 @@ func (s *server) findSchedule(r *http.Request, name string) (litequeue.ScheduleI
 func (s *server) schedule(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if name == "" {
+		name = r.URL.Query().Get("name") // "." and "..", see scheduleURL
+	}
+	if name == "" {
 		http.Redirect(w, r, rootOf(r)+"/schedules", http.StatusSeeOther)
 		return
 	}
@@ -133,7 +147,7 @@ func (s *server) scheduleAction(w http.ResponseWriter, r *http.Request) {
 	root := rootOf(r)
 	back := root + "/schedules"
 	if r.PostFormValue("from") == "detail" {
-		back += "/" + url.PathEscape(name)
+		back = root + scheduleURL(name)
 	}
 	var err error
 	var msg string
@@ -182,5 +196,9 @@ func (s *server) scheduleAction(w http.ResponseWriter, r *http.Request) {
 	if job != 0 {
 		v.Set("job", fmt.Sprint(job))
 	}
-	http.Redirect(w, r, back+"?"+v.Encode(), http.StatusSeeOther)
+	sep := "?"
+	if strings.Contains(back, "?") {
+		sep = "&"
+	}
+	http.Redirect(w, r, back+sep+v.Encode(), http.StatusSeeOther)
 }

@@ -2,9 +2,11 @@ package web_test
 
 import (
 	"context"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -283,4 +285,42 @@ func TestScheduleNamesAreEscaped(t *testing.T) {
 	_, body, _ = get(t, c, srv.URL+h.Get("Location"))
 	require.NotContains(t, body, "<script>alert", "the flash")
 	require.Contains(t, body, "&lt;script&gt;alert")
+}
+
+// A schedule's name may hold slashes, dot segments and URL syntax: every
+// schedule's link from the list opens its own page, and an action on the
+// page comes back to it.
+func TestSchedulePagesTakeAnyName(t *testing.T) {
+	f := newFixture(t, nil)
+	names := []string{"a//b", "x/./y", "../up", "/lead", "trail/", "%41", "q?#&", ".", ".."}
+	for _, n := range names {
+		_, err := f.q.RegisterSchedule(context.Background(), litequeue.Schedule{Name: n, Every: time.Hour, Job: Email{To: "x"}})
+		require.NoError(t, err)
+	}
+	srv := httptest.NewServer(web.Handler(f.q, nil))
+	defer closeServer(srv)
+	c := client(t)
+	_, body, _ := get(t, c, srv.URL+"/schedules")
+	tok := csrfOf(t, body)
+	links := regexp.MustCompile(`<th scope="row"><a href="([^"]+)">`).FindAllStringSubmatch(body, -1)
+	require.Len(t, links, len(names))
+	seen := map[string]bool{}
+	for _, m := range links {
+		href := html.UnescapeString(m[1])
+		code, page, _ := get(t, c, srv.URL+href)
+		require.Equal(t, 200, code, href)
+		name := html.UnescapeString(regexp.MustCompile(`<code class="name">([^<]*)</code>`).FindStringSubmatch(page)[1])
+		seen[name] = true
+		code, _, h := post(t, c, srv.URL+"/schedules/pause", url.Values{"csrf": {tok}, "name": {name}, "from": {"detail"}}, "")
+		require.Equal(t, http.StatusSeeOther, code)
+		back, err := url.Parse(h.Get("Location"))
+		require.NoError(t, err)
+		require.NotEmpty(t, back.Query().Get("done"))
+		code, page, _ = get(t, c, srv.URL+back.String())
+		require.Equal(t, 200, code, back)
+		require.Contains(t, page, `<code class="name">`+html.EscapeString(name)+`</code> <span class="state paused">`, "back on %q's page, paused", name)
+	}
+	for _, n := range names {
+		require.True(t, seen[n], "%q has a page", n)
+	}
 }

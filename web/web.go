@@ -182,6 +182,14 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r2, "login", &page{Title: "Sign in"})
 		return
 	}
+	if name, ok := strings.CutPrefix(p, "/schedules/"); ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		// A schedule's name may hold anything, "//" and "/../" too: the
+		// mux would clean those out of the path and redirect, so the
+		// schedule pages are routed here, with the name as it came.
+		r2.SetPathValue("name", name)
+		s.schedule(w, r2)
+		return
+	}
 	s.mux.ServeHTTP(w, r2)
 }
 
