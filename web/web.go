@@ -61,7 +61,8 @@ type Options struct {
 	Prefix string
 	// RefreshInterval is how often the live counters of an open page are
 	// refreshed over server-sent events. Default DefaultRefreshInterval
-	// (2s); negative disables live refresh.
+	// (2s); negative disables live refresh, and with it the live progress
+	// of a job's page (which otherwise follows every report as it comes).
 	RefreshInterval time.Duration
 	// PageSize is how many jobs a page of the jobs list shows. Default 50.
 	PageSize int
