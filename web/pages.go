@@ -107,7 +107,6 @@ var funcs = template.FuncMap{
 		}
 		return t.In(loc).Format("2006-01-02 15:04 MST")
 	},
-	"finished": isFinished,
 }
 
 // fmtDur shows a duration to about three significant figures.
