@@ -127,7 +127,7 @@ func TestEveryPageRendersWithSecurityHeaders(t *testing.T) {
 	srv := httptest.NewServer(web.Handler(f.q, nil))
 	defer closeServer(srv)
 	c := client(t)
-	for _, p := range []string{"/", "/jobs", "/jobs?state=dead", "/jobs/1", "/dead", "/plan", "/plan?policy=%7B%22max_attempts%22%3A3%7D"} {
+	for _, p := range []string{"/", "/jobs", "/jobs?state=dead", "/jobs/1", "/dead", "/queues", "/schedules", "/plan", "/plan?policy=%7B%22max_attempts%22%3A3%7D"} {
 		code, body, h := get(t, c, srv.URL+p)
 		require.Equal(t, 200, code, "%s: %s", p, body)
 		require.Contains(t, h.Get("Content-Security-Policy"), "script-src 'self'", p)
