@@ -407,6 +407,7 @@ func (p *pool) snoozed(d *delivery, policy RetryPolicy, err error, took time.Dur
 	case serr != nil:
 		q.log.Error("litequeue: recording a snooze failed; the job runs again when its lease expires",
 			LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogError, serr.Error())
+		q.outcomeLost(d, policy.Attempts(), err)
 	default:
 		p.dueAt(time.Unix(0, due))
 		q.emit(Event{Type: EventSnoozed, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/litequeue/litequeue/internal/sqlite"
 	"github.com/litequeue/litequeue/internal/store"
+	"github.com/litequeue/litequeue/internal/testbridge"
 )
 
 // Job is a unit of work: any JSON-encodable type with a Kind. The kind names
@@ -328,6 +329,8 @@ type Queue struct {
 	middleware []Middleware // see Use
 	hubOnce    sync.Once
 	hub        *hub // WatchProgress's watchers (progress.go)
+
+	faults testbridge.Faults // the test kit's fault hooks (testsupport.go); zero otherwise
 }
 
 // Open opens the queue file at name, creating it (and its schema) if it does
@@ -344,6 +347,11 @@ type Queue struct {
 // new queue: that is what a process killed inside its first Open leaves (the
 // schema is created in one transaction, so it is there whole or not at all).
 func Open(name string, opts *Options) (*Queue, error) {
+	return open(name, opts, testbridge.Faults{})
+}
+
+// open is Open with the test kit's fault hooks f (testsupport.go).
+func open(name string, opts *Options, f testbridge.Faults) (*Queue, error) {
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {
 		return nil, err
@@ -352,7 +360,13 @@ func Open(name string, opts *Options) (*Queue, error) {
 	if err != nil {
 		return nil, wrapf("%w", err)
 	}
-	return newQueue(o, st, st, o.ReadOnly), nil
+	var s store.Store = st
+	if f.Wrap != nil {
+		s = f.Wrap(st)
+	}
+	q := newQueue(o, s, st, o.ReadOnly)
+	q.faults = f
+	return q, nil
 }
 
 // New returns a queue that keeps its tables (named lq_*) in the application's
