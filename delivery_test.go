@@ -184,20 +184,7 @@ func TestHandOffNeverOvertakesADueJob(t *testing.T) {
 	t.Run("another process's more urgent and older jobs run first", func(t *testing.T) {
 		h := setup(t, oneWorker)
 		ctx := context.Background()
-		var mu sync.Mutex
-		var order []int64
-		ran := make(chan struct{}, 4)
-		Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error {
-			mu.Lock()
-			order = append(order, d.ID)
-			mu.Unlock()
-			ran <- struct{}{}
-			return nil
-		})
-		h.start(t)
-		warm, err := h.q.Enqueue(ctx, SendEmail{To: "warm-up"}, nil)
-		require.NoError(t, err)
-		h.ev.wait(t, EventSucceeded, warm, 1)
+		warm, order := startIdleRecordingOrder(t, h)
 		// The queue is idle and does not poll: it does not know of these.
 		b, _, _ := openSecond(t, h, h.clock.Now(), nil)
 		urgent, err := b.Enqueue(ctx, SendEmail{To: "urgent"}, &EnqueueOptions{Priority: -5})
@@ -208,27 +195,14 @@ func TestHandOffNeverOvertakesADueJob(t *testing.T) {
 		require.NoError(t, err)
 		h.ev.wait(t, EventSucceeded, mine, 1)
 		h.ev.wait(t, EventSucceeded, older, 1)
-		mu.Lock()
-		defer mu.Unlock()
-		require.Equal(t, []int64{warm, urgent, older, mine}, order)
+		require.Equal(t, []int64{warm, urgent, older, mine}, order())
 	})
 	t.Run("a more urgent job alone in the file runs first", func(t *testing.T) {
 		// Nothing of the new job's own priority is due: only the more
 		// urgent one, which the hand-off must see across priorities.
 		h := setup(t, oneWorker)
 		ctx := context.Background()
-		var mu sync.Mutex
-		var order []int64
-		Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error {
-			mu.Lock()
-			order = append(order, d.ID)
-			mu.Unlock()
-			return nil
-		})
-		h.start(t)
-		warm, err := h.q.Enqueue(ctx, SendEmail{To: "warm-up"}, nil)
-		require.NoError(t, err)
-		h.ev.wait(t, EventSucceeded, warm, 1)
+		warm, order := startIdleRecordingOrder(t, h)
 		b, _, _ := openSecond(t, h, h.clock.Now(), nil)
 		later, err := b.Enqueue(ctx, SendEmail{To: "urgent but later"}, &EnqueueOptions{Priority: -9, Delay: time.Hour})
 		require.NoError(t, err)
@@ -238,10 +212,33 @@ func TestHandOffNeverOvertakesADueJob(t *testing.T) {
 		require.NoError(t, err)
 		h.ev.wait(t, EventSucceeded, mine, 1)
 		h.ev.wait(t, EventSucceeded, urgent, 1)
+		require.Equal(t, []int64{warm, urgent, mine}, order(), "the due priority -5 job runs before the new priority 0 one; the one due in an hour (%d) waits", later)
+	})
+}
+
+// startIdleRecordingOrder registers a SendEmail handler on h's queue that
+// records the ids it runs, starts the queue and runs one warm-up job, so
+// the queue is idle, with a worker waiting, when it returns. order returns
+// the ids run so far.
+func startIdleRecordingOrder(t *testing.T, h *harness) (warm int64, order func() []int64) {
+	t.Helper()
+	var mu sync.Mutex
+	var ran []int64
+	Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error {
+		mu.Lock()
+		ran = append(ran, d.ID)
+		mu.Unlock()
+		return nil
+	})
+	h.start(t)
+	warm, err := h.q.Enqueue(context.Background(), SendEmail{To: "warm-up"}, nil)
+	require.NoError(t, err)
+	h.ev.wait(t, EventSucceeded, warm, 1)
+	return warm, func() []int64 {
 		mu.Lock()
 		defer mu.Unlock()
-		require.Equal(t, []int64{warm, urgent, mine}, order, "the due priority -5 job runs before the new priority 0 one; the one due in an hour (%d) waits", later)
-	})
+		return append([]int64(nil), ran...)
+	}
 }
 
 func TestRetriedAndRequeuedJobsRunInCurrentDueTimeOrder(t *testing.T) {
