@@ -15,6 +15,7 @@ import (
 // internal/testbridge; nothing here is exported.
 func init() {
 	testbridge.Handled = func(q any) []testbridge.Pair { return q.(*Queue).handledPairs() }
+	testbridge.StoreOf = func(q any) store.Store { return q.(*Queue).store }
 	testbridge.LoadOf = func(ctx context.Context, q any) (testbridge.Load, error) { return q.(*Queue).load(ctx) }
 	testbridge.Capture = captureHandler
 	testbridge.Run = runHandler

@@ -70,6 +70,10 @@ type Faults struct {
 }
 
 var (
+	// StoreOf returns the storage q (a *litequeue.Queue) runs on, for the
+	// conformance suite's tests of store rules that the public API cannot
+	// time (a firing planned before a concurrent change).
+	StoreOf func(q any) store.Store
 	// Open is litequeue.Open (opts is a *litequeue.Options) with the fault
 	// hooks f installed before the queue is used.
 	Open func(name string, opts any, f Faults) (q any, err error)
