@@ -14,7 +14,9 @@ import (
 	"github.com/litequeue/litequeue/litequeuetest"
 )
 
-// ChargeCard is the job of these examples.
+// ChargeCard is the job of these examples, and of the fault tests
+// (faults_test.go): charging an order must happen once, however often the
+// job is delivered.
 type ChargeCard struct {
 	Order int `json:"order"`
 }

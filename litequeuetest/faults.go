@@ -45,12 +45,7 @@ type faults struct {
 // a job due now (a started queue may run a job before Enqueue returns). A
 // LoseOutcome that no attempt used by the end of the test fails the test.
 func (k *Kit) LoseOutcome(id int64) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.faults.lose == nil {
-		k.faults.lose = map[int64]bool{}
-	}
-	k.faults.lose[id] = true
+	arm(k, &k.faults.lose, id)
 }
 
 // DeliverTwice makes job id run again after it succeeded: the success of
@@ -68,12 +63,7 @@ func (k *Kit) LoseOutcome(id int64) {
 // queue (or job type) a RetryPolicy with more attempts. Arm it as
 // LoseOutcome; one no success used by the end of the test fails the test.
 func (k *Kit) DeliverTwice(id int64) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.faults.twice == nil {
-		k.faults.twice = map[int64]bool{}
-	}
-	k.faults.twice[id] = true
+	arm(k, &k.faults.twice, id)
 }
 
 // DeliverEachTwice is DeliverTwice for every job of kind (the Job's Kind())
@@ -82,12 +72,17 @@ func (k *Kit) DeliverTwice(id int64) {
 // that handlers or the code under test enqueue. If no job of kind had its
 // success lost by the end of the test, the test fails.
 func (k *Kit) DeliverEachTwice(kind string) {
+	arm(k, &k.faults.twiceKinds, kind)
+}
+
+// arm adds key to the armed set *set of k's faults, under k.mu.
+func arm[K comparable](k *Kit, set *map[K]bool, key K) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.faults.twiceKinds == nil {
-		k.faults.twiceKinds = map[string]bool{}
+	if *set == nil {
+		*set = map[K]bool{}
 	}
-	k.faults.twiceKinds[kind] = true
+	(*set)[key] = true
 }
 
 // FailWrites makes the queue's next n writes to its file fail with err, as

@@ -14,24 +14,54 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Payment is the job of the fault tests: charging an order must happen
-// once, however often the job is delivered.
-type Payment struct {
-	Order int `json:"order"`
-}
-
-func (Payment) Kind() string      { return "payment" }
-func (Payment) QueueName() string { return "payments" }
-
 const lease = 5 * time.Minute
 
-// paymentsKit is a kit whose payments queue retries after a minute, up to
-// attempts, with a 5-minute lease; retention keeps completed jobs, so the
-// tests can read their rows.
-func paymentsKit(t testing.TB, attempts int) *litequeuetest.Kit {
-	return litequeuetest.New(t, &litequeue.Options{CompletedRetention: 24 * time.Hour, Queues: []litequeue.QueueConfig{
-		{Name: "payments", Retry: litequeue.FixedRetry(attempts, time.Minute), VisibilityTimeout: lease},
-	}})
+// paymentsQueue is the payments queue of the fault tests: it retries after
+// a minute, up to attempts, with a 5-minute lease.
+func paymentsQueue(attempts int) litequeue.QueueConfig {
+	return litequeue.QueueConfig{Name: "payments", Retry: litequeue.FixedRetry(attempts, time.Minute), VisibilityTimeout: lease}
+}
+
+// payments is a kit with the payments queue (see paymentsQueue) whose
+// retention keeps completed jobs, so the tests can read their rows, and
+// whose ChargeCard handler keeps a ledger.
+type payments struct {
+	*litequeuetest.Kit
+	*ledger
+	attempts int
+}
+
+// newPayments makes the kit, with handle as the ChargeCard handler: one of
+// the ledger's ((*payments).charge, say) or a test's own.
+func newPayments(t *testing.T, attempts int, handle func(*payments, context.Context, *litequeue.Delivery[ChargeCard]) error) *payments {
+	t.Helper()
+	p := &payments{attempts: attempts, ledger: newLedger(), Kit: litequeuetest.New(t, &litequeue.Options{
+		CompletedRetention: 24 * time.Hour, Queues: []litequeue.QueueConfig{paymentsQueue(attempts)}})}
+	litequeue.Register(p.Queue, func(ctx context.Context, d *litequeue.Delivery[ChargeCard]) error { return handle(p, ctx, d) })
+	return p
+}
+
+// pay enqueues the charge of order and returns its job's id.
+func (p *payments) pay(t *testing.T, order int) int64 {
+	t.Helper()
+	id, err := p.Queue.Enqueue(context.Background(), ChargeCard{Order: order}, nil)
+	require.NoError(t, err)
+	return id
+}
+
+// drainFaulted makes a kit (see newPayments), pays order 1, arms fault
+// on its job (nil: none; the handler may arm one) and drains; it returns
+// the kit, the job's id and what Drain did.
+func drainFaulted(t *testing.T, attempts int, handle func(*payments, context.Context, *litequeue.Delivery[ChargeCard]) error, fault func(*payments, int64)) (*payments, int64, litequeuetest.DrainResult) {
+	t.Helper()
+	p := newPayments(t, attempts, handle)
+	id := p.pay(t, 1)
+	if fault != nil {
+		fault(p, id)
+	}
+	res, err := p.Drain(context.Background())
+	require.NoError(t, err)
+	return p, id, res
 }
 
 // ledger counts the charges per order; charge is not idempotent,
@@ -51,7 +81,7 @@ type delivery struct {
 
 func newLedger() *ledger { return &ledger{charges: map[int]int{}, done: map[int64]bool{}} }
 
-func (l *ledger) charge(ctx context.Context, d *litequeue.Delivery[Payment]) error {
+func (l *ledger) charge(ctx context.Context, d *litequeue.Delivery[ChargeCard]) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.charges[d.Job.Order]++
@@ -59,7 +89,7 @@ func (l *ledger) charge(ctx context.Context, d *litequeue.Delivery[Payment]) err
 	return nil
 }
 
-func (l *ledger) chargeOnce(ctx context.Context, d *litequeue.Delivery[Payment]) error {
+func (l *ledger) chargeOnce(ctx context.Context, d *litequeue.Delivery[ChargeCard]) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.seen = append(l.seen, delivery{d.Attempt, d.LastError})
@@ -68,6 +98,15 @@ func (l *ledger) chargeOnce(ctx context.Context, d *litequeue.Delivery[Payment])
 	}
 	l.done[d.ID] = true
 	l.charges[d.Job.Order]++
+	return nil
+}
+
+// chargeFailingFirst charges, and fails the first attempt (errDown).
+func (l *ledger) chargeFailingFirst(ctx context.Context, d *litequeue.Delivery[ChargeCard]) error {
+	l.charge(ctx, d)
+	if d.Attempt == 1 {
+		return errDown
+	}
 	return nil
 }
 
@@ -83,10 +122,15 @@ func (l *ledger) deliveries() []delivery {
 	return append([]delivery(nil), l.seen...)
 }
 
+// attemptOf names an event by its type and attempt: "started 2".
+func attemptOf(e litequeue.Event) string {
+	return string(e.Type) + " " + string(rune('0'+e.Attempt))
+}
+
 func types(evs []litequeue.Event) []string {
 	var out []string
 	for _, e := range evs {
-		out = append(out, string(e.Type)+" "+string(rune('0'+e.Attempt)))
+		out = append(out, attemptOf(e))
 	}
 	return out
 }
@@ -94,25 +138,16 @@ func types(evs []litequeue.Event) []string {
 // DeliverTwice loses the first success: the job comes back after its lease,
 // as the next attempt, and a handler that is not idempotent charges twice.
 func TestDeliverTwiceShowsAHandlerThatIsNotIdempotent(t *testing.T) {
-	k := paymentsKit(t, 3)
-	l := newLedger()
-	litequeue.Register(k.Queue, l.charge)
-	ctx := context.Background()
-	id, err := k.Queue.Enqueue(ctx, Payment{Order: 1}, nil)
-	require.NoError(t, err)
-	k.DeliverTwice(id)
-
-	res, err := k.Drain(ctx)
-	require.NoError(t, err)
-	require.Equal(t, 2, l.count(1), "the second delivery charged again")
+	p, id, res := drainFaulted(t, 3, (*payments).charge, (*payments).DeliverTwice)
+	require.Equal(t, 2, p.count(1), "the second delivery charged again")
 	require.Equal(t, 2, res.Ran)
 	require.Equal(t, 1, res.Succeeded)
 	require.Equal(t, 1, res.Lost)
 	require.Equal(t, []int64{id}, res.LostIDs())
 	require.Equal(t, lease, res.Elapsed, "Drain waited for the lease, and only for it")
-	require.Equal(t, []delivery{{1, ""}, {2, "lease expired: the worker of attempt 1 was lost"}}, l.deliveries())
-	require.Equal(t, []string{"enqueued 0", "started 1", "started 2", "succeeded 2"}, types(k.History(id)))
-	j, err := k.Queue.Job(ctx, id)
+	require.Equal(t, []delivery{{1, ""}, {2, "lease expired: the worker of attempt 1 was lost"}}, p.deliveries())
+	require.Equal(t, []string{"enqueued 0", "started 1", "started 2", "succeeded 2"}, types(p.History(id)))
+	j, err := p.Queue.Job(context.Background(), id)
 	require.NoError(t, err)
 	require.Equal(t, litequeue.StateCompleted, j.State)
 	require.Equal(t, 2, j.Attempt)
@@ -120,42 +155,25 @@ func TestDeliverTwiceShowsAHandlerThatIsNotIdempotent(t *testing.T) {
 
 // The same fault passes an idempotent handler: two deliveries, one charge.
 func TestDeliverTwicePassesAnIdempotentHandler(t *testing.T) {
-	k := paymentsKit(t, 3)
-	l := newLedger()
-	litequeue.Register(k.Queue, l.chargeOnce)
-	ctx := context.Background()
-	id, err := k.Queue.Enqueue(ctx, Payment{Order: 1}, nil)
-	require.NoError(t, err)
-	k.DeliverTwice(id)
-	r, err := k.Settle(ctx, id)
+	p := newPayments(t, 3, (*payments).chargeOnce)
+	id := p.pay(t, 1)
+	p.DeliverTwice(id)
+	r, err := p.Settle(context.Background(), id)
 	require.NoError(t, err)
 	require.Equal(t, litequeue.EventSucceeded, r.Outcome)
 	require.Equal(t, 2, r.Attempts)
 	require.Equal(t, lease, r.Elapsed)
-	require.Len(t, l.deliveries(), 2)
-	require.Equal(t, 1, l.count(1))
+	require.Len(t, p.deliveries(), 2)
+	require.Equal(t, 1, p.count(1))
 }
 
 // Failed attempts before the first success are recorded as usual;
 // DeliverTwice waits for the success.
 func TestDeliverTwiceWaitsForASuccess(t *testing.T) {
-	k := paymentsKit(t, 4)
-	var calls atomic.Int32
-	litequeue.Register(k.Queue, func(ctx context.Context, d *litequeue.Delivery[Payment]) error {
-		if calls.Add(1) == 1 {
-			return errDown
-		}
-		return nil
-	})
-	ctx := context.Background()
-	id, err := k.Queue.Enqueue(ctx, Payment{}, nil)
-	require.NoError(t, err)
-	k.DeliverTwice(id)
-	res, err := k.Drain(ctx)
-	require.NoError(t, err)
-	require.Equal(t, []string{"enqueued 0", "started 1", "retrying 1", "started 2", "started 3", "succeeded 3"}, types(k.History(id)))
+	p, id, res := drainFaulted(t, 4, (*payments).chargeFailingFirst, (*payments).DeliverTwice)
+	require.Equal(t, []string{"enqueued 0", "started 1", "retrying 1", "started 2", "started 3", "succeeded 3"}, types(p.History(id)))
 	require.Equal(t, time.Minute+lease, res.Elapsed)
-	j, err := k.Queue.Job(ctx, id)
+	j, err := p.Queue.Job(context.Background(), id)
 	require.NoError(t, err)
 	require.Len(t, j.Attempts, 1, "the lost success left no record; the retry did")
 }
@@ -163,50 +181,35 @@ func TestDeliverTwiceWaitsForASuccess(t *testing.T) {
 // DeliverEachTwice covers jobs the test never saw the id of: here those a
 // handler enqueues.
 func TestDeliverEachTwiceCoversEveryJobOfTheKind(t *testing.T) {
-	k := paymentsKit(t, 2)
-	l := newLedger()
-	litequeue.Register(k.Queue, l.charge)
-	litequeue.Register(k.Queue, func(ctx context.Context, d *litequeue.Delivery[Receipt]) error {
+	p := newPayments(t, 2, (*payments).charge)
+	litequeue.Register(p.Queue, func(ctx context.Context, d *litequeue.Delivery[Receipt]) error {
 		for o := range 3 {
-			if _, err := k.Queue.Enqueue(ctx, Payment{Order: o}, nil); err != nil {
+			if _, err := p.Queue.Enqueue(ctx, ChargeCard{Order: o}, nil); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	k.DeliverEachTwice(Payment{}.Kind())
+	p.DeliverEachTwice(ChargeCard{}.Kind())
 	ctx := context.Background()
-	_, err := k.Queue.Enqueue(ctx, Receipt{}, nil)
+	_, err := p.Queue.Enqueue(ctx, Receipt{}, nil)
 	require.NoError(t, err)
-	res, err := k.Drain(ctx)
+	res, err := p.Drain(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 3, res.Lost)
 	require.Equal(t, 4, res.Succeeded, "the receipt once, each payment once")
 	for o := range 3 {
-		require.Equal(t, 2, l.count(o), "order %d", o)
+		require.Equal(t, 2, p.count(o), "order %d", o)
 	}
 }
 
 // LoseOutcome loses a failure as well as a success: the attempt's error is
 // never recorded, and the job comes back after the lease.
 func TestLoseOutcomeLosesAFailure(t *testing.T) {
-	k := paymentsKit(t, 3)
-	var calls atomic.Int32
-	litequeue.Register(k.Queue, func(ctx context.Context, d *litequeue.Delivery[Payment]) error {
-		if calls.Add(1) == 1 {
-			return errDown
-		}
-		return nil
-	})
-	ctx := context.Background()
-	id, err := k.Queue.Enqueue(ctx, Payment{}, nil)
-	require.NoError(t, err)
-	k.LoseOutcome(id)
-	res, err := k.Drain(ctx)
-	require.NoError(t, err)
+	p, id, res := drainFaulted(t, 3, (*payments).chargeFailingFirst, (*payments).LoseOutcome)
 	require.Equal(t, lease, res.Elapsed, "the lease, not the retry's minute")
 	require.Zero(t, res.Retried)
-	j, err := k.Queue.Job(ctx, id)
+	j, err := p.Queue.Job(context.Background(), id)
 	require.NoError(t, err)
 	require.Empty(t, j.Attempts, "the lost failure left no record")
 	require.Equal(t, 2, j.Attempt)
@@ -244,25 +247,31 @@ func TestLostLastAttemptIsADeadLetter(t *testing.T) {
 	require.Equal(t, 1, e.Attempt)
 }
 
-// realLostWorker runs the attempt that is lost in another queue on the same
-// file, whose clock never moves (so it never extends its lease) and whose
-// handler never returns until the test ends: a process that hangs or died
-// after its handler's effects. It returns once that handler has run fn.
-func realLostWorker(t *testing.T, k *litequeuetest.Kit, at time.Time, attempts int, fn func(d *litequeue.Delivery[Payment])) {
+// loseForReal has a real worker lose job id's due attempt with its
+// process: another queue on the same file, whose clock never moves (so it
+// never extends its lease), runs the attempt — its handler charges p's
+// ledger — and never returns until the test ends: a process that hangs or
+// died after its handler's effects. Then the lease ends on p's clock and
+// p.Drain runs what follows.
+func (p *payments) loseForReal(t *testing.T, id int64) {
 	t.Helper()
+	ctx := context.Background()
+	j, err := p.Queue.Job(ctx, id)
+	require.NoError(t, err)
+	due := j.VisibleAt.In(p.Clock.Now().Location()) // as the kit's clock tells it
 	c := clock.NewMock()
-	c.Set(at)
-	other, err := litequeue.Open(k.Path, &litequeue.Options{Clock: c, PollInterval: -1, Queues: []litequeue.QueueConfig{
-		{Name: "payments", Retry: litequeue.FixedRetry(attempts, time.Minute), VisibilityTimeout: lease}}})
+	c.Set(due)
+	other, err := litequeue.Open(p.Path, &litequeue.Options{Clock: c, PollInterval: -1,
+		Queues: []litequeue.QueueConfig{paymentsQueue(p.attempts)}})
 	require.NoError(t, err)
 	ran, hang := make(chan struct{}), make(chan struct{})
-	litequeue.Register(other, func(ctx context.Context, d *litequeue.Delivery[Payment]) error {
-		fn(d)
+	litequeue.Register(other, func(ctx context.Context, d *litequeue.Delivery[ChargeCard]) error {
+		p.charge(ctx, d)
 		close(ran)
 		<-hang
 		return nil
 	})
-	require.NoError(t, other.Start(context.Background()))
+	require.NoError(t, other.Start(ctx))
 	t.Cleanup(func() {
 		close(hang)
 		require.NoError(t, other.Stop(context.Background()))
@@ -273,6 +282,9 @@ func realLostWorker(t *testing.T, k *litequeuetest.Kit, at time.Time, attempts i
 	case <-time.After(litequeuetest.DefaultTimeout):
 		t.Fatal("the other process never ran the job")
 	}
+	p.Clock.Set(due.Add(lease)) // nobody extends the lease: it ends
+	_, err = p.Drain(ctx)
+	require.NoError(t, err)
 }
 
 // outcome is what a job's story looks like from the kit's queue.
@@ -283,95 +295,61 @@ type outcome struct {
 	Now        time.Time
 }
 
-func outcomeOf(t *testing.T, k *litequeuetest.Kit, l *ledger, id int64, lostAttempt int) outcome {
-	ctx := context.Background()
-	j, err := k.Queue.Job(ctx, id)
+func (p *payments) outcome(t *testing.T, id int64, lostAttempt int) outcome {
+	t.Helper()
+	j, err := p.Queue.Job(context.Background(), id)
 	require.NoError(t, err)
 	var evs []string
-	for _, e := range k.History(id) {
+	for _, e := range p.History(id) {
 		if e.Type == litequeue.EventStarted && e.Attempt == lostAttempt {
 			continue // the real lost attempt started in the other process
 		}
-		s := string(e.Type) + " " + string(rune('0'+e.Attempt)) + " " + e.Time.Format(time.TimeOnly)
+		s := attemptOf(e) + " " + e.Time.Format(time.TimeOnly)
 		if e.Err != nil {
 			s += ": " + e.Err.Error()
 		}
 		evs = append(evs, s)
 	}
-	return outcome{Deliveries: l.deliveries(), Info: j, Events: evs, Now: k.Clock.Now()}
+	return outcome{Deliveries: p.deliveries(), Info: j, Events: evs, Now: p.Clock.Now()}
 }
 
 // A lost success behaves as a real worker lost with its process: the same
 // redelivery (attempt, last error, time), the same row, history and events.
 func TestLostSuccessMatchesARealLostWorker(t *testing.T) {
-	ctx := context.Background()
+	fault, id, _ := drainFaulted(t, 3, (*payments).charge, (*payments).DeliverTwice)
 
-	fault := paymentsKit(t, 3)
-	fl := newLedger()
-	litequeue.Register(fault.Queue, fl.charge)
-	id, err := fault.Queue.Enqueue(ctx, Payment{Order: 1}, nil)
-	require.NoError(t, err)
-	fault.DeliverTwice(id)
-	_, err = fault.Drain(ctx)
-	require.NoError(t, err)
-
-	real := paymentsKit(t, 3)
-	rl := newLedger()
-	litequeue.Register(real.Queue, rl.charge)
-	rid, err := real.Queue.Enqueue(ctx, Payment{Order: 1}, nil)
-	require.NoError(t, err)
-	realLostWorker(t, real, litequeuetest.Epoch, 3, func(d *litequeue.Delivery[Payment]) { rl.charge(ctx, d) })
-	real.Clock.Add(lease) // nobody extends the lease: it ends
-	_, err = real.Drain(ctx)
-	require.NoError(t, err)
+	real := newPayments(t, 3, (*payments).charge)
+	rid := real.pay(t, 1)
+	real.loseForReal(t, rid)
 
 	require.Equal(t, id, rid)
-	require.Equal(t, outcomeOf(t, real, rl, rid, 1), outcomeOf(t, fault, fl, id, 1))
-	require.Equal(t, 2, fl.count(1))
+	require.Equal(t, real.outcome(t, rid, 1), fault.outcome(t, id, 1))
+	require.Equal(t, 2, fault.count(1))
 }
 
 // A lost last attempt behaves as a real worker lost with its process on its
 // last attempt: the same dead letter, reason, history and events.
 func TestLostLastAttemptMatchesARealLostWorker(t *testing.T) {
 	ctx := context.Background()
-	failFirst := func(l *ledger) func(context.Context, *litequeue.Delivery[Payment]) error {
-		return func(ctx context.Context, d *litequeue.Delivery[Payment]) error {
-			l.charge(ctx, d)
-			if d.Attempt == 1 {
-				return errDown
-			}
-			return nil
-		}
-	}
-
-	fault := paymentsKit(t, 2)
-	fl := newLedger()
-	litequeue.Register(fault.Queue, failFirst(fl))
-	id, err := fault.Queue.Enqueue(ctx, Payment{Order: 1}, nil)
-	require.NoError(t, err)
-	_, err = fault.Next(ctx) // attempt 1 fails
+	fault := newPayments(t, 2, (*payments).chargeFailingFirst)
+	id := fault.pay(t, 1)
+	_, err := fault.Next(ctx) // attempt 1 fails
 	require.NoError(t, err)
 	fault.LoseOutcome(id)
 	res, err := fault.Drain(ctx)
 	require.NoError(t, err)
 	require.Equal(t, time.Minute+lease, res.Elapsed)
 
-	real := paymentsKit(t, 2)
-	rl := newLedger()
-	litequeue.Register(real.Queue, failFirst(rl))
-	rid, err := real.Queue.Enqueue(ctx, Payment{Order: 1}, nil)
-	require.NoError(t, err)
+	real := newPayments(t, 2, (*payments).chargeFailingFirst)
+	rid := real.pay(t, 1)
 	_, err = real.Next(ctx)
 	require.NoError(t, err)
-	realLostWorker(t, real, litequeuetest.Epoch.Add(time.Minute), 2, func(d *litequeue.Delivery[Payment]) { rl.charge(ctx, d) })
-	real.Clock.Add(time.Minute + lease)
-	_, err = real.Drain(ctx)
-	require.NoError(t, err)
+	real.loseForReal(t, rid)
 
-	want := outcomeOf(t, real, rl, rid, 2)
+	want := real.outcome(t, rid, 2)
 	require.Equal(t, litequeue.StateDead, want.Info.State)
 	require.Equal(t, "attempts used up: attempt 2 of 2 was lost with its process (lease expired)", want.Info.DeadReason)
-	require.Equal(t, want, outcomeOf(t, fault, fl, id, 2))
+	require.Equal(t, want, fault.outcome(t, id, 2))
 	fd, err := fault.Queue.DeadLetter(ctx, id)
 	require.NoError(t, err)
 	rd, err := real.Queue.DeadLetter(ctx, rid)
@@ -383,21 +361,14 @@ func TestLostLastAttemptMatchesARealLostWorker(t *testing.T) {
 // DeliverTwice on the policy's last attempt cannot deliver again: it says
 // so and lets the success be written.
 func TestDeliverTwiceOnTheLastAttemptFailsTheTest(t *testing.T) {
-	ft := &fakeT{TB: t}
-	var cleanups []func()
-	var k *litequeuetest.Kit
 	var res litequeuetest.DrainResult
-	msg := ft.fails(func() {
-		k = litequeuetest.New(&cleanupT{fakeT: ft, cleanups: &cleanups}, nil)
+	msg := (&fakeT{TB: t}).failsWithKit(nil, func(k *litequeuetest.Kit) {
 		litequeue.Register(k.Queue, func(ctx context.Context, d *litequeue.Delivery[Receipt]) error { return nil })
 		id, err := k.Queue.Enqueue(context.Background(), Receipt{}, nil)
 		require.NoError(t, err)
 		k.DeliverTwice(id)
 		res, err = k.Drain(context.Background())
 		require.NoError(t, err)
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
 	})
 	require.Contains(t, msg, "succeeded on its last attempt (1 of 1), so a lost success would make it a dead letter")
 	require.NotContains(t, msg, "never struck", "the fault was used")
@@ -408,9 +379,7 @@ func TestDeliverTwiceOnTheLastAttemptFailsTheTest(t *testing.T) {
 // A fault armed but never struck fails the test: it proved nothing.
 func TestUnusedFaultsFailTheTest(t *testing.T) {
 	ft := &fakeT{TB: t}
-	var cleanups []func()
-	msg := ft.fails(func() {
-		k := litequeuetest.New(&cleanupT{fakeT: ft, cleanups: &cleanups}, nil)
+	msg := ft.failsWithKit(nil, func(k *litequeuetest.Kit) {
 		litequeue.Register(k.Queue, func(ctx context.Context, d *litequeue.Delivery[Receipt]) error { return errDown })
 		id, err := k.Queue.Enqueue(context.Background(), Receipt{}, nil)
 		require.NoError(t, err)
@@ -422,9 +391,6 @@ func TestUnusedFaultsFailTheTest(t *testing.T) {
 		k.FailWrites(litequeue.ErrStorageFull, 2)
 		_, err = k.Queue.Enqueue(context.Background(), Receipt{}, nil)
 		require.ErrorIs(t, err, litequeue.ErrStorageFull)
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
 	})
 	require.Contains(t, msg, "Kit.DeliverTwice(1): job 1 did not succeed")
 	require.Contains(t, msg, "Kit.LoseOutcome(2): job 2 ran no attempt")
@@ -432,15 +398,10 @@ func TestUnusedFaultsFailTheTest(t *testing.T) {
 	require.Contains(t, msg, "armed 2 failing writes but only 1 happened")
 
 	// ClearFaults disarms them.
-	msg = ft.fails(func() {
-		cleanups = nil
-		k := litequeuetest.New(&cleanupT{fakeT: ft, cleanups: &cleanups}, nil)
+	msg = ft.failsWithKit(nil, func(k *litequeuetest.Kit) {
 		k.LoseOutcome(1)
 		k.FailWrites(litequeue.ErrStorageFull, -1)
 		k.ClearFaults()
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
 	})
 	require.Empty(t, msg)
 }
@@ -448,100 +409,78 @@ func TestUnusedFaultsFailTheTest(t *testing.T) {
 // A full store makes Enqueue fail with ErrStorageFull and store nothing;
 // once space is back, every job that was accepted runs.
 func TestFailWritesMakesEnqueueReportAFullDisk(t *testing.T) {
-	k := paymentsKit(t, 1)
-	l := newLedger()
-	litequeue.Register(k.Queue, l.charge)
+	p := newPayments(t, 1, (*payments).charge)
 	ctx := context.Background()
-	_, err := k.Queue.Enqueue(ctx, Payment{Order: 1}, nil)
-	require.NoError(t, err)
+	p.pay(t, 1)
 
-	k.FailWrites(litequeue.ErrStorageFull, 2)
-	_, err = k.Queue.Enqueue(ctx, Payment{Order: 2}, nil)
+	p.FailWrites(litequeue.ErrStorageFull, 2)
+	_, err := p.Queue.Enqueue(ctx, ChargeCard{Order: 2}, nil)
 	require.ErrorIs(t, err, litequeue.ErrStorageFull)
 	require.ErrorContains(t, err, "database or disk is full")
-	_, err = k.Queue.EnqueueBatch(ctx, []litequeue.BatchItem{{Job: Payment{Order: 3}}, {Job: Payment{Order: 4}}})
+	_, err = p.Queue.EnqueueBatch(ctx, []litequeue.BatchItem{{Job: ChargeCard{Order: 3}}, {Job: ChargeCard{Order: 4}}})
 	require.ErrorIs(t, err, litequeue.ErrStorageFull)
-	jobs, err := k.Queue.Jobs(ctx, litequeue.JobFilter{})
+	jobs, err := p.Queue.Jobs(ctx, litequeue.JobFilter{})
 	require.NoError(t, err)
 	require.Len(t, jobs, 1, "the failed enqueues stored nothing")
 	require.JSONEq(t, `{"order":1}`, string(jobs[0].Payload))
 
 	// Two writes failed; the third works.
-	_, err = k.Queue.Enqueue(ctx, Payment{Order: 5}, nil)
-	require.NoError(t, err)
-	res, err := k.Drain(ctx)
+	p.pay(t, 5)
+	res, err := p.Drain(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 2, res.Succeeded)
-	require.Equal(t, map[int]int{1: 1, 5: 1}, l.charges)
+	require.Equal(t, map[int]int{1: 1, 5: 1}, p.charges)
 }
 
 // With every write failing, the queue cannot claim a due job: Drain says
 // so at once instead of waiting. After ClearFaults nothing accepted is
 // lost.
 func TestFailEveryWriteUntilCleared(t *testing.T) {
-	k := paymentsKit(t, 1)
-	l := newLedger()
-	litequeue.Register(k.Queue, l.charge)
+	p := newPayments(t, 1, (*payments).charge)
 	ctx := context.Background()
-	_, err := k.Queue.Enqueue(ctx, Payment{Order: 1}, nil)
-	require.NoError(t, err)
-	k.FailWrites(litequeue.ErrStorageFull, -1)
+	p.pay(t, 1)
+	p.FailWrites(litequeue.ErrStorageFull, -1)
 	for o := 2; o < 5; o++ {
-		_, err = k.Queue.Enqueue(ctx, Payment{Order: o}, &litequeue.EnqueueOptions{Delay: time.Minute})
+		_, err := p.Queue.Enqueue(ctx, ChargeCard{Order: o}, &litequeue.EnqueueOptions{Delay: time.Minute})
 		require.ErrorIs(t, err, litequeue.ErrStorageFull)
 	}
-	_, err = k.Drain(ctx)
+	_, err := p.Drain(ctx)
 	require.ErrorIs(t, err, litequeuetest.ErrStuck)
 	require.ErrorContains(t, err, "every write fails")
-	require.Zero(t, l.count(1))
+	require.Zero(t, p.count(1))
 
-	k.ClearFaults()
-	_, err = k.Queue.Enqueue(ctx, Payment{Order: 5}, &litequeue.EnqueueOptions{Delay: time.Minute})
+	p.ClearFaults()
+	_, err = p.Queue.Enqueue(ctx, ChargeCard{Order: 5}, &litequeue.EnqueueOptions{Delay: time.Minute})
 	require.NoError(t, err)
-	res, err := k.Drain(ctx)
+	res, err := p.Drain(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 2, res.Succeeded)
-	require.Equal(t, map[int]int{1: 1, 5: 1}, l.charges)
+	require.Equal(t, map[int]int{1: 1, 5: 1}, p.charges)
 }
 
 // A disk that fills while the handler runs: the success cannot be written,
 // the worker logs it, and the job comes back after its lease — as with
 // LoseOutcome, but through the store's own failure.
 func TestFailedSuccessWriteRedeliversAfterTheLease(t *testing.T) {
-	k := paymentsKit(t, 3)
-	l := newLedger()
 	var once sync.Once
-	litequeue.Register(k.Queue, func(ctx context.Context, d *litequeue.Delivery[Payment]) error {
-		once.Do(func() { k.FailWrites(litequeue.ErrStorageIO, 1) })
-		return l.charge(ctx, d)
-	})
-	ctx := context.Background()
-	id, err := k.Queue.Enqueue(ctx, Payment{Order: 1}, nil)
-	require.NoError(t, err)
-	res, err := k.Drain(ctx)
-	require.NoError(t, err)
+	p, id, res := drainFaulted(t, 3, func(p *payments, ctx context.Context, d *litequeue.Delivery[ChargeCard]) error {
+		once.Do(func() { p.FailWrites(litequeue.ErrStorageIO, 1) })
+		return p.charge(ctx, d)
+	}, nil)
 	require.Equal(t, 1, res.Lost)
 	require.Equal(t, lease, res.Elapsed)
-	require.Equal(t, 2, l.count(1))
-	require.Equal(t, []string{"enqueued 0", "started 1", "started 2", "succeeded 2"}, types(k.History(id)))
+	require.Equal(t, 2, p.count(1))
+	require.Equal(t, []string{"enqueued 0", "started 1", "started 2", "succeeded 2"}, types(p.History(id)))
 }
 
 // A failed retry write loses the failure the same way.
 func TestFailedRetryWriteRedeliversAfterTheLease(t *testing.T) {
-	k := paymentsKit(t, 3)
-	var calls atomic.Int32
-	litequeue.Register(k.Queue, func(ctx context.Context, d *litequeue.Delivery[Payment]) error {
-		if calls.Add(1) == 1 {
-			k.FailWrites(errors.New("database is locked"), 1)
-			return errDown
+	_, id, res := drainFaulted(t, 3, func(p *payments, ctx context.Context, d *litequeue.Delivery[ChargeCard]) error {
+		if d.Attempt == 1 {
+			p.FailWrites(errors.New("database is locked"), 1)
 		}
-		return nil
-	})
-	ctx := context.Background()
-	id, err := k.Queue.Enqueue(ctx, Payment{}, nil)
-	require.NoError(t, err)
-	res, err := k.Drain(ctx)
-	require.NoError(t, err)
+		return p.chargeFailingFirst(ctx, d)
+	}, nil)
 	require.Equal(t, []int64{id}, res.LostIDs())
 	require.Equal(t, lease, res.Elapsed)
 	require.Zero(t, res.Retried)
@@ -551,18 +490,18 @@ func TestFailedRetryWriteRedeliversAfterTheLease(t *testing.T) {
 // Many lost outcomes on concurrent workers: every job comes back once, at
 // its lease's end, and Drain ends when all have.
 func TestManyLostOutcomesOnConcurrentWorkers(t *testing.T) {
-	k := litequeuetest.New(t, &litequeue.Options{Queues: []litequeue.QueueConfig{
-		{Name: "payments", Retry: litequeue.FixedRetry(2, time.Minute), VisibilityTimeout: lease, Concurrency: 4},
-	}})
+	q := paymentsQueue(2)
+	q.Concurrency = 4
+	k := litequeuetest.New(t, &litequeue.Options{Queues: []litequeue.QueueConfig{q}})
 	l := newLedger()
 	litequeue.Register(k.Queue, l.charge)
 	ctx := context.Background()
 	const n = 40
 	for o := range n {
-		_, err := k.Queue.Enqueue(ctx, Payment{Order: o}, nil)
+		_, err := k.Queue.Enqueue(ctx, ChargeCard{Order: o}, nil)
 		require.NoError(t, err)
 	}
-	k.DeliverEachTwice(Payment{}.Kind())
+	k.DeliverEachTwice(ChargeCard{}.Kind())
 	res, err := k.Drain(ctx)
 	require.NoError(t, err)
 	require.Equal(t, n, res.Lost)

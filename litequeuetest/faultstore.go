@@ -114,6 +114,24 @@ type faultStore struct {
 	w *writeFault
 }
 
+// guarded runs the write do unless the write fault fails it: then it
+// returns the fault's error, and do never reaches the store.
+func guarded[T any](f *faultStore, do func() (T, error)) (T, error) {
+	if err := f.w.fail(); err != nil {
+		var zero T
+		return zero, err
+	}
+	return do()
+}
+
+// guard is guarded for a write that returns only an error.
+func (f *faultStore) guard(do func() error) error {
+	if err := f.w.fail(); err != nil {
+		return err
+	}
+	return do()
+}
+
 // Backup passes through: it writes another file, not the queue's.
 func (f *faultStore) Backup(ctx context.Context, path string) error {
 	b, ok := f.Store.(store.Backuper)
@@ -124,196 +142,117 @@ func (f *faultStore) Backup(ctx context.Context, path string) error {
 }
 
 func (f *faultStore) Pause(ctx context.Context, queue string, at int64) (bool, error) {
-	if err := f.w.fail(); err != nil {
-		return false, err
-	}
-	return f.Store.Pause(ctx, queue, at)
+	return guarded(f, func() (bool, error) { return f.Store.Pause(ctx, queue, at) })
 }
 
 func (f *faultStore) Resume(ctx context.Context, queue string) (bool, error) {
-	if err := f.w.fail(); err != nil {
-		return false, err
-	}
-	return f.Store.Resume(ctx, queue)
+	return guarded(f, func() (bool, error) { return f.Store.Resume(ctx, queue) })
 }
 
 func (f *faultStore) Cancel(ctx context.Context, ids []int64, now int64) ([]store.CancelledJob, error) {
-	if err := f.w.fail(); err != nil {
-		return nil, err
-	}
-	return f.Store.Cancel(ctx, ids, now)
+	return guarded(f, func() ([]store.CancelledJob, error) { return f.Store.Cancel(ctx, ids, now) })
 }
 
 func (f *faultStore) PurgeCancelled(ctx context.Context, before int64) (int, error) {
-	if err := f.w.fail(); err != nil {
-		return 0, err
-	}
-	return f.Store.PurgeCancelled(ctx, before)
+	return guarded(f, func() (int, error) { return f.Store.PurgeCancelled(ctx, before) })
 }
 
 func (f *faultStore) Snooze(ctx context.Context, s store.Snooze) error {
-	if err := f.w.fail(); err != nil {
-		return err
-	}
-	return f.Store.Snooze(ctx, s)
+	return f.guard(func() error { return f.Store.Snooze(ctx, s) })
 }
 
 func (f *faultStore) Report(ctx context.Context, r store.Report) error {
-	if err := f.w.fail(); err != nil {
-		return err
-	}
-	return f.Store.Report(ctx, r)
+	return f.guard(func() error { return f.Store.Report(ctx, r) })
 }
 
-func (f *faultStore) Insert(ctx context.Context, tx *sql.Tx, jobs []store.NewJob) ([]int64, []error, error) {
-	if err := f.w.fail(); err != nil {
-		return nil, nil, err
-	}
-	return f.Store.Insert(ctx, tx, jobs)
+func (f *faultStore) Insert(ctx context.Context, tx *sql.Tx, jobs []store.NewJob) (ids []int64, errs []error, err error) {
+	err = f.guard(func() error { ids, errs, err = f.Store.Insert(ctx, tx, jobs); return err })
+	return ids, errs, err
 }
 
 func (f *faultStore) InsertClaim(ctx context.Context, job store.NewJob, q store.ClaimQuery, handOff func([]store.Claimed)) (int64, error) {
-	if err := f.w.fail(); err != nil {
-		return 0, err
-	}
-	return f.Store.InsertClaim(ctx, job, q, handOff)
+	return guarded(f, func() (int64, error) { return f.Store.InsertClaim(ctx, job, q, handOff) })
 }
 
 func (f *faultStore) Claim(ctx context.Context, q store.ClaimQuery, handOff func([]store.Claimed)) (int, error) {
-	if err := f.w.fail(); err != nil {
-		return 0, err
-	}
-	return f.Store.Claim(ctx, q, handOff)
+	return guarded(f, func() (int, error) { return f.Store.Claim(ctx, q, handOff) })
 }
 
 func (f *faultStore) Extend(ctx context.Context, leases []store.Lease, until int64) ([]int, error) {
-	if err := f.w.fail(); err != nil {
-		return nil, err
-	}
-	return f.Store.Extend(ctx, leases, until)
+	return guarded(f, func() ([]int, error) { return f.Store.Extend(ctx, leases, until) })
 }
 
 func (f *faultStore) Release(ctx context.Context, leases []store.Lease, now int64) error {
-	if err := f.w.fail(); err != nil {
-		return err
-	}
-	return f.Store.Release(ctx, leases, now)
+	return f.guard(func() error { return f.Store.Release(ctx, leases, now) })
 }
 
 // Complete reports a failing write through c.Notify, as the store reports a
 // failed commit of queued successes.
 func (f *faultStore) Complete(c store.Completion) {
-	if err := f.w.fail(); err != nil {
-		if c.Notify != nil {
-			c.Notify(err)
-		}
-		return
+	err := f.guard(func() error { f.Store.Complete(c); return nil })
+	if err != nil && c.Notify != nil {
+		c.Notify(err)
 	}
-	f.Store.Complete(c)
 }
 
 func (f *faultStore) CompleteTx(ctx context.Context, tx *sql.Tx, l store.Lease, keepAt int64) error {
-	if err := f.w.fail(); err != nil {
-		return err
-	}
-	return f.Store.CompleteTx(ctx, tx, l, keepAt)
+	return f.guard(func() error { return f.Store.CompleteTx(ctx, tx, l, keepAt) })
 }
 
 func (f *faultStore) Retry(ctx context.Context, r store.Retry) error {
-	if err := f.w.fail(); err != nil {
-		return err
-	}
-	return f.Store.Retry(ctx, r)
+	return f.guard(func() error { return f.Store.Retry(ctx, r) })
 }
 
 func (f *faultStore) Bury(ctx context.Context, b store.Burial) error {
-	if err := f.w.fail(); err != nil {
-		return err
-	}
-	return f.Store.Bury(ctx, b)
+	return f.guard(func() error { return f.Store.Bury(ctx, b) })
 }
 
 func (f *faultStore) PurgeCompleted(ctx context.Context, before int64) (int, error) {
-	if err := f.w.fail(); err != nil {
-		return 0, err
-	}
-	return f.Store.PurgeCompleted(ctx, before)
+	return guarded(f, func() (int, error) { return f.Store.PurgeCompleted(ctx, before) })
 }
 
 func (f *faultStore) Requeue(ctx context.Context, ids []int64, now int64) ([]store.Moved, error) {
-	if err := f.w.fail(); err != nil {
-		return nil, err
-	}
-	return f.Store.Requeue(ctx, ids, now)
+	return guarded(f, func() ([]store.Moved, error) { return f.Store.Requeue(ctx, ids, now) })
 }
 
 func (f *faultStore) RequeueWhere(ctx context.Context, df store.DeadFilter, now int64) ([]store.Moved, error) {
-	if err := f.w.fail(); err != nil {
-		return nil, err
-	}
-	return f.Store.RequeueWhere(ctx, df, now)
+	return guarded(f, func() ([]store.Moved, error) { return f.Store.RequeueWhere(ctx, df, now) })
 }
 
 func (f *faultStore) PurgeDead(ctx context.Context, df store.DeadFilter) (int, error) {
-	if err := f.w.fail(); err != nil {
-		return 0, err
-	}
-	return f.Store.PurgeDead(ctx, df)
+	return guarded(f, func() (int, error) { return f.Store.PurgeDead(ctx, df) })
 }
 
-func (f *faultStore) UpsertSchedule(ctx context.Context, def store.Schedule, now int64, detail string) (*store.Schedule, store.ScheduleChange, error) {
-	if err := f.w.fail(); err != nil {
-		var none store.ScheduleChange
-		return nil, none, err
-	}
-	return f.Store.UpsertSchedule(ctx, def, now, detail)
+func (f *faultStore) UpsertSchedule(ctx context.Context, def store.Schedule, now int64, detail string) (s *store.Schedule, change store.ScheduleChange, err error) {
+	err = f.guard(func() error { s, change, err = f.Store.UpsertSchedule(ctx, def, now, detail); return err })
+	return s, change, err
 }
 
 func (f *faultStore) RemoveSchedule(ctx context.Context, name string) error {
-	if err := f.w.fail(); err != nil {
-		return err
-	}
-	return f.Store.RemoveSchedule(ctx, name)
+	return f.guard(func() error { return f.Store.RemoveSchedule(ctx, name) })
 }
 
 func (f *faultStore) PauseSchedule(ctx context.Context, name string, paused bool, next, now int64) error {
-	if err := f.w.fail(); err != nil {
-		return err
-	}
-	return f.Store.PauseSchedule(ctx, name, paused, next, now)
+	return f.guard(func() error { return f.Store.PauseSchedule(ctx, name, paused, next, now) })
 }
 
 func (f *faultStore) FireSchedule(ctx context.Context, fi store.Firing) (store.FireResult, error) {
-	if err := f.w.fail(); err != nil {
-		return store.FireResult{}, err
-	}
-	return f.Store.FireSchedule(ctx, fi)
+	return guarded(f, func() (store.FireResult, error) { return f.Store.FireSchedule(ctx, fi) })
 }
 
-func (f *faultStore) TriggerSchedule(ctx context.Context, name string, now int64) (int64, string, string, error) {
-	if err := f.w.fail(); err != nil {
-		return 0, "", "", err
-	}
-	return f.Store.TriggerSchedule(ctx, name, now)
+func (f *faultStore) TriggerSchedule(ctx context.Context, name string, now int64) (id int64, queue, kind string, err error) {
+	err = f.guard(func() error { id, queue, kind, err = f.Store.TriggerSchedule(ctx, name, now); return err })
+	return id, queue, kind, err
 }
 
 func (f *faultStore) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, before int64, n int) (store.BulkResult, error) {
-	if err := f.w.fail(); err != nil {
-		return store.BulkResult{}, err
-	}
-	return f.Store.Bulk(ctx, op, q, before, n)
+	return guarded(f, func() (store.BulkResult, error) { return f.Store.Bulk(ctx, op, q, before, n) })
 }
 
 func (f *faultStore) AddHistory(ctx context.Context, counts []store.HistoryCount, pruneBefore int64) error {
-	if err := f.w.fail(); err != nil {
-		return err
-	}
-	return f.Store.AddHistory(ctx, counts, pruneBefore)
+	return f.guard(func() error { return f.Store.AddHistory(ctx, counts, pruneBefore) })
 }
 
 func (f *faultStore) InsertRunning(ctx context.Context, job store.NewJob, r store.RunningClaim) (int64, error) {
-	if err := f.w.fail(); err != nil {
-		return 0, err
-	}
-	return f.Store.InsertRunning(ctx, job, r)
+	return guarded(f, func() (int64, error) { return f.Store.InsertRunning(ctx, job, r) })
 }

@@ -3,7 +3,6 @@ package web_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benbjohnson/clock"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -117,8 +115,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	resize, err := f.q.Enqueue(bg, Resize{Image: "cat.png", Width: 640}, nil)
 	require.NoError(t, err)
-	srv := httptest.NewServer(web.Handler(f.q, &web.Options{RefreshInterval: 100 * time.Millisecond}))
-	defer closeServer(srv)
+	srv := serve(t, web.Handler(f.q, &web.Options{RefreshInterval: 100 * time.Millisecond}))
 
 	t.Run("overview", func(t *testing.T) {
 		step(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("table.counts")))
@@ -242,13 +239,8 @@ func (Flaky) RetryPolicy() *litequeue.RetryPolicy {
 
 func TestJobTimelineInABrowser(t *testing.T) {
 	ctx := browser(t)
-	mock := clock.NewMock()
-	mock.Set(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	evs := make(chan litequeue.Event, 100)
-	q, err := litequeue.Open(filepath.Join(t.TempDir(), "q.db"), &litequeue.Options{Clock: mock, PollInterval: -1,
-		OnEvent: func(e litequeue.Event) { evs <- e }})
-	require.NoError(t, err)
-	defer q.Close()
+	f := openFixture(t, nil)
+	q, mock := f.q, f.clock
 	litequeue.Register(q, func(ctx context.Context, d *litequeue.Delivery[Flaky]) error {
 		mock.Add(1500 * time.Millisecond)
 		return fmt.Errorf("sync %s: 503 service unavailable (attempt %d)", d.Job.Account, d.Attempt)
@@ -259,7 +251,7 @@ func TestJobTimelineInABrowser(t *testing.T) {
 	require.NoError(t, err)
 	for done := false; !done; {
 		select {
-		case e := <-evs:
+		case e := <-f.evs:
 			switch e.Type {
 			case litequeue.EventRetrying:
 				mock.Add(e.Delay)
@@ -271,8 +263,7 @@ func TestJobTimelineInABrowser(t *testing.T) {
 		}
 	}
 	require.NoError(t, q.Stop(bg))
-	srv := httptest.NewServer(web.Handler(q, nil))
-	defer closeServer(srv)
+	srv := serve(t, web.Handler(q, nil))
 	step(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", srv.URL, id)), chromedp.WaitVisible(chromedp.CSS("svg.timeline")))
 	require.Equal(t, 4, run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg.timeline rect.attempt").length`)))
 	require.Equal(t, 3, run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg.timeline line.delay").length`)))
@@ -286,8 +277,7 @@ func TestJobTimelineInABrowser(t *testing.T) {
 func TestReadOnlyDashboardInABrowserRefuses(t *testing.T) {
 	ctx := browser(t)
 	f := newFixture(t, map[string]string{"a@example.com": "boom"})
-	srv := httptest.NewServer(web.Handler(f.q, &web.Options{ReadOnly: true}))
-	defer closeServer(srv)
+	srv := serve(t, web.Handler(f.q, &web.Options{ReadOnly: true}))
 	step(t, ctx, chromedp.Navigate(srv.URL+"/dead"), chromedp.WaitVisible(chromedp.CSS("table.groups")))
 	require.Zero(t, run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("form[method=post], button").length - document.querySelectorAll("form.filter button").length`)),
 		"no action is offered")
@@ -311,7 +301,7 @@ func (Resize) QueueName() string { return "media" }
 func TestQueuesSchedulesAndProgressInABrowser(t *testing.T) {
 	ctx := browser(t)
 	shots := t.TempDir()
-	lq := openLive(t, &litequeue.Options{CompletedRetention: time.Hour})
+	lq := openFixture(t, &litequeue.Options{CompletedRetention: time.Hour})
 	litequeue.Register(lq.q, func(ctx context.Context, d *litequeue.Delivery[Email]) error { return nil })
 	litequeue.Register(lq.q, func(ctx context.Context, d *litequeue.Delivery[Resize]) error { return nil })
 	steps, acks := startReporter(t, lq)
@@ -322,8 +312,7 @@ func TestQueuesSchedulesAndProgressInABrowser(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, lq.q.Pause(bg, "nightly-batch")) // paused, no jobs
-	srv := httptest.NewServer(web.Handler(lq.q, &web.Options{RefreshInterval: 100 * time.Millisecond}))
-	defer closeServer(srv)
+	srv := serve(t, web.Handler(lq.q, &web.Options{RefreshInterval: 100 * time.Millisecond}))
 	defaultRow := `//table[contains(@class,"queues")]//tr[th/a[text()="default"]]`
 
 	t.Run("pause a queue", func(t *testing.T) {
@@ -381,10 +370,7 @@ func TestQueuesSchedulesAndProgressInABrowser(t *testing.T) {
 
 	var job int64
 	t.Run("live progress", func(t *testing.T) {
-		var err error
-		job, err = lq.q.Enqueue(bg, Report{Name: "monthly"}, nil)
-		require.NoError(t, err)
-		lq.waitEvent(t, litequeue.EventStarted, job)
+		job = startReport(t, lq, "monthly")
 		step(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", srv.URL, job)), chromedp.WaitVisible(chromedp.CSS("pre.payload")))
 		require.False(t, run(t, ctx, chromedp.Evaluate[bool](`!document.querySelector(".progress-box").hidden`)), "no progress yet")
 		value := func(want string) {
@@ -445,8 +431,7 @@ func TestQueuesSchedulesAndProgressInABrowser(t *testing.T) {
 	})
 
 	t.Run("read-only offers and takes no action", func(t *testing.T) {
-		ro := httptest.NewServer(web.Handler(lq.q, &web.Options{ReadOnly: true}))
-		defer closeServer(ro)
+		ro := serve(t, web.Handler(lq.q, &web.Options{ReadOnly: true}))
 		for _, p := range []string{"/queues", "/schedules", "/schedules/" + url.PathEscape(nightly)} {
 			step(t, ctx, chromedp.Navigate(ro.URL+p), chromedp.WaitVisible(chromedp.CSS("main table")))
 			require.Zero(t, run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("form[method=post], button").length`)), p)

@@ -85,6 +85,7 @@ var funcs = template.FuncMap{
 	},
 	"add":         func(a, b int) int { return a + b },
 	"scheduleURL": scheduleURL,
+	"post":        newPostForm,
 	"percent":     percent,
 	// until says how far t is from now: "in 5m" or "3m ago".
 	"until": func(now, t time.Time) string {
@@ -129,7 +130,7 @@ func fmtDur(d time.Duration) string {
 }
 
 func parsePages() map[string]*template.Template {
-	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
+	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/forms.html"))
 	out := map[string]*template.Template{}
 	for _, name := range []string{"overview", "jobs", "job", "dead", "queues", "schedules", "schedule", "remove", "plan", "confirm", "error", "login"} {
 		t := template.Must(base.Clone())
@@ -319,12 +320,7 @@ func (s *server) jobAction(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no action %q; use requeue, cancel or delete", a))
 		return
 	}
-	if err != nil {
-		s.fail(w, r, http.StatusConflict, err)
-		return
-	}
-	s.opts.Logger.Info("litequeue/web: "+msg, "job_id", id)
-	http.Redirect(w, r, back+"?done="+url.QueryEscape(msg), http.StatusSeeOther)
+	s.finishAction(w, r, err, back, msg, 0, "job_id", id)
 }
 
 // bulkActions are the bulk actions and the states each applies to.
@@ -473,7 +469,7 @@ func (s *server) requeueGroup(w http.ResponseWriter, r *http.Request) {
 	}
 	msg := fmt.Sprintf("Requeued %d dead letters.", n)
 	s.opts.Logger.Info("litequeue/web: requeue group", "key", key, "jobs", n)
-	http.Redirect(w, r, rootOf(r)+"/dead?done="+url.QueryEscape(msg), http.StatusSeeOther)
+	redirectDone(w, r, rootOf(r)+"/dead", msg, 0)
 }
 
 // events streams the per-queue counts as server-sent events, one "summary"

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +32,7 @@ type progressStep struct {
 // startReporter registers Report's handler on lq: each step sent on the
 // returned channel is reported; each report is acknowledged on the second
 // channel; closing the first ends the job with an output.
-func startReporter(t *testing.T, lq *liveQueue) (chan<- progressStep, <-chan struct{}) {
+func startReporter(t *testing.T, lq *fixture) (chan<- progressStep, <-chan struct{}) {
 	t.Helper()
 	steps, acks := make(chan progressStep), make(chan struct{})
 	litequeue.Register(lq.q, func(ctx context.Context, d *litequeue.Delivery[Report]) error {
@@ -55,26 +54,31 @@ func startReporter(t *testing.T, lq *liveQueue) (chan<- progressStep, <-chan str
 	return steps, acks
 }
 
-func TestJobPageShowsProgressAndOutputEscaped(t *testing.T) {
-	const evil = `<script>alert("p")</script>`
-	lq := openLive(t, &litequeue.Options{CompletedRetention: time.Hour})
-	steps, acks := startReporter(t, lq)
-	srv := httptest.NewServer(web.Handler(lq.q, nil))
-	defer closeServer(srv)
-	c := client(t)
-	ctx := context.Background()
-	id, err := lq.q.Enqueue(ctx, Report{Name: "q1"}, nil)
+// startReport enqueues a Report named name on lq and waits for its
+// handler (see startReporter) to start; it returns the job's id.
+func startReport(t *testing.T, lq *fixture, name string) int64 {
+	t.Helper()
+	id, err := lq.q.Enqueue(context.Background(), Report{Name: name}, nil)
 	require.NoError(t, err)
 	lq.waitEvent(t, litequeue.EventStarted, id)
+	return id
+}
 
-	_, body, _ := get(t, c, srv.URL+"/jobs/"+itoa(id))
+func TestJobPageShowsProgressAndOutputEscaped(t *testing.T) {
+	const evil = `<script>alert("p")</script>`
+	lq := openFixture(t, &litequeue.Options{CompletedRetention: time.Hour})
+	steps, acks := startReporter(t, lq)
+	d := serve(t, web.Handler(lq.q, nil))
+	id := startReport(t, lq, "q1")
+
+	_, body, _ := d.get("/jobs/" + itoa(id))
 	require.Contains(t, body, `<section class="progress-box" data-progress-events="/jobs/`+itoa(id)+`/progress" hidden>`,
 		"no progress yet: the box is hidden, the page watches for it")
 
 	steps <- progressStep{0.42, "step 2 of 5: " + evil}
 	<-acks
 	lq.waitEvent(t, litequeue.EventProgress, id) // written to the database
-	_, body, _ = get(t, c, srv.URL+"/jobs/"+itoa(id))
+	_, body, _ = d.get("/jobs/" + itoa(id))
 	require.Contains(t, body, `<section class="progress-box" data-progress-events="/jobs/`+itoa(id)+`/progress">`)
 	require.Contains(t, body, `<progress max="1" value="0.42" aria-label="progress">42%</progress> <span class="pct">42%</span>`)
 	require.Contains(t, body, `<p class="msg">step 2 of 5: &lt;script&gt;alert(&#34;p&#34;)&lt;/script&gt;</p>`)
@@ -84,7 +88,7 @@ func TestJobPageShowsProgressAndOutputEscaped(t *testing.T) {
 
 	close(steps)
 	lq.waitEvent(t, litequeue.EventSucceeded, id)
-	_, body, _ = get(t, c, srv.URL+"/jobs/"+itoa(id))
+	_, body, _ = d.get("/jobs/" + itoa(id))
 	require.Contains(t, body, `<span class="state completed" data-job-state>completed</span>`)
 	require.NotContains(t, body, "data-progress-events", "a finished job is not watched")
 	require.Contains(t, body, `value="0.42"`, "the last progress stays with the retained job")
@@ -92,6 +96,23 @@ func TestJobPageShowsProgressAndOutputEscaped(t *testing.T) {
 	require.Contains(t, body, `&#34;rows&#34;: 7`)
 	require.Contains(t, body, `\u003cb\u003edone\u003c/b\u003e`, "the output as stored, escaped")
 	require.NotContains(t, body, "<b>done")
+}
+
+// events opens the server-sent events stream at path (200 OK,
+// text/event-stream) for the rest of the test, 30s at most, and returns
+// its events.
+func (d *dash) events(path string) <-chan sseEvent {
+	d.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	d.t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, "GET", d.URL+path, nil)
+	require.NoError(d.t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(d.t, err)
+	d.t.Cleanup(func() { resp.Body.Close() })
+	require.Equal(d.t, 200, resp.StatusCode)
+	require.Equal(d.t, "text/event-stream", resp.Header.Get("Content-Type"))
+	return readEvents(bufio.NewReader(resp.Body))
 }
 
 // sseEvent is one server-sent event.
@@ -140,24 +161,11 @@ func next(t *testing.T, evs <-chan sseEvent) sseEvent {
 }
 
 func TestProgressStreamFollowsTheHandlerToTheEnd(t *testing.T) {
-	lq := openLive(t, nil) // no retention: the success deletes the job
+	lq := openFixture(t, nil) // no retention: the success deletes the job
 	steps, acks := startReporter(t, lq)
-	srv := httptest.NewServer(web.Handler(lq.q, nil))
-	defer closeServer(srv)
-	ctx := context.Background()
-	id, err := lq.q.Enqueue(ctx, Report{Name: "q2"}, nil)
-	require.NoError(t, err)
-	lq.waitEvent(t, litequeue.EventStarted, id)
-
-	reqCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(reqCtx, "GET", srv.URL+"/jobs/"+itoa(id)+"/progress", nil)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, 200, resp.StatusCode)
-	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
-	evs := readEvents(bufio.NewReader(resp.Body))
+	d := serve(t, web.Handler(lq.q, nil))
+	id := startReport(t, lq, "q2")
+	evs := d.events("/jobs/" + itoa(id) + "/progress")
 
 	ev := next(t, evs)
 	require.Equal(t, "progress", ev.name)
@@ -183,12 +191,11 @@ func TestProgressStreamFollowsTheHandlerToTheEnd(t *testing.T) {
 	require.False(t, ok, "the stream ends after the end event")
 
 	// The job is gone now: no stream, and a bad id is refused.
-	code, _, _ := get(t, client(t), srv.URL+"/jobs/"+itoa(id)+"/progress")
+	code, _, _ := d.get("/jobs/" + itoa(id) + "/progress")
 	require.Equal(t, http.StatusNotFound, code)
-	code, _, _ = get(t, client(t), srv.URL+"/jobs/x/progress")
+	code, _, _ = d.get("/jobs/x/progress")
 	require.Equal(t, http.StatusBadRequest, code)
-	off := httptest.NewServer(web.Handler(lq.q, &web.Options{RefreshInterval: -1}))
-	defer closeServer(off)
-	code, _, _ = get(t, client(t), off.URL+"/jobs/1/progress")
+	off := serve(t, web.Handler(lq.q, &web.Options{RefreshInterval: -1}))
+	code, _, _ = off.get("/jobs/1/progress")
 	require.Equal(t, http.StatusNotFound, code, "live refresh off: no stream")
 }

@@ -2,10 +2,8 @@ package web
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"sort"
 	"time"
 
@@ -74,14 +72,5 @@ func (s *server) queueAction(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no queue action %q; use pause or resume", a))
 		return
 	}
-	switch {
-	case errors.Is(err, litequeue.ErrInvalidJob):
-		s.fail(w, r, http.StatusBadRequest, err)
-		return
-	case err != nil:
-		s.fail(w, r, http.StatusConflict, err)
-		return
-	}
-	s.opts.Logger.Info("litequeue/web: queue "+r.PathValue("action")+"d", "queue", name)
-	http.Redirect(w, r, rootOf(r)+"/queues?done="+url.QueryEscape(msg), http.StatusSeeOther)
+	s.finishAction(w, r, err, rootOf(r)+"/queues", msg, 0, "queue", name)
 }

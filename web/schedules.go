@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/litequeue/litequeue"
@@ -89,19 +88,22 @@ type scheduleData struct {
 	HistoryN int
 }
 
-// findSchedule returns the named schedule, or an error wrapping
-// litequeue.ErrScheduleNotFound.
-func (s *server) findSchedule(r *http.Request, name string) (litequeue.ScheduleInfo, error) {
+// findSchedule returns the named schedule. When there is none it answers
+// the request with 404 Not Found, when the read fails with 500, and
+// returns false.
+func (s *server) findSchedule(w http.ResponseWriter, r *http.Request, name string) (litequeue.ScheduleInfo, bool) {
 	all, err := s.q.Schedules(r.Context())
 	if err != nil {
-		return litequeue.ScheduleInfo{}, err
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return litequeue.ScheduleInfo{}, false
 	}
 	for _, si := range all {
 		if si.Name == name {
-			return si, nil
+			return si, true
 		}
 	}
-	return litequeue.ScheduleInfo{}, fmt.Errorf("%w: there is no schedule %q; it may have been removed (a process that registers it again at start brings it back)", litequeue.ErrScheduleNotFound, name)
+	s.fail(w, r, http.StatusNotFound, fmt.Errorf("%w: there is no schedule %q; it may have been removed (a process that registers it again at start brings it back)", litequeue.ErrScheduleNotFound, name))
+	return litequeue.ScheduleInfo{}, false
 }
 
 // schedule shows one schedule: its definition, its next runs and its
@@ -115,13 +117,8 @@ func (s *server) schedule(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, rootOf(r)+"/schedules", http.StatusSeeOther)
 		return
 	}
-	si, err := s.findSchedule(r, name)
-	if errors.Is(err, litequeue.ErrScheduleNotFound) {
-		s.fail(w, r, http.StatusNotFound, err)
-		return
-	}
-	if err != nil {
-		s.fail(w, r, http.StatusInternalServerError, err)
+	si, ok := s.findSchedule(w, r, name)
+	if !ok {
 		return
 	}
 	hist, err := s.q.ScheduleHistory(r.Context(), name, scheduleHistoryN)
@@ -165,16 +162,9 @@ func (s *server) scheduleAction(w http.ResponseWriter, r *http.Request) {
 		msg = fmt.Sprintf("Schedule %q triggered: enqueued job %d.", name, job)
 	case "remove":
 		if r.PostFormValue("confirm") != "yes" {
-			si, err := s.findSchedule(r, name)
-			if errors.Is(err, litequeue.ErrScheduleNotFound) {
-				s.fail(w, r, http.StatusNotFound, err)
-				return
+			if si, ok := s.findSchedule(w, r, name); ok {
+				s.render(w, r, "remove", &page{Title: "Remove schedule", Nav: "schedules", Data: newScheduleRow(si, s.q.Now(), 0)})
 			}
-			if err != nil {
-				s.fail(w, r, http.StatusInternalServerError, err)
-				return
-			}
-			s.render(w, r, "remove", &page{Title: "Remove schedule", Nav: "schedules", Data: newScheduleRow(si, s.q.Now(), 0)})
 			return
 		}
 		err = s.q.RemoveSchedule(ctx, name)
@@ -183,22 +173,5 @@ func (s *server) scheduleAction(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no schedule action %q; use pause, resume, trigger or remove", action))
 		return
 	}
-	switch {
-	case errors.Is(err, litequeue.ErrScheduleNotFound):
-		s.fail(w, r, http.StatusNotFound, err)
-		return
-	case err != nil:
-		s.fail(w, r, http.StatusConflict, err)
-		return
-	}
-	s.opts.Logger.Info("litequeue/web: schedule "+action, "schedule", name, "job_id", job)
-	v := url.Values{"done": {msg}}
-	if job != 0 {
-		v.Set("job", fmt.Sprint(job))
-	}
-	sep := "?"
-	if strings.Contains(back, "?") {
-		sep = "&"
-	}
-	http.Redirect(w, r, back+sep+v.Encode(), http.StatusSeeOther)
+	s.finishAction(w, r, err, back, msg, job, "schedule", name, "job_id", job)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"html"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -50,25 +49,15 @@ func schedule(t *testing.T, q *litequeue.Queue, name string) (litequeue.Schedule
 // scheduleRowOf returns the row of the schedules list for name.
 func scheduleRowOf(t *testing.T, body, name string) string {
 	t.Helper()
-	for _, row := range strings.Split(body, "<tr>") {
-		if strings.Contains(row, `<th scope="row"><a href="/schedules/`+url.PathEscape(name)+`">`) {
-			row, _, _ = strings.Cut(row, "</tr>")
-			return row
-		}
-	}
-	t.Fatalf("no row of schedule %q in\n%s", name, body)
-	return ""
+	return rowLinking(t, body, "/schedules/"+url.PathEscape(name))
 }
 
 func TestSchedulesPageListsTimingStateAndNextRun(t *testing.T) {
 	f := newFixture(t, nil) // the clock says 2026-03-01 12:00 UTC
 	registerSchedules(t, f.q)
-	srv := httptest.NewServer(web.Handler(f.q, nil))
-	defer closeServer(srv)
-	c := client(t)
+	d := serve(t, web.Handler(f.q, nil))
 
-	code, body, _ := get(t, c, srv.URL+"/schedules")
-	require.Equal(t, 200, code, body)
+	body := d.open("/schedules")
 	require.Contains(t, body, `href="/schedules" aria-current="page"`, "Schedules is in the nav")
 	n := scheduleRowOf(t, body, nightly)
 	require.Contains(t, n, "<code>cron 0 3 * * *</code>")
@@ -87,7 +76,7 @@ func TestSchedulesPageListsTimingStateAndNextRun(t *testing.T) {
 
 	// The clock passes the next run with no process running the schedule.
 	f.clock.Add(2 * time.Hour)
-	_, body, _ = get(t, c, srv.URL+"/schedules")
+	_, body, _ = d.get("/schedules")
 	h = scheduleRowOf(t, body, hourly)
 	require.Contains(t, h, `<span class="state overdue">overdue</span>`)
 	require.Contains(t, h, "2026-03-01 13:00:00.000 UTC", "the stored next run first, though past")
@@ -97,13 +86,11 @@ func TestSchedulesPageListsTimingStateAndNextRun(t *testing.T) {
 func TestScheduleDetailShowsNextRunsAndHistory(t *testing.T) {
 	f := newFixture(t, nil)
 	registerSchedules(t, f.q)
-	srv := httptest.NewServer(web.Handler(f.q, nil))
-	defer closeServer(srv)
-	c := client(t)
+	d := serve(t, web.Handler(f.q, nil))
 
-	_, list, _ := get(t, c, srv.URL+"/schedules")
+	_, list, _ := d.get("/schedules")
 	require.Contains(t, list, `href="/schedules/reports%2Fnightly%20%3Fall"`, "the name is one escaped path segment")
-	code, body, _ := get(t, c, srv.URL+"/schedules/reports%2Fnightly%20%3Fall")
+	code, body, _ := d.get("/schedules/reports%2Fnightly%20%3Fall")
 	require.Equal(t, 200, code, body)
 	require.Contains(t, body, `<code class="name">reports/nightly ?all</code>`)
 	require.Contains(t, body, "<dd><code>cron 0 3 * * *</code> in Europe/Berlin</dd>")
@@ -117,38 +104,37 @@ func TestScheduleDetailShowsNextRunsAndHistory(t *testing.T) {
 	require.Contains(t, body, `<span class="event registered">registered</span>`)
 	require.Contains(t, body, `&#34;to&#34;: &#34;boss@example.com&#34;`, "the job's payload")
 
-	code, _, _ = get(t, c, srv.URL+"/schedules/nope")
+	code, _, _ = d.get("/schedules/nope")
 	require.Equal(t, http.StatusNotFound, code)
-	code, _, hd := get(t, c, srv.URL+"/schedules/")
+	code, _, hd := d.get("/schedules/")
 	require.Equal(t, http.StatusSeeOther, code)
 	require.Equal(t, "/schedules", hd.Get("Location"))
+}
+
+// named is the form of a schedule action on name, with extra keys and
+// values.
+func named(name string, extra ...string) url.Values {
+	form := url.Values{"name": {name}}
+	for i := 0; i+1 < len(extra); i += 2 {
+		form.Set(extra[i], extra[i+1])
+	}
+	return form
 }
 
 func TestScheduleActionsChangeTheDatabase(t *testing.T) {
 	f := newFixture(t, nil)
 	registerSchedules(t, f.q)
 	ctx := context.Background()
-	srv := httptest.NewServer(web.Handler(f.q, nil))
-	defer closeServer(srv)
-	c := client(t)
-	_, body, _ := get(t, c, srv.URL+"/schedules")
-	tok := csrfOf(t, body)
-	act := func(action, name string, extra ...string) (int, string, http.Header) {
-		form := url.Values{"csrf": {tok}, "name": {name}}
-		for i := 0; i+1 < len(extra); i += 2 {
-			form.Set(extra[i], extra[i+1])
-		}
-		return post(t, c, srv.URL+"/schedules/"+action, form, "")
-	}
+	d := serve(t, web.Handler(f.q, nil))
+	d.open("/schedules")
 
 	// Trigger now enqueues a job of the schedule, and the pages link it.
 	f.clock.Add(time.Minute)
-	code, _, h := act("trigger", nightly)
-	require.Equal(t, http.StatusSeeOther, code)
-	loc, err := url.Parse(h.Get("Location"))
+	loc, body := d.act("/schedules/trigger", named(nightly))
+	u, err := url.Parse(loc)
 	require.NoError(t, err)
-	require.Equal(t, "/schedules", loc.Path)
-	id, err := strconv.ParseInt(loc.Query().Get("job"), 10, 64)
+	require.Equal(t, "/schedules", u.Path)
+	id, err := strconv.ParseInt(u.Query().Get("job"), 10, 64)
 	require.NoError(t, err)
 	j, err := f.q.Job(ctx, id)
 	require.NoError(t, err)
@@ -158,56 +144,51 @@ func TestScheduleActionsChangeTheDatabase(t *testing.T) {
 	s, _ := schedule(t, f.q, nightly)
 	require.Equal(t, id, s.LastJobID)
 	require.Equal(t, "2026-03-02 02:00:00 +0000 UTC", s.NextRun.UTC().String(), "the next run stays")
-	_, body, _ = get(t, c, srv.URL+loc.String())
 	require.Contains(t, body, "Schedule &#34;reports/nightly ?all&#34; triggered: enqueued job "+itoa(id))
 	require.Contains(t, body, `<a href="/jobs/`+itoa(id)+`">Open job `+itoa(id)+`</a>`)
 	require.Contains(t, scheduleRowOf(t, body, nightly), `<a href="/jobs/`+itoa(id)+`">job `+itoa(id)+`</a> pending`)
-	_, body, _ = get(t, c, srv.URL+"/schedules/"+url.PathEscape(nightly))
+	_, body, _ = d.get("/schedules/" + url.PathEscape(nightly))
 	require.Contains(t, body, `<span class="event triggered">triggered</span>`)
 	require.Contains(t, body, `<td data-label="Job"><a href="/jobs/`+itoa(id)+`">`+itoa(id)+`</a></td>`, "the history links the job")
 
 	// Pause and resume, from the schedule's page: back to it.
-	code, _, h = act("pause", nightly, "from", "detail")
-	require.Equal(t, http.StatusSeeOther, code)
-	require.True(t, strings.HasPrefix(h.Get("Location"), "/schedules/reports%2Fnightly%20%3Fall?done="), h.Get("Location"))
+	loc, body = d.act("/schedules/pause", named(nightly, "from", "detail"))
+	require.True(t, strings.HasPrefix(loc, "/schedules/reports%2Fnightly%20%3Fall?done="), loc)
 	s, _ = schedule(t, f.q, nightly)
 	require.True(t, s.Paused)
-	_, body, _ = get(t, c, srv.URL+h.Get("Location"))
 	require.Contains(t, body, `<span class="state paused">paused</span>`)
 	require.Contains(t, body, "None while the schedule is paused")
 	require.Contains(t, body, `action="/schedules/resume"`)
 	require.Contains(t, body, `<span class="event paused">paused</span>`)
 	f.clock.Add(3 * 24 * time.Hour)
-	code, _, _ = act("resume", nightly)
-	require.Equal(t, http.StatusSeeOther, code)
+	d.act("/schedules/resume", named(nightly))
 	s, _ = schedule(t, f.q, nightly)
 	require.False(t, s.Paused)
 	require.Equal(t, "2026-03-05 02:00:00 +0000 UTC", s.NextRun.UTC().String(), "resumed from the next run after now")
 
 	// Remove asks first, then removes.
-	code, body, _ = act("remove", hourly)
+	code, body, _ := d.send("/schedules/remove", named(hourly))
 	require.Equal(t, 200, code)
 	require.Contains(t, body, "Remove schedule <code class=\"name\">hourly-sync</code>?")
 	require.Contains(t, body, `name="confirm" value="yes"`)
 	_, ok := schedule(t, f.q, hourly)
 	require.True(t, ok, "asking removes nothing")
-	code, _, h = act("remove", hourly, "confirm", "yes")
-	require.Equal(t, http.StatusSeeOther, code)
-	require.True(t, strings.HasPrefix(h.Get("Location"), "/schedules?done="))
+	loc, _ = d.act("/schedules/remove", named(hourly, "confirm", "yes"))
+	require.True(t, strings.HasPrefix(loc, "/schedules?done="))
 	_, ok = schedule(t, f.q, hourly)
 	require.False(t, ok)
-	code, _, _ = get(t, c, srv.URL+"/schedules/"+hourly)
+	code, _, _ = d.get("/schedules/" + hourly)
 	require.Equal(t, http.StatusNotFound, code)
 
 	// Unknown schedules and actions.
 	for _, a := range []string{"trigger", "pause", "resume", "remove"} {
-		code, body, _ = act(a, "nope", "confirm", "yes")
+		code, body, _ = d.send("/schedules/"+a, named("nope", "confirm", "yes"))
 		require.Equal(t, http.StatusNotFound, code, a)
 		require.Contains(t, body, "nope", a)
 	}
-	code, _, _ = act("explode", nightly)
+	code, _, _ = d.send("/schedules/explode", named(nightly))
 	require.Equal(t, http.StatusNotFound, code)
-	code, _, _ = act("trigger", "")
+	code, _, _ = d.send("/schedules/trigger", named(""))
 	require.Equal(t, http.StatusBadRequest, code)
 	n, err := f.q.CountJobs(ctx, litequeue.JobQuery{}, 0)
 	require.NoError(t, err)
@@ -228,33 +209,18 @@ func TestScheduleActionsAreRefusedReadOnlyAndWithoutCSRF(t *testing.T) {
 		require.False(t, s.Paused, "not paused")
 	}
 
-	ro := httptest.NewServer(web.Handler(f.q, &web.Options{ReadOnly: true}))
-	defer closeServer(ro)
-	c := client(t)
-	for _, p := range []string{"/schedules", "/schedules/" + url.PathEscape(nightly)} {
-		code, body, _ := get(t, c, ro.URL+p)
-		require.Equal(t, 200, code, p)
-		require.NotContains(t, body, `method="post"`, p)
-		require.NotContains(t, body, "<button", p)
-	}
+	ro := serve(t, web.Handler(f.q, &web.Options{ReadOnly: true}))
+	ro.requireReadOnly("/schedules", "/schedules/"+url.PathEscape(nightly))
 	for _, a := range []string{"trigger", "pause", "remove"} {
-		code, _, _ := post(t, c, ro.URL+"/schedules/"+a, url.Values{"name": {nightly}, "confirm": {"yes"}}, "")
+		code, _, _ := ro.post("/schedules/"+a, named(nightly, "confirm", "yes"), "")
 		require.Equal(t, http.StatusForbidden, code, a)
 	}
 	unchanged()
 
-	rw := httptest.NewServer(web.Handler(f.q, nil))
-	defer closeServer(rw)
-	c = client(t)
-	_, body, _ := get(t, c, rw.URL+"/schedules")
-	tok := csrfOf(t, body)
+	rw := serve(t, web.Handler(f.q, nil))
+	rw.open("/schedules")
 	for _, a := range []string{"trigger", "pause", "remove"} {
-		code, _, _ := post(t, c, rw.URL+"/schedules/"+a, url.Values{"name": {nightly}, "confirm": {"yes"}}, "")
-		require.Equal(t, http.StatusForbidden, code, "%s without a token", a)
-		code, _, _ = post(t, c, rw.URL+"/schedules/"+a, url.Values{"name": {nightly}, "confirm": {"yes"}, "csrf": {strings.Repeat("0", 64)}}, "")
-		require.Equal(t, http.StatusForbidden, code, "%s with a wrong token", a)
-		code, _, _ = post(t, c, rw.URL+"/schedules/"+a, url.Values{"name": {nightly}, "confirm": {"yes"}, "csrf": {tok}}, "https://evil.example")
-		require.Equal(t, http.StatusForbidden, code, "%s cross-origin", a)
+		rw.requireForgeriesRefused("/schedules/"+a, named(nightly, "confirm", "yes"))
 	}
 	unchanged()
 }
@@ -264,25 +230,19 @@ func TestScheduleNamesAreEscaped(t *testing.T) {
 	f := newFixture(t, nil)
 	_, err := f.q.RegisterSchedule(context.Background(), litequeue.Schedule{Name: evil, Every: time.Hour, Job: Email{To: evil}})
 	require.NoError(t, err)
-	srv := httptest.NewServer(web.Handler(f.q, nil))
-	defer closeServer(srv)
-	c := client(t)
-	_, body, _ := get(t, c, srv.URL+"/schedules")
-	tok := csrfOf(t, body)
-	pages := []string{"/schedules", "/schedules/" + url.PathEscape(evil)}
-	for _, p := range pages {
-		code, body, _ := get(t, c, srv.URL+p)
+	d := serve(t, web.Handler(f.q, nil))
+	d.open("/schedules")
+	for _, p := range []string{"/schedules", "/schedules/" + url.PathEscape(evil)} {
+		code, body, _ := d.get(p)
 		require.Equal(t, 200, code, p)
 		require.NotContains(t, body, "<script>alert", p)
 		require.Contains(t, body, "&lt;script&gt;alert", p)
 	}
-	code, body, _ := post(t, c, srv.URL+"/schedules/remove", url.Values{"csrf": {tok}, "name": {evil}}, "")
+	code, body, _ := d.send("/schedules/remove", named(evil))
 	require.Equal(t, 200, code)
 	require.NotContains(t, body, "<script>alert", "the confirmation")
 	require.Contains(t, body, "&lt;script&gt;alert")
-	code, _, h := post(t, c, srv.URL+"/schedules/trigger", url.Values{"csrf": {tok}, "name": {evil}}, "")
-	require.Equal(t, http.StatusSeeOther, code)
-	_, body, _ = get(t, c, srv.URL+h.Get("Location"))
+	_, body = d.act("/schedules/trigger", named(evil))
 	require.NotContains(t, body, "<script>alert", "the flash")
 	require.Contains(t, body, "&lt;script&gt;alert")
 }
@@ -297,27 +257,18 @@ func TestSchedulePagesTakeAnyName(t *testing.T) {
 		_, err := f.q.RegisterSchedule(context.Background(), litequeue.Schedule{Name: n, Every: time.Hour, Job: Email{To: "x"}})
 		require.NoError(t, err)
 	}
-	srv := httptest.NewServer(web.Handler(f.q, nil))
-	defer closeServer(srv)
-	c := client(t)
-	_, body, _ := get(t, c, srv.URL+"/schedules")
-	tok := csrfOf(t, body)
+	d := serve(t, web.Handler(f.q, nil))
+	body := d.open("/schedules")
 	links := regexp.MustCompile(`<th scope="row"><a href="([^"]+)">`).FindAllStringSubmatch(body, -1)
 	require.Len(t, links, len(names))
 	seen := map[string]bool{}
 	for _, m := range links {
 		href := html.UnescapeString(m[1])
-		code, page, _ := get(t, c, srv.URL+href)
+		code, page, _ := d.get(href)
 		require.Equal(t, 200, code, href)
 		name := html.UnescapeString(regexp.MustCompile(`<code class="name">([^<]*)</code>`).FindStringSubmatch(page)[1])
 		seen[name] = true
-		code, _, h := post(t, c, srv.URL+"/schedules/pause", url.Values{"csrf": {tok}, "name": {name}, "from": {"detail"}}, "")
-		require.Equal(t, http.StatusSeeOther, code)
-		back, err := url.Parse(h.Get("Location"))
-		require.NoError(t, err)
-		require.NotEmpty(t, back.Query().Get("done"))
-		code, page, _ = get(t, c, srv.URL+back.String())
-		require.Equal(t, 200, code, back)
+		_, page = d.act("/schedules/pause", named(name, "from", "detail"))
 		require.Contains(t, page, `<code class="name">`+html.EscapeString(name)+`</code> <span class="state paused">`, "back on %q's page, paused", name)
 	}
 	for _, n := range names {
