@@ -120,8 +120,12 @@ type QueueConfig struct {
 	// type's Timeout method (see Job) replaces it for that type.
 	Timeout time.Duration
 	// VisibilityTimeout is the lease a claim takes. The queue extends it
-	// while the handler runs; if the process dies the job becomes claimable
-	// again once it lapses. Default DefaultVisibilityTimeout (30s).
+	// while the handler runs (every third of it); if the process dies the
+	// job becomes claimable again once it lapses. When the Clock passes a
+	// lease before its extension ran (a mock clock moved past it in one
+	// step, a process stalled), another process may take the job, but this
+	// one never does: its claims extend their own lapsed leases first.
+	// Default DefaultVisibilityTimeout (30s).
 	VisibilityTimeout time.Duration
 	// Strategy, when set, decides retries after failures that have
 	// attempts left (see Strategy). Nil uses the policy's backoff.
@@ -658,11 +662,15 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 	if direct != nil {
 		handed := true
 		cq := direct.claimQuery(1)
+		if direct.ownLeaseLapsed(cq.Now) { // as in pool.claim
+			direct.extend()
+			cq = direct.claimQuery(1)
+		}
 		id, err = q.store.InsertClaim(ctx, nj, cq, func(cs []store.Claimed) {
 			// On the store's commit path, in commit order with the
 			// dispatchers' claims.
 			if len(cs) > 0 {
-				d = direct.delivery(cs[0], cq.Lease)
+				d = direct.delivery(cs[0], cq)
 				handed = direct.handOff(d)
 			}
 		})
