@@ -111,10 +111,21 @@ var funcs = template.FuncMap{
 }
 
 // fmtDur shows a duration to about three significant figures.
+// oldestWaiting is how long s's oldest ready job has waited, or "—" when
+// none waits.
+func oldestWaiting(s litequeue.QueueSummary) string {
+	if s.OldestReadyID == 0 {
+		return noneWaiting
+	}
+	return fmtDur(s.OldestReady)
+}
+
+const noneWaiting = "—"
+
 func fmtDur(d time.Duration) string {
 	switch {
 	case d == 0:
-		return "0"
+		return "0s"
 	case d < time.Millisecond:
 		return d.String()
 	case d < time.Second:
@@ -522,7 +533,7 @@ func liveFrom(sums []queueRow) map[string]string {
 		m[s.Queue+"/running"] = n(s.Running) + plus(s.Capped)
 		m[s.Queue+"/completed"] = n(s.Completed) + plus(s.CompletedCapped)
 		m[s.Queue+"/dead"] = n(s.Dead) + plus(s.DeadCapped)
-		m[s.Queue+"/oldest"] = fmtDur(s.OldestReady)
+		m[s.Queue+"/oldest"] = oldestWaiting(s.QueueSummary)
 		m[s.Queue+"/paused"], m[s.Queue+"/state"] = "", "active"
 		if s.Paused {
 			m[s.Queue+"/paused"], m[s.Queue+"/state"] = "paused", "paused"

@@ -402,3 +402,17 @@ func TestBulkActionAsksThenActsOnTheFilter(t *testing.T) {
 	n, _ = f.q.CountJobs(ctx, litequeue.JobQuery{States: []litequeue.State{litequeue.StateCancelled}}, 0)
 	require.Equal(t, 2, n, "two of the six live jobs cancelled")
 }
+
+// The overview's oldest-waiting column shows how long the oldest ready job
+// has waited, on the queue's Clock, and a dash for a queue with none ready.
+func TestOverviewShowsTheOldestWaitingJobOrNone(t *testing.T) {
+	f := newFixture(t, map[string]string{"dead@example.com": "boom"}) // default queue: dead only
+	ctx := context.Background()
+	id, err := f.q.Enqueue(ctx, Email{To: "waits"}, &litequeue.EnqueueOptions{Queue: "media"})
+	require.NoError(t, err)
+	f.clock.Add(90 * time.Second)
+	code, page, _ := serve(t, web.Handler(f.q, nil)).get("/")
+	require.Equal(t, http.StatusOK, code)
+	require.Regexp(t, `data-live="default/oldest" title="no job waiting">—<`, page)
+	require.Regexp(t, fmt.Sprintf(`href="/jobs/%d" data-live="media/oldest">1m30s<`, id), page)
+}
