@@ -291,6 +291,22 @@ func (p *pool) dropCancelled(d *delivery, err error, took time.Duration) {
 	p.forget(d)
 }
 
+// PausedQueues returns the queues paused by Pause (in any process), each
+// with the time it was paused; an empty map when none is. Unlike Stats it
+// reads only the small table of queue settings, never the jobs, so a
+// dashboard may call it on every refresh. It works on a read-only queue.
+func (q *Queue) PausedQueues(ctx context.Context) (map[string]time.Time, error) {
+	paused, err := q.store.Paused(ctx)
+	if err != nil {
+		return nil, wrapf("litequeue: paused queues: %w", err)
+	}
+	out := make(map[string]time.Time, len(paused))
+	for name, at := range paused {
+		out[name] = time.Unix(0, at)
+	}
+	return out, nil
+}
+
 // addPaused marks the paused queues in stats, adding those without jobs,
 // sorted by queue name.
 func (q *Queue) addPaused(ctx context.Context, stats []QueueStats) ([]QueueStats, error) {
@@ -391,6 +407,7 @@ func (p *pool) snoozed(d *delivery, policy RetryPolicy, err error, took time.Dur
 	case serr != nil:
 		q.log.Error("litequeue: recording a snooze failed; the job runs again when its lease expires",
 			LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogError, serr.Error())
+		q.outcomeLost(d, policy.Attempts(), err)
 	default:
 		p.dueAt(time.Unix(0, due))
 		q.emit(Event{Type: EventSnoozed, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,

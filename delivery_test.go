@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/litequeue/litequeue/internal/sqlite"
+	"github.com/litequeue/litequeue/internal/store"
 )
 
 // The tests of this file each reproduce a delivery bug found by porting the
@@ -184,20 +185,7 @@ func TestHandOffNeverOvertakesADueJob(t *testing.T) {
 	t.Run("another process's more urgent and older jobs run first", func(t *testing.T) {
 		h := setup(t, oneWorker)
 		ctx := context.Background()
-		var mu sync.Mutex
-		var order []int64
-		ran := make(chan struct{}, 4)
-		Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error {
-			mu.Lock()
-			order = append(order, d.ID)
-			mu.Unlock()
-			ran <- struct{}{}
-			return nil
-		})
-		h.start(t)
-		warm, err := h.q.Enqueue(ctx, SendEmail{To: "warm-up"}, nil)
-		require.NoError(t, err)
-		h.ev.wait(t, EventSucceeded, warm, 1)
+		warm, order := startIdleRecordingOrder(t, h)
 		// The queue is idle and does not poll: it does not know of these.
 		b, _, _ := openSecond(t, h, h.clock.Now(), nil)
 		urgent, err := b.Enqueue(ctx, SendEmail{To: "urgent"}, &EnqueueOptions{Priority: -5})
@@ -208,27 +196,14 @@ func TestHandOffNeverOvertakesADueJob(t *testing.T) {
 		require.NoError(t, err)
 		h.ev.wait(t, EventSucceeded, mine, 1)
 		h.ev.wait(t, EventSucceeded, older, 1)
-		mu.Lock()
-		defer mu.Unlock()
-		require.Equal(t, []int64{warm, urgent, older, mine}, order)
+		require.Equal(t, []int64{warm, urgent, older, mine}, order())
 	})
 	t.Run("a more urgent job alone in the file runs first", func(t *testing.T) {
 		// Nothing of the new job's own priority is due: only the more
 		// urgent one, which the hand-off must see across priorities.
 		h := setup(t, oneWorker)
 		ctx := context.Background()
-		var mu sync.Mutex
-		var order []int64
-		Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error {
-			mu.Lock()
-			order = append(order, d.ID)
-			mu.Unlock()
-			return nil
-		})
-		h.start(t)
-		warm, err := h.q.Enqueue(ctx, SendEmail{To: "warm-up"}, nil)
-		require.NoError(t, err)
-		h.ev.wait(t, EventSucceeded, warm, 1)
+		warm, order := startIdleRecordingOrder(t, h)
 		b, _, _ := openSecond(t, h, h.clock.Now(), nil)
 		later, err := b.Enqueue(ctx, SendEmail{To: "urgent but later"}, &EnqueueOptions{Priority: -9, Delay: time.Hour})
 		require.NoError(t, err)
@@ -238,10 +213,33 @@ func TestHandOffNeverOvertakesADueJob(t *testing.T) {
 		require.NoError(t, err)
 		h.ev.wait(t, EventSucceeded, mine, 1)
 		h.ev.wait(t, EventSucceeded, urgent, 1)
+		require.Equal(t, []int64{warm, urgent, mine}, order(), "the due priority -5 job runs before the new priority 0 one; the one due in an hour (%d) waits", later)
+	})
+}
+
+// startIdleRecordingOrder registers a SendEmail handler on h's queue that
+// records the ids it runs, starts the queue and runs one warm-up job, so
+// the queue is idle, with a worker waiting, when it returns. order returns
+// the ids run so far.
+func startIdleRecordingOrder(t *testing.T, h *harness) (warm int64, order func() []int64) {
+	t.Helper()
+	var mu sync.Mutex
+	var ran []int64
+	Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error {
+		mu.Lock()
+		ran = append(ran, d.ID)
+		mu.Unlock()
+		return nil
+	})
+	h.start(t)
+	warm, err := h.q.Enqueue(context.Background(), SendEmail{To: "warm-up"}, nil)
+	require.NoError(t, err)
+	h.ev.wait(t, EventSucceeded, warm, 1)
+	return warm, func() []int64 {
 		mu.Lock()
 		defer mu.Unlock()
-		require.Equal(t, []int64{warm, urgent, mine}, order, "the due priority -5 job runs before the new priority 0 one; the one due in an hour (%d) waits", later)
-	})
+		return append([]int64(nil), ran...)
+	}
 }
 
 func TestRetriedAndRequeuedJobsRunInCurrentDueTimeOrder(t *testing.T) {
@@ -400,9 +398,16 @@ func TestReclaimInTheSameProcessKeepsTheNewRunsLease(t *testing.T) {
 	require.NoError(t, err)
 	p := detachedPool(h.q, DefaultQueue)
 	old := claimOne(t, p, 1)[0]
-	// The process was paused past its lease and claimed the job again.
+	// The process was paused past its lease and claimed the job again. (A
+	// claim extends the process's own lapsed leases first, so this happens
+	// only when that extension could not be written: the test claims
+	// through the store as the claim then does.)
 	h.clock.Add(p.cfg.VisibilityTimeout)
-	fresh := claimOne(t, p, 1)[0]
+	cq := p.claimQuery(1)
+	n, err := h.q.store.Claim(ctx, cq, func(cs []store.Claimed) { p.push(p.delivery(cs[0], cq)) })
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	fresh := p.pop(nil)
 	require.Equal(t, old.id, fresh.id)
 	flush := func() {
 		require.NoError(t, h.q.lite.Do(ctx, func(context.Context, sqlite.Execer) error { return nil }))
@@ -423,6 +428,33 @@ func TestReclaimInTheSameProcessKeepsTheNewRunsLease(t *testing.T) {
 	p.execute(fresh)
 	flush()
 	require.Equal(t, 1, h.ev.count(EventSucceeded, id))
+}
+
+// A claim does not take the process's own running job as lost when the
+// clock has passed its lease before the extension ran (a mock clock's jump,
+// a stalled process): it extends the lease first, so the job is not started
+// a second time beside its running handler, and no attempt is used.
+func TestClaimExtendsItsOwnLapsedLeaseInsteadOfTakingTheJob(t *testing.T) {
+	h := setup(t, func(o *Options) {
+		o.Queues = []QueueConfig{{Name: DefaultQueue, Retry: FixedRetry(3, time.Second)}}
+	})
+	Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error { return nil })
+	ctx := context.Background()
+	id, err := h.q.Enqueue(ctx, SendEmail{To: "x"}, nil)
+	require.NoError(t, err)
+	p := detachedPool(h.q, DefaultQueue)
+	running := claimOne(t, p, 1)[0]
+	h.clock.Add(p.cfg.VisibilityTimeout + time.Second) // past the lease, no extension ran
+	require.Empty(t, claimOne(t, p, 1), "the claim took the job this process still runs")
+	j, err := h.q.Job(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, 1, j.Attempt, "no attempt used")
+	require.True(t, h.clock.Now().Add(p.cfg.VisibilityTimeout).Equal(j.VisibleAt), "the lease was extended from now")
+	p.execute(running)
+	require.NoError(t, h.q.lite.Do(ctx, func(context.Context, sqlite.Execer) error { return nil }))
+	require.NoError(t, h.q.FlushEvents(ctx))
+	require.Equal(t, 1, h.ev.count(EventSucceeded, id), "the running attempt's success still holds its lease")
+	require.Zero(t, h.ev.count(EventStale, id))
 }
 
 func TestMockClockTimeoutHasNoDataRace(t *testing.T) {

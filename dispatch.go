@@ -19,23 +19,49 @@ func (p *pool) claimQuery(n int) store.ClaimQuery {
 		Now: now.UnixNano(), Until: addClamped(now, p.cfg.VisibilityTimeout), Lease: p.q.nextLease()}
 }
 
-// delivery makes the delivery of a job claimed under lease.
-func (p *pool) delivery(c store.Claimed, lease int64) *delivery {
-	return &delivery{q: p.q, p: p, id: c.ID, lease: lease, queue: p.cfg.Name, kind: c.Kind, attempt: c.Attempt,
+// delivery makes the delivery of a job claimed by cq.
+func (p *pool) delivery(c store.Claimed, cq store.ClaimQuery) *delivery {
+	d := &delivery{q: p.q, p: p, id: c.ID, lease: cq.Lease, queue: p.cfg.Name, kind: c.Kind, attempt: c.Attempt,
 		priority: c.Priority, payload: c.Payload, key: c.Key, createdAt: c.CreatedAt, dueAt: c.DueAt, lastErr: c.LastError}
+	d.until.Store(cq.Until)
+	return d
 }
 
 // claim takes up to n due jobs and queues them for the workers, in commit
 // order with every other claim. It returns how many it took.
+//
+// When the clock has passed the lease of a job p still holds (a mock
+// clock's jump over the extension alarm, or a stall longer than the
+// extension period), the lease is extended first: a claim would otherwise
+// take p's own running job as lost and start it a second time in this
+// process. If another process took the job meanwhile, the extension finds
+// the lease lost and stops the handler, as a late extension does.
 func (p *pool) claim(n int) (int, error) {
 	cq := p.claimQuery(n)
+	if p.ownLeaseLapsed(cq.Now) {
+		p.extend()
+		cq = p.claimQuery(n)
+	}
 	return p.q.store.Claim(context.Background(), cq, func(cs []store.Claimed) {
 		ds := make([]*delivery, len(cs))
 		for i, c := range cs {
-			ds[i] = p.delivery(c, cq.Lease)
+			ds[i] = p.delivery(c, cq)
 		}
 		p.push(ds...)
 	})
+}
+
+// ownLeaseLapsed reports whether a lease p holds for a job not yet released
+// ended at or before now.
+func (p *pool) ownLeaseLapsed(now int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for d := range p.inflight {
+		if !d.released.Load() && d.until.Load() <= now {
+			return true
+		}
+	}
+	return false
 }
 
 // nextDue returns when the earliest live job of p's kinds becomes claimable

@@ -73,8 +73,18 @@ func (p *pool) execute(d *delivery) {
 	p.running.Add(1)
 	q.emit(Event{Type: EventStarted, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt})
 	err := safeCall(hctx, d, run)
+	// A test kit may lose the outcome here, as a process that dies now
+	// would (testsupport.go): released, so nothing more is written for it.
+	lost := !d.released.Load() && q.dropOutcome(d, policy.Attempts(), err)
+	if lost {
+		d.released.Store(true)
+	}
 	p.finishReports(d, err == nil)
 	p.running.Add(-1)
+	if lost {
+		p.freed(d)
+		return
+	}
 	took := q.clock.Since(d.started)
 	if d.released.Load() {
 		if d.cancelled.Load() {
@@ -111,6 +121,7 @@ func (p *pool) execute(d *delivery) {
 			default:
 				q.log.Error("litequeue: writing a success failed; the job runs again when its lease expires",
 					LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogError, err.Error())
+				q.outcomeLost(d, policy.Attempts(), nil)
 			}
 		}})
 	if q.opts.CompletedRetention > 0 {
@@ -250,6 +261,7 @@ func (p *pool) fail(d *delivery, policy RetryPolicy, herr error, took time.Durat
 	case err != nil:
 		q.log.Error("litequeue: recording a failure failed; the job runs again when its lease expires",
 			LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogError, err.Error())
+		q.outcomeLost(d, policy.Attempts(), herr)
 	case dec.Retry:
 		d.publishOutcome(StateScheduled)
 		p.dueAt(time.Unix(0, due))
@@ -281,6 +293,9 @@ func (p *pool) bury(d *delivery, policy RetryPolicy) {
 	}
 	if err != nil {
 		q.log.Error("litequeue: dead-lettering a lost job failed", LogJobID, d.id, LogError, err.Error())
+		if !errors.Is(err, ErrLeaseLost) {
+			q.outcomeLost(d, policy.Attempts(), errors.New(reason))
+		}
 		return
 	}
 	q.emit(Event{Type: EventDead, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: lost,

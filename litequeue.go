@@ -18,6 +18,7 @@ import (
 
 	"github.com/litequeue/litequeue/internal/sqlite"
 	"github.com/litequeue/litequeue/internal/store"
+	"github.com/litequeue/litequeue/internal/testbridge"
 )
 
 // Job is a unit of work: any JSON-encodable type with a Kind. The kind names
@@ -119,8 +120,12 @@ type QueueConfig struct {
 	// type's Timeout method (see Job) replaces it for that type.
 	Timeout time.Duration
 	// VisibilityTimeout is the lease a claim takes. The queue extends it
-	// while the handler runs; if the process dies the job becomes claimable
-	// again once it lapses. Default DefaultVisibilityTimeout (30s).
+	// while the handler runs (every third of it); if the process dies the
+	// job becomes claimable again once it lapses. When the Clock passes a
+	// lease before its extension ran (a mock clock moved past it in one
+	// step, a process stalled), another process may take the job, but this
+	// one never does: its claims extend their own lapsed leases first.
+	// Default DefaultVisibilityTimeout (30s).
 	VisibilityTimeout time.Duration
 	// Strategy, when set, decides retries after failures that have
 	// attempts left (see Strategy). Nil uses the policy's backoff.
@@ -328,6 +333,8 @@ type Queue struct {
 	middleware []Middleware // see Use
 	hubOnce    sync.Once
 	hub        *hub // WatchProgress's watchers (progress.go)
+
+	faults testbridge.Faults // the test kit's fault hooks (testsupport.go); zero otherwise
 }
 
 // Open opens the queue file at name, creating it (and its schema) if it does
@@ -344,6 +351,11 @@ type Queue struct {
 // new queue: that is what a process killed inside its first Open leaves (the
 // schema is created in one transaction, so it is there whole or not at all).
 func Open(name string, opts *Options) (*Queue, error) {
+	return open(name, opts, testbridge.Faults{})
+}
+
+// open is Open with the test kit's fault hooks f (testsupport.go).
+func open(name string, opts *Options, f testbridge.Faults) (*Queue, error) {
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {
 		return nil, err
@@ -352,7 +364,13 @@ func Open(name string, opts *Options) (*Queue, error) {
 	if err != nil {
 		return nil, wrapf("%w", err)
 	}
-	return newQueue(o, st, st, o.ReadOnly), nil
+	var s store.Store = st
+	if f.Wrap != nil {
+		s = f.Wrap(st)
+	}
+	q := newQueue(o, s, st, o.ReadOnly)
+	q.faults = f
+	return q, nil
 }
 
 // New returns a queue that keeps its tables (named lq_*) in the application's
@@ -644,11 +662,15 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 	if direct != nil {
 		handed := true
 		cq := direct.claimQuery(1)
+		if direct.ownLeaseLapsed(cq.Now) { // as in pool.claim
+			direct.extend()
+			cq = direct.claimQuery(1)
+		}
 		id, err = q.store.InsertClaim(ctx, nj, cq, func(cs []store.Claimed) {
 			// On the store's commit path, in commit order with the
 			// dispatchers' claims.
 			if len(cs) > 0 {
-				d = direct.delivery(cs[0], cq.Lease)
+				d = direct.delivery(cs[0], cq)
 				handed = direct.handOff(d)
 			}
 		})

@@ -2,6 +2,7 @@ package litequeue
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -58,6 +59,11 @@ func (p *pool) extend() {
 	lost := make([]*delivery, len(lostIdx))
 	for i, k := range lostIdx {
 		lost[i] = ds[k]
+	}
+	for i, d := range ds {
+		if !slices.Contains(lostIdx, i) { // lost leases are rare: lostIdx is short
+			d.until.Store(until)
+		}
 	}
 	p.stopLost(lost) // cancelled jobs (control.go) and lost leases
 }

@@ -15,10 +15,39 @@ import (
 // internal/testbridge; nothing here is exported.
 func init() {
 	testbridge.Handled = func(q any) []testbridge.Pair { return q.(*Queue).handledPairs() }
+	testbridge.StoreOf = func(q any) store.Store { return q.(*Queue).store }
 	testbridge.LoadOf = func(ctx context.Context, q any) (testbridge.Load, error) { return q.(*Queue).load(ctx) }
 	testbridge.Capture = captureHandler
 	testbridge.Run = runHandler
 	testbridge.RunStored = runStored
+	testbridge.Open = func(name string, opts any, f testbridge.Faults) (any, error) {
+		o, _ := opts.(*Options)
+		return open(name, o, f)
+	}
+}
+
+// dropOutcome asks the test kit's fault hooks whether the outcome of d's
+// attempt, which ended with err, is lost with its process; if so it reports
+// the loss. Without hooks it returns false.
+func (q *Queue) dropOutcome(d *delivery, maxAttempts int, err error) bool {
+	if q.faults.Drop == nil || !q.faults.Drop(d.outcome(maxAttempts, err)) {
+		return false
+	}
+	q.outcomeLost(d, maxAttempts, err)
+	return true
+}
+
+// outcomeLost tells the test kit's fault hooks, if any, that the outcome of
+// d's attempt was not written: its row stays running until its lease ends.
+func (q *Queue) outcomeLost(d *delivery, maxAttempts int, err error) {
+	if q.faults.Lost != nil {
+		q.faults.Lost(d.outcome(maxAttempts, err))
+	}
+}
+
+func (d *delivery) outcome(maxAttempts int, err error) testbridge.Outcome {
+	return testbridge.Outcome{ID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, MaxAttempts: maxAttempts,
+		Err: err, Started: !d.started.IsZero()}
 }
 
 // handledPairs lists the queue and kind of every registered handler.
@@ -99,7 +128,7 @@ func runStored(ctx context.Context, hv any, qv any, payload []byte, spec testbri
 	q.emit(Event{Type: EventEnqueued, JobID: id, Queue: queue, Kind: h.kind})
 	d := &delivery{q: q, p: p, id: id, lease: lease, queue: queue, kind: h.kind, attempt: attempt,
 		priority: spec.Priority, payload: payload, key: spec.Key, createdAt: nj.CreatedAt, dueAt: nj.VisibleAt,
-		lastErr: spec.LastError, started: now}
+		lastErr: spec.LastError}
 	own, run, decodeErr := h.prepare(payload)
 	policy := p.policy(own.policy)
 	timeout := timeoutFor(own.timeout, own.hasTimeout, p.cfg.Timeout)
@@ -108,6 +137,7 @@ func runStored(ctx context.Context, hv any, qv any, payload []byte, spec testbri
 		p.fail(d, policy, herr, 0)
 		return id, herr
 	}
+	d.started = now
 	q.emit(Event{Type: EventStarted, JobID: id, Queue: queue, Kind: h.kind, Attempt: attempt})
 	hctx := ctx
 	if t := timeout; t > 0 {

@@ -70,6 +70,7 @@ type delivery struct {
 	createdAt int64
 	dueAt     int64 // when this attempt became due: the order among claimed jobs
 	lastErr   string
+	until     atomic.Int64 // when the lease ends, as last written (by the claim or an extension)
 
 	started  time.Time
 	cancel   context.CancelCauseFunc

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,7 +14,9 @@ import (
 	"github.com/litequeue/litequeue/litequeuetest"
 )
 
-// ChargeCard is the job of these examples.
+// ChargeCard is the job of these examples, and of the fault tests
+// (faults_test.go): charging an order must happen once, however often the
+// job is delivered.
 type ChargeCard struct {
 	Order int `json:"order"`
 }
@@ -246,4 +250,120 @@ func ExampleThrough() {
 	fmt.Println(len(dead), dead[0].DeadReason)
 	// Output:
 	// 1 attempts used up (3 of 3)
+}
+
+// DeliverTwice loses the first success of a job, as a process that dies
+// before committing it would: the job comes back when its lease ends and
+// runs again. A handler that is not idempotent charges twice.
+func ExampleKit_DeliverTwice() {
+	t, done := exampleT()
+	defer done()
+
+	k := litequeuetest.New(t, &litequeue.Options{Queues: []litequeue.QueueConfig{
+		{Name: "payments", Retry: litequeue.FixedRetry(3, time.Minute)},
+	}})
+	var charges atomic.Int32
+	litequeue.Register(k.Queue, func(ctx context.Context, d *litequeue.Delivery[ChargeCard]) error {
+		charges.Add(1) // not idempotent: charges again on a redelivery
+		fmt.Printf("charging order %d, attempt %d %q\n", d.Job.Order, d.Attempt, d.LastError)
+		return nil
+	})
+	ctx := context.Background()
+	id, _ := k.Queue.Enqueue(ctx, ChargeCard{Order: 42}, nil)
+	k.DeliverTwice(id)
+
+	res, _ := k.Drain(ctx)
+	fmt.Printf("charged %d times; %d outcome lost; %s of virtual time\n", charges.Load(), res.Lost, res.Elapsed)
+	// Output:
+	// charging order 42, attempt 1 ""
+	// charging order 42, attempt 2 "lease expired: the worker of attempt 1 was lost"
+	// charged 2 times; 1 outcome lost; 30s of virtual time
+}
+
+// DeliverEachTwice delivers every job of a kind twice; an idempotent
+// handler — here one that remembers what it did under the job's id —
+// charges each order once.
+func ExampleKit_DeliverEachTwice() {
+	t, done := exampleT()
+	defer done()
+
+	k := litequeuetest.New(t, &litequeue.Options{Queues: []litequeue.QueueConfig{
+		{Name: "payments", Retry: litequeue.FixedRetry(3, time.Minute)},
+	}})
+	var mu sync.Mutex
+	charged := map[int64]bool{} // in production: a unique key written with the charge
+	runs := 0
+	litequeue.Register(k.Queue, func(ctx context.Context, d *litequeue.Delivery[ChargeCard]) error {
+		mu.Lock()
+		defer mu.Unlock()
+		runs++
+		if !charged[d.ID] {
+			charged[d.ID] = true // and charge
+		}
+		return nil
+	})
+	k.DeliverEachTwice(ChargeCard{}.Kind())
+	ctx := context.Background()
+	for order := range 3 {
+		k.Queue.Enqueue(ctx, ChargeCard{Order: order}, nil)
+	}
+
+	k.Drain(ctx)
+	mu.Lock()
+	defer mu.Unlock()
+	fmt.Println(runs, "runs,", len(charged), "charges")
+	// Output:
+	// 6 runs, 3 charges
+}
+
+// LoseOutcome loses the process between the handler's return and the
+// commit of its outcome. On the job's last attempt that makes the dead
+// letter a lost worker makes; Drain waits out the lease on the mock clock.
+func ExampleKit_LoseOutcome() {
+	t, done := exampleT()
+	defer done()
+
+	k := litequeuetest.New(t, &litequeue.Options{Queues: []litequeue.QueueConfig{
+		{Name: "payments", VisibilityTimeout: time.Minute}, // one attempt
+	}})
+	litequeue.Register(k.Queue, func(ctx context.Context, d *litequeue.Delivery[ChargeCard]) error {
+		return nil
+	})
+	ctx := context.Background()
+	id, _ := k.Queue.Enqueue(ctx, ChargeCard{Order: 7}, nil)
+	k.LoseOutcome(id)
+
+	res, _ := k.Drain(ctx)
+	dead, _ := k.Queue.DeadLetter(ctx, id)
+	fmt.Printf("ran %d, lost %d, died %d after %s\n", res.Ran, res.Lost, res.Died, res.Elapsed)
+	fmt.Println(dead.DeadReason)
+	// Output:
+	// ran 1, lost 1, died 1 after 1m0s
+	// attempts used up: attempt 1 of 1 was lost with its process (lease expired)
+}
+
+// FailWrites makes the store fail as on a full disk: Enqueue returns
+// ErrStorageFull and stores nothing; the job accepted before runs once the
+// disk has room again.
+func ExampleKit_FailWrites() {
+	t, done := exampleT()
+	defer done()
+
+	k := litequeuetest.New(t, nil)
+	litequeue.Register(k.Queue, func(ctx context.Context, d *litequeue.Delivery[ChargeCard]) error {
+		fmt.Println("charging order", d.Job.Order)
+		return nil
+	})
+	ctx := context.Background()
+	k.Queue.Enqueue(ctx, ChargeCard{Order: 1}, nil)
+
+	k.FailWrites(litequeue.ErrStorageFull, -1) // every write, until ClearFaults
+	_, err := k.Queue.Enqueue(ctx, ChargeCard{Order: 2}, nil)
+	fmt.Println(errors.Is(err, litequeue.ErrStorageFull), err)
+
+	k.ClearFaults()
+	k.Drain(ctx)
+	// Output:
+	// true litequeue: enqueue charge_card: disk full: database or disk is full (13) [injected by litequeuetest]
+	// charging order 1
 }

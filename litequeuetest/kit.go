@@ -18,9 +18,16 @@
 //   - Work runs one handler call synchronously, without a queue, with a real
 //     Delivery; RequireEnqueued and RequireNotEnqueued check what a piece of
 //     code enqueued.
+//   - Fault injection proves handlers idempotent and callers careful:
+//     Kit.DeliverTwice and Kit.DeliverEachTwice deliver a job again after
+//     its first success, Kit.LoseOutcome loses the process between a
+//     handler's return and the commit of its outcome, Kit.FailWrites makes
+//     the store fail writes as on a full disk.
 //
 // The kit drives the queue only through what production code runs: the
-// workers, the dispatcher's Clock timers and the store. Nothing is stubbed.
+// workers, the dispatcher's Clock timers and the store. Nothing is stubbed;
+// an injected fault takes the path the real failure takes from the point
+// where it strikes.
 package litequeuetest
 
 import (
@@ -37,6 +44,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/store"
 	"github.com/litequeue/litequeue/internal/testbridge"
 	"go.uber.org/goleak"
 )
@@ -98,6 +106,14 @@ type Kit struct {
 	// file may look quiet a moment before the event arrives.
 	open  map[int64]int
 	openN int
+	// ticks counts events, lost outcomes and failed writes: progress.
+	ticks int
+
+	faults  faults     // armed by LoseOutcome, DeliverTwice, DeliverEachTwice
+	writes  writeFault // armed by FailWrites
+	lost    []testbridge.Outcome
+	orphans map[int64]int // job -> the attempt whose outcome was lost, while its row may still be running under that attempt's lease
+	early   map[int64]int // job -> lost outcomes of started attempts whose EventStarted is not recorded yet
 }
 
 // leak bookkeeping: goroutines are checked only for a kit whose life did
@@ -155,12 +171,20 @@ func New(t testing.TB, opts *litequeue.Options) *Kit {
 	live.Unlock()
 
 	k.Path = filepath.Join(t.TempDir(), "queue.db")
-	q, err := litequeue.Open(k.Path, &o)
+	k.writes.notify = k.tick
+	qv, err := testbridge.Open(k.Path, &o, testbridge.Faults{
+		Wrap: func(s store.Store) store.Store { return &faultStore{Store: s, w: &k.writes} },
+		Drop: k.drop,
+		Lost: k.noteLost,
+	})
 	if err != nil {
 		t.Fatalf("litequeuetest.New: %v", err)
 	}
+	q := qv.(*litequeue.Queue)
 	k.Queue = q
 	t.Cleanup(func() {
+		k.reportUnusedFaults()
+		k.ClearFaults()
 		ctx, cancel := context.WithTimeout(context.Background(), k.timeout())
 		defer cancel()
 		if err := q.Stop(ctx); err != nil {
@@ -204,6 +228,10 @@ func (k *Kit) record(e litequeue.Event) {
 	k.events = append(k.events, e)
 	switch e.Type {
 	case litequeue.EventStarted:
+		if k.early[e.JobID] > 0 { // the attempt's outcome was lost already
+			k.early[e.JobID]--
+			break
+		}
 		if k.open == nil {
 			k.open = map[int64]int{}
 		}
@@ -215,8 +243,7 @@ func (k *Kit) record(e litequeue.Event) {
 			k.openN--
 		}
 	}
-	close(k.changed)
-	k.changed = make(chan struct{})
+	k.changedLocked()
 	k.mu.Unlock()
 	if k.userFn != nil {
 		k.userFn(e)
@@ -319,6 +346,7 @@ type DrainResult struct {
 	Succeeded int           // successes committed
 	Retried   int           // failures that scheduled another attempt
 	Died      int           // jobs that became dead letters
+	Lost      int           // attempts whose outcome was never written, so no event reports it (see LostIDs)
 	Elapsed   time.Duration // how far the kit moved the clock
 	// Unhandled counts the live jobs left whose queue and kind no
 	// registered handler serves (a typo in a queue name, a kind registered
@@ -326,6 +354,8 @@ type DrainResult struct {
 	Unhandled int
 	// Events are the events of the drain, oldest first.
 	Events []litequeue.Event
+
+	lostIDs []int64
 }
 
 // Dead returns the ids of the jobs that died during the drain.
@@ -344,9 +374,21 @@ func (r DrainResult) ids(typ litequeue.EventType) []int64 {
 	return out
 }
 
-func (k *Kit) result(from int, t0 time.Time, unhandled int) DrainResult {
-	evs, _, _ := k.since(from)
-	r := DrainResult{Elapsed: k.Clock.Now().Sub(t0), Unhandled: unhandled, Events: evs}
+// LostIDs returns the ids of the jobs whose attempts' outcomes were lost
+// during the drain — by LoseOutcome, DeliverTwice or DeliverEachTwice, or
+// because the write failed (FailWrites) — one per lost attempt, in the
+// order they were lost. Each job came back when its lease ended.
+func (r DrainResult) LostIDs() []int64 { return r.lostIDs }
+
+func (k *Kit) result(m mark, unhandled int) DrainResult {
+	evs, _, _ := k.since(m.events)
+	r := DrainResult{Elapsed: k.Clock.Now().Sub(m.t0), Unhandled: unhandled, Events: evs}
+	k.mu.Lock()
+	for _, o := range k.lost[m.lost:] {
+		r.lostIDs = append(r.lostIDs, o.ID)
+	}
+	k.mu.Unlock()
+	r.Lost = len(r.lostIDs)
 	for _, e := range evs {
 		switch e.Type {
 		case litequeue.EventStarted:
@@ -368,13 +410,19 @@ func (k *Kit) result(from int, t0 time.Time, unhandled int) DrainResult {
 const nudge = 20 * time.Millisecond
 
 // quiet waits until no handled job is ready or running, and returns the
-// queue's load then.
+// queue's load then. A job whose outcome was lost and whose row is still
+// running under that attempt's lease is not running: it is due at the
+// lease's end (Load.Next).
 func (k *Kit) quiet(ctx context.Context) (testbridge.Load, error) {
 	deadline := time.Now().Add(k.timeout())
+	_, failedAtStart := k.writes.count()
 	for {
-		_, seen, changed := k.since(0)
+		seen, changed := k.progress()
 		l, err := testbridge.LoadOf(ctx, k.Queue)
 		if err != nil {
+			return l, err
+		}
+		if err := k.orphaned(ctx, &l); err != nil {
 			return l, err
 		}
 		// OnEvent runs on its own goroutine: every event emitted before the
@@ -389,6 +437,10 @@ func (k *Kit) quiet(ctx context.Context) (testbridge.Load, error) {
 		if l.Busy == 0 && open == 0 {
 			return l, nil
 		}
+		if always, failed := k.writes.count(); always && open == 0 && failed > failedAtStart {
+			return l, fmt.Errorf("%w: %d jobs are due, but every write fails (Kit.FailWrites with n < 0), so the queue cannot claim them; call Kit.ClearFaults first",
+				ErrStuck, l.Busy)
+		}
 		t := time.NewTimer(nudge)
 		select {
 		case <-changed:
@@ -399,7 +451,7 @@ func (k *Kit) quiet(ctx context.Context) (testbridge.Load, error) {
 			return l, ctx.Err()
 		}
 		t.Stop()
-		if _, n, _ := k.since(0); n != seen {
+		if n, _ := k.progress(); n != seen {
 			deadline = time.Now().Add(k.timeout())
 		} else if time.Now().After(deadline) {
 			return l, fmt.Errorf("%w: %d jobs stayed ready or running (%d attempts without an outcome) for %s of real time with no event; a handler blocks (on a context only the mock clock can end? advance Kit.Clock) — events so far:\n%s",
@@ -413,21 +465,29 @@ func (k *Kit) quiet(ctx context.Context) (testbridge.Load, error) {
 // ready or running. A queue with nothing due or scheduled is left as it
 // is (Elapsed 0, Ran 0).
 func (k *Kit) Next(ctx context.Context) (DrainResult, error) {
-	from, t0 := k.mark()
+	m := k.mark()
 	if err := k.start(); err != nil {
 		return DrainResult{}, err
 	}
 	l, err := k.quiet(ctx)
-	if err == nil && k.countSince(from, litequeue.EventStarted) == 0 && l.HasNext {
+	if err == nil && k.countSince(m.events, litequeue.EventStarted) == 0 && l.HasNext {
 		k.Clock.Set(l.Next.In(k.Clock.Now().Location()))
 		l, err = k.quiet(ctx)
 	}
-	return k.result(from, t0, l.Unhandled), err
+	return k.result(m, l.Unhandled), err
 }
 
-func (k *Kit) mark() (int, time.Time) {
-	_, n, _ := k.since(0)
-	return n, k.Clock.Now()
+// mark is where a Drain, Next or Settle began: the number of events and of
+// lost outcomes then, and the clock's time.
+type mark struct {
+	events, lost int
+	t0           time.Time
+}
+
+func (k *Kit) mark() mark {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return mark{events: len(k.events), lost: len(k.lost), t0: k.Clock.Now()}
 }
 
 func (k *Kit) countSince(from int, typ litequeue.EventType) int {
@@ -444,7 +504,9 @@ func (k *Kit) countSince(from int, typ litequeue.EventType) int {
 // Drain runs every due job through the registered handlers and moves the
 // clock to each next due time, until no job of a registered handler is due,
 // scheduled or running. Retries run on their real schedule and jobs that
-// handlers enqueue run too. It starts the queue if the kit has not.
+// handlers enqueue run too. A job whose outcome was lost (LoseOutcome,
+// DeliverTwice, a write failed by FailWrites) is due at the end of its
+// lease, as its redelivery is. It starts the queue if the kit has not.
 //
 // Drain is bounded: it stops with an error wrapping ErrLimit after
 // Kit.MaxAttempts handler calls, and with ErrStuck when the queue makes no
@@ -452,20 +514,20 @@ func (k *Kit) countSince(from int, typ litequeue.EventType) int {
 // then. Jobs whose queue and kind no registered handler serves are left
 // alone and counted in DrainResult.Unhandled.
 func (k *Kit) Drain(ctx context.Context) (DrainResult, error) {
-	from, t0 := k.mark()
+	m := k.mark()
 	if err := k.start(); err != nil {
 		return DrainResult{}, err
 	}
 	for {
 		l, err := k.quiet(ctx)
 		if err != nil {
-			return k.result(from, t0, l.Unhandled), err
+			return k.result(m, l.Unhandled), err
 		}
-		if n := k.countSince(from, litequeue.EventStarted); n >= k.maxAttempts() {
-			return k.result(from, t0, l.Unhandled), fmt.Errorf("%w: Drain started %d handler calls (Kit.MaxAttempts)", ErrLimit, n)
+		if n := k.countSince(m.events, litequeue.EventStarted); n >= k.maxAttempts() {
+			return k.result(m, l.Unhandled), fmt.Errorf("%w: Drain started %d handler calls (Kit.MaxAttempts)", ErrLimit, n)
 		}
 		if !l.HasNext {
-			return k.result(from, t0, l.Unhandled), nil
+			return k.result(m, l.Unhandled), nil
 		}
 		k.Clock.Set(l.Next.In(k.Clock.Now().Location()))
 	}
@@ -494,7 +556,8 @@ type JobResult struct {
 // if the queue runs out of work before the job ends (its queue and kind
 // have no handler here), or at the bounds of Drain.
 func (k *Kit) Settle(ctx context.Context, id int64) (JobResult, error) {
-	from, t0 := k.mark()
+	m := k.mark()
+	from, t0 := m.events, m.t0
 	if err := k.start(); err != nil {
 		return JobResult{}, err
 	}

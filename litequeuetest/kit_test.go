@@ -354,11 +354,8 @@ func TestRequireEnqueued(t *testing.T) {
 
 // A handler that leaves a goroutine behind fails the test that ran it.
 func TestKitFailsATestThatLeaksAGoroutine(t *testing.T) {
-	ft := &fakeT{TB: t}
-	var cleanups []func()
 	stop := make(chan struct{})
-	msg := ft.fails(func() {
-		k := litequeuetest.New(&cleanupT{fakeT: ft, cleanups: &cleanups}, nil)
+	msg := (&fakeT{TB: t}).failsWithKit(nil, func(k *litequeuetest.Kit) {
 		litequeue.Register(k.Queue, func(ctx context.Context, d *litequeue.Delivery[Receipt]) error {
 			go func() { <-stop }()
 			return nil
@@ -367,9 +364,6 @@ func TestKitFailsATestThatLeaksAGoroutine(t *testing.T) {
 		require.NoError(t, err)
 		_, err = k.Drain(context.Background())
 		require.NoError(t, err)
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
 	})
 	close(stop)
 	require.Contains(t, msg, "goroutines still running after the queue closed")
@@ -381,6 +375,21 @@ type cleanupT struct {
 }
 
 func (c *cleanupT) Cleanup(f func()) { *c.cleanups = append(*c.cleanups, f) }
+
+// failsWithKit runs fn on a kit made for f with opts, then ends the kit as
+// the end of a test would (its cleanups, last first, also after a fatal
+// failure), and returns what fn and the kit failed with ("" if nothing).
+func (f *fakeT) failsWithKit(opts *litequeue.Options, fn func(k *litequeuetest.Kit)) string {
+	return f.fails(func() {
+		var cleanups []func()
+		defer func() {
+			for i := len(cleanups) - 1; i >= 0; i-- {
+				cleanups[i]()
+			}
+		}()
+		fn(litequeuetest.New(&cleanupT{fakeT: f, cleanups: &cleanups}, opts))
+	})
+}
 
 // Through stores the job as claimed, so CompleteTx commits with the
 // handler's own write, and records a failure as the worker does.

@@ -66,21 +66,7 @@ func (s *pgStore) Resume(ctx context.Context, queue string) (bool, error) {
 
 // Paused implements store.Store.
 func (s *pgStore) Paused(ctx context.Context) (map[string]int64, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT queue, paused_at FROM lq_queues WHERE paused_at IS NOT NULL`))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]int64{}
-	for rows.Next() {
-		var q string
-		var at int64
-		if err := rows.Scan(&q, &at); err != nil {
-			return nil, err
-		}
-		out[q] = at
-	}
-	return out, rows.Err()
+	return store.QueryPaused(ctx, s.db, s.q(`SELECT queue, paused_at FROM lq_queues WHERE paused_at IS NOT NULL`))
 }
 
 // Cancel implements store.Store.

@@ -173,35 +173,14 @@ ORDER BY d.visible_at LIMIT 1`
 
 // Summaries implements store.Store.
 func (s *pgStore) Summaries(ctx context.Context, now int64, limit int) ([]store.QueueSummary, error) {
-	byName := map[string]*store.QueueSummary{}
-	get := func(name string) *store.QueueSummary {
-		sum, ok := byName[name]
-		if !ok {
-			sum = &store.QueueSummary{Queue: name}
-			byName[name] = sum
-		}
-		return sum
-	}
+	sums := store.Summaries{}
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, s.q(liveQueuesSQL))
+		live, err := store.QueryAll(ctx, tx, s.q(liveQueuesSQL), nil, func(r *sql.Rows, name *string) error { return r.Scan(name) })
 		if err != nil {
 			return err
 		}
-		var live []string
-		for rows.Next() {
-			var n string
-			if err := rows.Scan(&n); err != nil {
-				rows.Close()
-				return err
-			}
-			live = append(live, n)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
 		for _, name := range live {
-			sum := get(name)
+			sum := sums.Get(name)
 			var n int
 			if err := tx.QueryRowContext(ctx, s.q(liveCountsSQL), name, now, limit).Scan(&sum.Running, &sum.Ready, &sum.Scheduled, &n); err != nil {
 				return err
@@ -213,37 +192,8 @@ func (s *pgStore) Summaries(ctx context.Context, now int64, limit int) ([]store.
 			}
 		}
 		for _, st := range []store.State{store.Completed, store.Dead} {
-			rows, err := tx.QueryContext(ctx, s.q(finishedCountsSQL), int16(st), limit)
-			if err != nil {
+			if err := sums.AddFinished(ctx, tx, st, limit, s.q(finishedCountsSQL), int16(st), limit); err != nil {
 				return err
-			}
-			total := 0
-			for rows.Next() {
-				var name string
-				var n int
-				if err := rows.Scan(&name, &n); err != nil {
-					rows.Close()
-					return err
-				}
-				total += n
-				if st == store.Completed {
-					get(name).Completed = n
-				} else {
-					get(name).Dead = n
-				}
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			if total >= limit {
-				for _, sum := range byName {
-					if st == store.Completed {
-						sum.CompletedCapped = true
-					} else {
-						sum.DeadCapped = true
-					}
-				}
 			}
 		}
 		return nil
@@ -251,12 +201,7 @@ func (s *pgStore) Summaries(ctx context.Context, now int64, limit int) ([]store.
 	if err != nil {
 		return nil, err
 	}
-	out := make([]store.QueueSummary, 0, len(byName))
-	for _, sum := range byName {
-		out = append(out, *sum)
-	}
-	slices.SortFunc(out, func(a, b store.QueueSummary) int { return strings.Compare(a.Queue, b.Queue) })
-	return out, nil
+	return sums.List(), nil
 }
 
 // Bulk implements store.Store.
@@ -277,25 +222,9 @@ func (s *pgStore) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, b
 	var res store.BulkResult
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		res = store.BulkResult{}
-		rows, err := tx.QueryContext(ctx, sel, a...)
-		if err != nil {
+		ids, err := store.QueryAll(ctx, tx, sel, a, store.ScanID)
+		if err != nil || len(ids) == 0 {
 			return err
-		}
-		var ids []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(ids) == 0 {
-			return nil
 		}
 		res.Selected, res.Last = len(ids), ids[len(ids)-1]
 		switch op {
@@ -379,20 +308,7 @@ func (s *pgStore) DeadBefore(ctx context.Context, f store.DeadFilter, before int
 }
 
 func (s *pgStore) deadMessages(ctx context.Context, query string, a args) ([]store.DeadMessage, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(query), a...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.DeadMessage
-	for rows.Next() {
-		var m store.DeadMessage
-		if err := rows.Scan(&m.ID, &m.Queue, &m.Kind, &m.FinishedAt, &m.Message); err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return store.QueryAll(ctx, s.db, s.q(query), a, store.ScanDeadMessage)
 }
 
 // addHistorySQL adds per-(queue, minute) counts, given as parallel arrays
@@ -452,20 +368,7 @@ func (s *pgStore) History(ctx context.Context, queue string, since int64) ([]sto
 	if queue != "" {
 		query += ` AND queue = ` + a.add(queue)
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(query+` ORDER BY minute, queue`), a...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.HistoryCount
-	for rows.Next() {
-		var c store.HistoryCount
-		if err := rows.Scan(&c.Queue, &c.Minute, &c.Enqueued, &c.Succeeded, &c.Retried, &c.Dead); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return store.QueryAll(ctx, s.db, s.q(query+` ORDER BY minute, queue`), a, store.ScanHistoryCount)
 }
 
 const loadSQL = `WITH h AS (SELECT * FROM unnest($1::text[], $2::text[]) AS h(queue, kind))

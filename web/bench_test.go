@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -15,12 +16,23 @@ import (
 
 // BenchmarkPagesOnAMillionJobs renders each page of the dashboard on a file
 // of 1,000,000 jobs: 600,000 scheduled, 100,000 ready, 100,000 running,
-// 100,000 completed and 100,000 dead (with varied errors), in three queues.
+// 100,000 completed and 100,000 dead (with varied errors), in three queues
+// (one paused), with 20 schedules.
 // Building the file takes a few seconds before the timings start.
 func BenchmarkPagesOnAMillionJobs(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "million.db")
 	q, err := litequeue.Open(path, nil)
 	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 20 { // and one paused queue
+		_, err := q.RegisterSchedule(context.Background(), litequeue.Schedule{Name: fmt.Sprintf("schedule-%02d", i),
+			Cron: fmt.Sprintf("%d * * * *", i), Job: Email{To: "ops@example.com"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := q.Pause(context.Background(), "mail"); err != nil {
 		b.Fatal(err)
 	}
 	q.Close()
@@ -61,6 +73,9 @@ func BenchmarkPagesOnAMillionJobs(b *testing.B) {
 		{"jobs_text", "/jobs?q=user77777%40"},
 		{"job", "/jobs/999999"},
 		{"dead_groups", "/dead"},
+		{"queues", "/queues"},
+		{"schedules", "/schedules"},
+		{"schedule", "/schedules/schedule-07"},
 		{"plan", "/plan"},
 	} {
 		b.Run(p.name, func(b *testing.B) {

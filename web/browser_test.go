@@ -3,7 +3,7 @@ package web_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benbjohnson/clock"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -116,8 +115,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	resize, err := f.q.Enqueue(bg, Resize{Image: "cat.png", Width: 640}, nil)
 	require.NoError(t, err)
-	srv := httptest.NewServer(web.Handler(f.q, &web.Options{RefreshInterval: 100 * time.Millisecond}))
-	defer closeServer(srv)
+	srv := serve(t, web.Handler(f.q, &web.Options{RefreshInterval: 100 * time.Millisecond}))
 
 	t.Run("overview", func(t *testing.T) {
 		step(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("table.counts")))
@@ -241,13 +239,8 @@ func (Flaky) RetryPolicy() *litequeue.RetryPolicy {
 
 func TestJobTimelineInABrowser(t *testing.T) {
 	ctx := browser(t)
-	mock := clock.NewMock()
-	mock.Set(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	evs := make(chan litequeue.Event, 100)
-	q, err := litequeue.Open(filepath.Join(t.TempDir(), "q.db"), &litequeue.Options{Clock: mock, PollInterval: -1,
-		OnEvent: func(e litequeue.Event) { evs <- e }})
-	require.NoError(t, err)
-	defer q.Close()
+	f := openFixture(t, nil)
+	q, mock := f.q, f.clock
 	litequeue.Register(q, func(ctx context.Context, d *litequeue.Delivery[Flaky]) error {
 		mock.Add(1500 * time.Millisecond)
 		return fmt.Errorf("sync %s: 503 service unavailable (attempt %d)", d.Job.Account, d.Attempt)
@@ -258,7 +251,7 @@ func TestJobTimelineInABrowser(t *testing.T) {
 	require.NoError(t, err)
 	for done := false; !done; {
 		select {
-		case e := <-evs:
+		case e := <-f.evs:
 			switch e.Type {
 			case litequeue.EventRetrying:
 				mock.Add(e.Delay)
@@ -270,8 +263,7 @@ func TestJobTimelineInABrowser(t *testing.T) {
 		}
 	}
 	require.NoError(t, q.Stop(bg))
-	srv := httptest.NewServer(web.Handler(q, nil))
-	defer closeServer(srv)
+	srv := serve(t, web.Handler(q, nil))
 	step(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", srv.URL, id)), chromedp.WaitVisible(chromedp.CSS("svg.timeline")))
 	require.Equal(t, 4, run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg.timeline rect.attempt").length`)))
 	require.Equal(t, 3, run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg.timeline line.delay").length`)))
@@ -285,8 +277,7 @@ func TestJobTimelineInABrowser(t *testing.T) {
 func TestReadOnlyDashboardInABrowserRefuses(t *testing.T) {
 	ctx := browser(t)
 	f := newFixture(t, map[string]string{"a@example.com": "boom"})
-	srv := httptest.NewServer(web.Handler(f.q, &web.Options{ReadOnly: true}))
-	defer closeServer(srv)
+	srv := serve(t, web.Handler(f.q, &web.Options{ReadOnly: true}))
 	step(t, ctx, chromedp.Navigate(srv.URL+"/dead"), chromedp.WaitVisible(chromedp.CSS("table.groups")))
 	require.Zero(t, run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("form[method=post], button").length - document.querySelectorAll("form.filter button").length`)),
 		"no action is offered")
@@ -306,3 +297,151 @@ type Resize struct {
 
 func (Resize) Kind() string      { return "resize" }
 func (Resize) QueueName() string { return "media" }
+
+func TestQueuesSchedulesAndProgressInABrowser(t *testing.T) {
+	ctx := browser(t)
+	shots := t.TempDir()
+	lq := openFixture(t, &litequeue.Options{CompletedRetention: time.Hour})
+	litequeue.Register(lq.q, func(ctx context.Context, d *litequeue.Delivery[Email]) error { return nil })
+	litequeue.Register(lq.q, func(ctx context.Context, d *litequeue.Delivery[Resize]) error { return nil })
+	steps, acks := startReporter(t, lq)
+	registerSchedules(t, lq.q)
+	bg := context.Background()
+	for i := range 3 {
+		_, err := lq.q.Enqueue(bg, Email{To: fmt.Sprintf("later%d@example.com", i)}, &litequeue.EnqueueOptions{Delay: time.Hour})
+		require.NoError(t, err)
+	}
+	require.NoError(t, lq.q.Pause(bg, "nightly-batch")) // paused, no jobs
+	srv := serve(t, web.Handler(lq.q, &web.Options{RefreshInterval: 100 * time.Millisecond}))
+	defaultRow := `//table[contains(@class,"queues")]//tr[th/a[text()="default"]]`
+
+	t.Run("pause a queue", func(t *testing.T) {
+		step(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("table.counts")))
+		require.Equal(t, "", run(t, ctx, chromedp.Text(chromedp.CSS(`[data-live="default/paused"]`))))
+		clickAndLoad(t, ctx, `nav a[href="/queues"]`)
+		require.Equal(t, "active", run(t, ctx, chromedp.Text(chromedp.Search(defaultRow+`//span[contains(@class,"state")]`))))
+		require.Equal(t, "paused", run(t, ctx, chromedp.Text(chromedp.Search(`//tr[th/a[text()="nightly-batch"]]//span[contains(@class,"state")]`))),
+			"a paused queue without jobs is listed")
+		run(t, ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.Search(defaultRow+`//button[text()="Pause"]`))))
+		require.Contains(t, run(t, ctx, chromedp.Text(chromedp.CSS("p.flash"))), `Queue "default" paused: no process starts its jobs`)
+		require.Equal(t, "paused", run(t, ctx, chromedp.Text(chromedp.Search(defaultRow+`//span[contains(@class,"state")]`))))
+		require.Equal(t, "Resume", run(t, ctx, chromedp.Text(chromedp.Search(defaultRow+`//button`))))
+		require.Equal(t, []string{"default", "nightly-batch"}, pausedQueues(t, lq.q), "the database has the pause")
+
+		// A job enqueued now waits; the page shows it without a reload.
+		id, err := lq.q.Enqueue(bg, Email{To: "held@example.com"}, nil)
+		require.NoError(t, err)
+		got := run(t, ctx, chromedp.Poll[bool](`document.querySelector('[data-live="default/ready"]').textContent === "1"`,
+			chromedp.WithPollingTimeout(10*time.Second)))
+		require.True(t, got, "the ready count did not move")
+		j, err := lq.q.Job(bg, id)
+		require.NoError(t, err)
+		require.Equal(t, litequeue.StateReady, j.State, "not claimed while paused")
+		shoot(t, ctx, shots, "queues.png")
+
+		step(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("table.counts")))
+		require.Equal(t, "paused", run(t, ctx, chromedp.Text(chromedp.CSS(`[data-live="default/paused"]`))), "the overview marks it")
+		shoot(t, ctx, shots, "overview-paused.png")
+	})
+
+	t.Run("trigger a schedule", func(t *testing.T) {
+		step(t, ctx, chromedp.Navigate(srv.URL+"/schedules"), chromedp.WaitVisible(chromedp.CSS("table.schedules")))
+		row := `//table[contains(@class,"schedules")]//tr[th/a[text()="` + nightly + `"]]`
+		require.Contains(t, run(t, ctx, chromedp.Text(chromedp.Search(row))), "2026-03-02 02:00:00.000 UTC")
+		shoot(t, ctx, shots, "schedules.png")
+		run(t, ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.Search(row+`//button[text()="Trigger now"]`))))
+		flash := run(t, ctx, chromedp.Text(chromedp.CSS("p.flash")))
+		require.Contains(t, flash, `Schedule "`+nightly+`" triggered: enqueued job`)
+		require.Contains(t, run(t, ctx, chromedp.Text(chromedp.Search(row))), "pending", "the list shows the last job")
+		clickAndLoad(t, ctx, `p.flash a`)
+		require.Contains(t, run(t, ctx, chromedp.Text(chromedp.CSS("h1"))), "ready", "the job appeared, waiting in the paused queue")
+		require.Contains(t, run(t, ctx, chromedp.Text(chromedp.CSS("pre.payload"))), `"to": "boss@example.com"`)
+		var id int64
+		_, err := fmt.Sscanf(run(t, ctx, chromedp.Evaluate[string](`location.pathname`)), "/jobs/%d", &id)
+		require.NoError(t, err)
+		s, _ := schedule(t, lq.q, nightly)
+		require.Equal(t, id, s.LastJobID, "the database has the triggered job")
+
+		step(t, ctx, chromedp.Navigate(srv.URL+"/schedules/"+url.PathEscape(nightly)), chromedp.WaitVisible(chromedp.CSS("table.history")))
+		require.Equal(t, 5, run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("ol.runs li").length`)))
+		require.Contains(t, run(t, ctx, chromedp.Text(chromedp.CSS("table.history"))), "triggered")
+		shoot(t, ctx, shots, "schedule.png")
+	})
+
+	var job int64
+	t.Run("live progress", func(t *testing.T) {
+		job = startReport(t, lq, "monthly")
+		step(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", srv.URL, job)), chromedp.WaitVisible(chromedp.CSS("pre.payload")))
+		require.False(t, run(t, ctx, chromedp.Evaluate[bool](`!document.querySelector(".progress-box").hidden`)), "no progress yet")
+		value := func(want string) {
+			t.Helper()
+			got := run(t, ctx, chromedp.Poll[bool](`!document.querySelector(".progress-box").hidden && document.querySelector(".progress-box .pct").textContent === "`+want+`"`,
+				chromedp.WithPollingTimeout(10*time.Second)))
+			require.True(t, got, "the bar did not reach %s", want)
+		}
+		steps <- progressStep{0.3, "importing rows " + xss}
+		<-acks
+		value("30%")
+		require.InDelta(t, 0.3, run(t, ctx, chromedp.Evaluate[float64](`document.querySelector(".progress-box progress").value`)), 1e-9)
+		require.Equal(t, "importing rows "+xss, run(t, ctx, chromedp.Text(chromedp.CSS(".progress-box .msg"))), "the message shows as text")
+		steps <- progressStep{0.8, "writing the summary"}
+		<-acks
+		value("80%")
+		require.Equal(t, "writing the summary", run(t, ctx, chromedp.Text(chromedp.CSS(".progress-box .msg"))))
+		require.Equal(t, "1", run(t, ctx, chromedp.Evaluate[string](`String(performance.getEntriesByType("navigation").length)`)), "no reload")
+		require.Equal(t, "undefined", run(t, ctx, chromedp.Evaluate[string](`typeof window.__xss`)), "no injected script ran")
+		shoot(t, ctx, shots, "job-progress.png")
+		close(steps)
+		got := run(t, ctx, chromedp.Poll[bool](`!document.querySelector("[data-job-ended]").hidden`, chromedp.WithPollingTimeout(10*time.Second)))
+		require.True(t, got, "the end of the job was not shown")
+		require.Equal(t, "completed", run(t, ctx, chromedp.Text(chromedp.CSS("[data-job-state]"))))
+		clickAndLoad(t, ctx, `[data-job-ended] a`)
+		require.Contains(t, run(t, ctx, chromedp.Text(chromedp.CSS("pre.output"))), `"rows": 7`)
+		shoot(t, ctx, shots, "job-output.png")
+	})
+
+	t.Run("dark mode and a phone", func(t *testing.T) {
+		_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+		require.NoError(t, err)
+		pages := []struct{ name, path, sel string }{
+			{"queues", "/queues", "table.queues"},
+			{"schedules", "/schedules", "table.schedules"},
+			{"schedule", "/schedules/" + url.PathEscape(nightly), "table.history"},
+			{"job-progress", fmt.Sprintf("/jobs/%d", job), "section.progress-box"},
+		}
+		for _, p := range pages {
+			step(t, ctx, chromedp.Navigate(srv.URL+p.path), chromedp.WaitVisible(chromedp.CSS(p.sel)))
+			shoot(t, ctx, shots, p.name+"-dark.png")
+		}
+		step(t, ctx, chromedp.EmulateViewport(390, 844))
+		for _, p := range pages {
+			step(t, ctx, chromedp.Navigate(srv.URL+p.path), chromedp.WaitVisible(chromedp.CSS(p.sel)))
+			overflow := run(t, ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`))
+			require.False(t, overflow, "%s fits a phone's width", p.name)
+			shoot(t, ctx, shots, p.name+"-phone-dark.png")
+		}
+		_, err = chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "light"}}})
+		require.NoError(t, err)
+		for _, p := range pages[:2] {
+			step(t, ctx, chromedp.Navigate(srv.URL+p.path), chromedp.WaitVisible(chromedp.CSS(p.sel)))
+			shoot(t, ctx, shots, p.name+"-phone.png")
+		}
+	})
+
+	t.Run("read-only offers and takes no action", func(t *testing.T) {
+		ro := serve(t, web.Handler(lq.q, &web.Options{ReadOnly: true}))
+		for _, p := range []string{"/queues", "/schedules", "/schedules/" + url.PathEscape(nightly)} {
+			step(t, ctx, chromedp.Navigate(ro.URL+p), chromedp.WaitVisible(chromedp.CSS("main table")))
+			require.Zero(t, run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("form[method=post], button").length`)), p)
+		}
+		for _, a := range []string{`"/queues/resume", "queue=default"`, `"/schedules/trigger", "name=hourly-sync"`} {
+			status := run(t, ctx, chromedp.Evaluate[int](`((u, b) => fetch(u, {method: "POST", headers: {"Content-Type": "application/x-www-form-urlencoded"}, body: b}).then(r => r.status))(`+a+`)`,
+				chromedp.EvalAwaitPromise))
+			require.Equal(t, 403, status, a)
+		}
+		require.Equal(t, []string{"default", "nightly-batch"}, pausedQueues(t, lq.q), "still paused")
+	})
+	t.Logf("screenshots in %s", shots)
+}

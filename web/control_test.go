@@ -3,9 +3,6 @@ package web_test
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"strconv"
 	"testing"
 	"time"
@@ -41,15 +38,12 @@ func TestCancelARunningJobFromTheJobPage(t *testing.T) {
 		t.Fatal("the job did not start")
 	}
 
-	srv := httptest.NewServer(web.Handler(f.q, nil))
-	defer closeServer(srv)
-	c := client(t)
-	jobURL := srv.URL + "/jobs/" + itoa(id)
-	_, body, _ := get(t, c, jobURL)
+	d := serve(t, web.Handler(f.q, nil))
+	jobURL := "/jobs/" + itoa(id)
+	body := d.open(jobURL)
 	require.Contains(t, body, `action="/jobs/`+itoa(id)+`/cancel"`)
-	code, _, h := post(t, c, jobURL+"/cancel", url.Values{"csrf": {csrfOf(t, body)}}, "")
-	require.Equal(t, http.StatusSeeOther, code)
-	require.Contains(t, h.Get("Location"), "/jobs/"+itoa(id)+"?done=")
+	loc, _ := d.act(jobURL+"/cancel", nil)
+	require.Contains(t, loc, "/jobs/"+itoa(id)+"?done=")
 	select {
 	case cause := <-causes:
 		require.True(t, errors.Is(cause, litequeue.ErrJobCancelled), "cause %v", cause)
@@ -59,7 +53,7 @@ func TestCancelARunningJobFromTheJobPage(t *testing.T) {
 	j, err := f.q.Job(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, litequeue.StateCancelled, j.State)
-	_, body, _ = get(t, c, jobURL)
+	_, body, _ = d.get(jobURL)
 	require.Contains(t, body, `action="/jobs/`+itoa(id)+`/delete"`)
 	require.NotContains(t, body, `action="/jobs/`+itoa(id)+`/cancel"`)
 }

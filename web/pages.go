@@ -40,6 +40,7 @@ type page struct {
 	Refresh  int // live refresh interval, ms
 	Error    string
 	Flash    string
+	FlashJob int64 // a job the flash message names, linked after it
 	Data     any
 }
 
@@ -82,14 +83,49 @@ var funcs = template.FuncMap{
 		}
 		return s
 	},
-	"add": func(a, b int) int { return a + b },
+	"add":         func(a, b int) int { return a + b },
+	"scheduleURL": scheduleURL,
+	"post":        newPostForm,
+	"percent":     percent,
+	// until says how far t is from now: "in 5m" or "3m ago".
+	"until": func(now, t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		if d := t.Sub(now); d >= 0 {
+			return "in " + fmtDur(d)
+		}
+		return fmtDur(now.Sub(t)) + " ago"
+	},
+	// zoned shows t in the IANA zone tz, "" when tz is UTC or unknown.
+	"zoned": func(t time.Time, tz string) string {
+		if t.IsZero() || tz == "" || tz == "UTC" {
+			return ""
+		}
+		loc, err := time.LoadLocation(tz)
+		if err != nil {
+			return ""
+		}
+		return t.In(loc).Format("2006-01-02 15:04 MST")
+	},
 }
 
 // fmtDur shows a duration to about three significant figures.
+// oldestWaiting is how long s's oldest ready job has waited, or "—" when
+// none waits.
+func oldestWaiting(s litequeue.QueueSummary) string {
+	if s.OldestReadyID == 0 {
+		return noneWaiting
+	}
+	return fmtDur(s.OldestReady)
+}
+
+const noneWaiting = "—"
+
 func fmtDur(d time.Duration) string {
 	switch {
 	case d == 0:
-		return "0"
+		return "0s"
 	case d < time.Millisecond:
 		return d.String()
 	case d < time.Second:
@@ -105,9 +141,9 @@ func fmtDur(d time.Duration) string {
 }
 
 func parsePages() map[string]*template.Template {
-	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
+	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/forms.html"))
 	out := map[string]*template.Template{}
-	for _, name := range []string{"overview", "jobs", "job", "dead", "plan", "confirm", "error", "login"} {
+	for _, name := range []string{"overview", "jobs", "job", "dead", "queues", "schedules", "schedule", "remove", "plan", "confirm", "error", "login"} {
 		t := template.Must(base.Clone())
 		out[name] = template.Must(t.ParseFS(templateFS, "templates/"+name+".html"))
 	}
@@ -124,6 +160,7 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, name string, p *
 	}
 	if p.Flash == "" {
 		p.Flash = r.URL.Query().Get("done")
+		p.FlashJob, _ = strconv.ParseInt(r.URL.Query().Get("job"), 10, 64)
 	}
 	var buf bytes.Buffer
 	if err := s.pages[name].ExecuteTemplate(&buf, "layout.html", p); err != nil {
@@ -144,16 +181,16 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, code int, err erro
 
 // overview shows the per-queue counts.
 func (s *server) overview(w http.ResponseWriter, r *http.Request) {
-	sums, err := s.q.QueueSummaries(r.Context(), countLimit)
+	rows, err := s.queueRows(r.Context())
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	s.render(w, r, "overview", &page{Title: "Overview", Nav: "overview", Data: overviewData{Queues: sums, Charts: s.charts(r)}})
+	s.render(w, r, "overview", &page{Title: "Overview", Nav: "overview", Data: overviewData{Queues: rows, Charts: s.charts(r)}})
 }
 
 type overviewData struct {
-	Queues []litequeue.QueueSummary
+	Queues []queueRow
 	Charts []chart
 }
 
@@ -226,6 +263,7 @@ func (s *server) jobs(w http.ResponseWriter, r *http.Request) {
 type jobData struct {
 	Job      litequeue.JobInfo
 	Timeline template.HTML
+	Watch    bool // stream the job's progress: live refresh is on and the job is not finished
 }
 
 func (s *server) job(w http.ResponseWriter, r *http.Request) {
@@ -243,7 +281,8 @@ func (s *server) job(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	s.render(w, r, "job", &page{Title: fmt.Sprintf("Job %d", id), Nav: "jobs", Data: jobData{Job: j, Timeline: timeline(j)}})
+	s.render(w, r, "job", &page{Title: fmt.Sprintf("Job %d", id), Nav: "jobs", Data: jobData{Job: j, Timeline: timeline(j),
+		Watch: s.opts.RefreshInterval > 0 && !isFinished(j.State)}})
 }
 
 type deadData struct {
@@ -292,12 +331,7 @@ func (s *server) jobAction(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no action %q; use requeue, cancel or delete", a))
 		return
 	}
-	if err != nil {
-		s.fail(w, r, http.StatusConflict, err)
-		return
-	}
-	s.opts.Logger.Info("litequeue/web: "+msg, "job_id", id)
-	http.Redirect(w, r, back+"?done="+url.QueryEscape(msg), http.StatusSeeOther)
+	s.finishAction(w, r, err, back, msg, 0, "job_id", id)
 }
 
 // bulkActions are the bulk actions and the states each applies to.
@@ -446,7 +480,7 @@ func (s *server) requeueGroup(w http.ResponseWriter, r *http.Request) {
 	}
 	msg := fmt.Sprintf("Requeued %d dead letters.", n)
 	s.opts.Logger.Info("litequeue/web: requeue group", "key", key, "jobs", n)
-	http.Redirect(w, r, rootOf(r)+"/dead?done="+url.QueryEscape(msg), http.StatusSeeOther)
+	redirectDone(w, r, rootOf(r)+"/dead", msg, 0)
 }
 
 // events streams the per-queue counts as server-sent events, one "summary"
@@ -464,11 +498,11 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 	defer tick.Stop()
 	var last []byte
 	for {
-		sums, err := s.q.QueueSummaries(r.Context(), countLimit)
+		rows, err := s.queueRows(r.Context())
 		if err != nil {
 			return
 		}
-		b, _ := json.Marshal(liveFrom(sums))
+		b, _ := json.Marshal(liveFrom(rows))
 		if !bytes.Equal(b, last) {
 			if _, err := fmt.Fprintf(w, "event: summary\ndata: %s\n\n", b); err != nil {
 				return
@@ -487,8 +521,9 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 }
 
 // liveFrom is the data of a summary event: for each queue, its counts by
-// data-live key ("queue/field").
-func liveFrom(sums []litequeue.QueueSummary) map[string]string {
+// data-live key ("queue/field"), "queue/paused" ("paused" or "") and
+// "queue/state" ("paused" or "active").
+func liveFrom(sums []queueRow) map[string]string {
 	m := map[string]string{}
 	total, capped := 0, false
 	n := funcs["num"].(func(int) string)
@@ -498,7 +533,11 @@ func liveFrom(sums []litequeue.QueueSummary) map[string]string {
 		m[s.Queue+"/running"] = n(s.Running) + plus(s.Capped)
 		m[s.Queue+"/completed"] = n(s.Completed) + plus(s.CompletedCapped)
 		m[s.Queue+"/dead"] = n(s.Dead) + plus(s.DeadCapped)
-		m[s.Queue+"/oldest"] = fmtDur(s.OldestReady)
+		m[s.Queue+"/oldest"] = oldestWaiting(s.QueueSummary)
+		m[s.Queue+"/paused"], m[s.Queue+"/state"] = "", "active"
+		if s.Paused {
+			m[s.Queue+"/paused"], m[s.Queue+"/state"] = "paused", "paused"
+		}
 		total += s.Dead
 		capped = capped || s.DeadCapped
 	}

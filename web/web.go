@@ -1,6 +1,8 @@
 // Package web serves a litequeue dashboard: an http.Handler with server-rendered
-// pages (overview, jobs, job detail, dead letters grouped by error, a retry
-// plan explorer), live counters over server-sent events, and bulk actions.
+// pages (overview, jobs, job detail with live progress and output, dead
+// letters grouped by error, queues with pause and resume, schedules with
+// their next runs and history, a retry plan explorer), live counters over
+// server-sent events, and bulk actions.
 //
 // Mount it in an application's own mux, next to its other handlers:
 //
@@ -59,7 +61,8 @@ type Options struct {
 	Prefix string
 	// RefreshInterval is how often the live counters of an open page are
 	// refreshed over server-sent events. Default DefaultRefreshInterval
-	// (2s); negative disables live refresh.
+	// (2s); negative disables live refresh, and with it the live progress
+	// of a job's page (which otherwise follows every report as it comes).
 	RefreshInterval time.Duration
 	// PageSize is how many jobs a page of the jobs list shows. Default 50.
 	PageSize int
@@ -122,7 +125,11 @@ func (s *server) routes() {
 	m.HandleFunc("GET /{$}", s.overview)
 	m.HandleFunc("GET /jobs", s.jobs)
 	m.HandleFunc("GET /jobs/{id}", s.job)
+	m.HandleFunc("GET /jobs/{id}/progress", s.progress)
 	m.HandleFunc("GET /dead", s.dead)
+	m.HandleFunc("GET /queues", s.queues)
+	m.HandleFunc("GET /schedules", s.schedules)
+	m.HandleFunc("GET /schedules/{name...}", s.schedule)
 	m.HandleFunc("GET /plan", s.plan)
 	m.HandleFunc("GET /events", s.events)
 	m.HandleFunc("GET /static/", func(w http.ResponseWriter, r *http.Request) {
@@ -144,6 +151,8 @@ func (s *server) routes() {
 	m.HandleFunc("POST /jobs/{id}/{action}", s.action(s.jobAction))
 	m.HandleFunc("POST /bulk", s.action(s.bulk))
 	m.HandleFunc("POST /dead/requeue", s.action(s.requeueGroup))
+	m.HandleFunc("POST /queues/{action}", s.action(s.queueAction))
+	m.HandleFunc("POST /schedules/{action}", s.action(s.scheduleAction))
 	s.mux = m
 }
 
@@ -172,6 +181,14 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Token != "" && !s.authorized(r2) && p != "/login" && !strings.HasPrefix(p, "/static/") {
 		w.WriteHeader(http.StatusUnauthorized)
 		s.render(w, r2, "login", &page{Title: "Sign in"})
+		return
+	}
+	if name, ok := strings.CutPrefix(p, "/schedules/"); ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		// A schedule's name may hold anything, "//" and "/../" too: the
+		// mux would clean those out of the path and redirect, so the
+		// schedule pages are routed here, with the name as it came.
+		r2.SetPathValue("name", name)
+		s.schedule(w, r2)
 		return
 	}
 	s.mux.ServeHTTP(w, r2)

@@ -22,9 +22,11 @@ var serveCommand = command{"serve", "serve the web dashboard and /metrics of a q
 func (a *app) serve(args []string) error {
 	fs := a.newFlags("serve", "FILE [--addr HOST:PORT] [--read-only] [--token TOKEN]", `
 Serve the web dashboard of the queue file FILE: per-queue counts that refresh
-by themselves, jobs with filters, each job's attempts, dead letters grouped by
-error, a retry plan explorer, bulk requeue, cancel and delete, and /metrics in
-the Prometheus text format. It runs until interrupted.
+by themselves, jobs with filters, each job's attempts and its live progress
+and output, dead letters grouped by error, queues with pause and resume,
+schedules with their next runs and history (trigger, pause, resume, remove),
+a retry plan explorer, bulk requeue, cancel and delete, and /metrics in the
+Prometheus text format. It runs until interrupted.
 
 It listens on the loopback interface unless told otherwise, and refuses an
 address other machines can reach without an access token (--token or $`+envToken+`).

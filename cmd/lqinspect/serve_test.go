@@ -74,7 +74,8 @@ func TestServeServesTheDashboardAndMetricsUntilInterrupted(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the token from the environment is required")
 
-	for path, want := range map[string]string{"/dead": "bad csv header", "/metrics": `litequeue_jobs{queue="imports",state="dead"} 3`} {
+	for path, want := range map[string]string{"/dead": "bad csv header", "/metrics": `litequeue_jobs{queue="imports",state="dead"} 3`,
+		"/queues": `data-live="imports/state" data-live-class="state">active<`, "/schedules": "No schedules"} {
 		req, _ := http.NewRequest("GET", base+path, nil)
 		req.Header.Set("Authorization", "Bearer tok")
 		resp, err := http.DefaultClient.Do(req)

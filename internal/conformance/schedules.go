@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"testing"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/store"
+	"github.com/litequeue/litequeue/internal/testbridge"
 )
 
 // The schedule tests of the suite: durable schedules through the public
@@ -26,6 +29,7 @@ func init() {
 		{"ScheduleRegistrationIsIdempotentPauseAndTrigger", testScheduleAdmin},
 		{"TwoQueuesOnOneDatabaseEnqueueEachOccurrenceOnce", testScheduleTwoQueues},
 		{"ScheduleBadInputStoresNothing", testScheduleBadInput},
+		{"FiringPlannedBeforeAChangeOrPauseEnqueuesNothing", testFiringIsConditional},
 	}...)
 }
 
@@ -221,4 +225,57 @@ func testScheduleBadInput(t *testing.T, b Backend) {
 	all, err := h.Q.Schedules(ctx)
 	require.NoError(t, err)
 	require.Empty(t, all)
+}
+
+// testFiringIsConditional plans firings as a process's scheduler does (from
+// the stored NextAt and Revision) and lets the schedule change before each
+// firing commits, as another process would between the two: a firing from
+// an older revision, or of a schedule paused meanwhile, must enqueue
+// nothing and leave NextAt alone. A firing from the current plan enqueues.
+func testFiringIsConditional(t *testing.T, b Backend) {
+	ctx := context.Background()
+	h := setup(t, b, nil)
+	st := testbridge.StoreOf(h.Q)
+	def := litequeue.Schedule{Name: "hourly", Cron: "0 * * * *", Job: Tick{"v1"}}
+	_, err := h.Q.RegisterSchedule(ctx, def)
+	require.NoError(t, err)
+	plan := func() store.Firing {
+		all, err := st.Schedules(ctx, "hourly")
+		require.NoError(t, err)
+		require.Len(t, all, 1)
+		sc := all[0]
+		now := h.Clock.Now().UnixNano()
+		return store.Firing{Name: sc.Name, Revision: sc.Revision, NextAt: sc.NextAt, NewNext: sc.NextAt + int64(time.Hour), Now: now,
+			Jobs: []store.NewJob{{Queue: sc.Queue, Kind: sc.Kind, Payload: sc.Payload, VisibleAt: sc.NextAt, CreatedAt: now,
+				Key: fmt.Sprintf("%s%d", store.ScheduleKeyPrefix(sc.Name), sc.NextAt)}}, Late: []bool{false}}
+	}
+	fire := func(f store.Firing) store.FireResult {
+		res, err := st.FireSchedule(ctx, f)
+		require.NoError(t, err)
+		return res
+	}
+	nextAt := scheduleNamed(t, h.Q, "hourly").NextRun
+
+	stale := plan()
+	def.Job = Tick{"v2"} // same timing, new revision
+	_, err = h.Q.RegisterSchedule(ctx, def)
+	require.NoError(t, err)
+	require.Equal(t, store.FireResult{Stale: true}, fire(stale), "planned from the revision before the update")
+	require.Empty(t, tickRunAts(t, h.Q))
+
+	paused := plan()
+	require.NoError(t, h.Q.PauseSchedule(ctx, "hourly"))
+	// The pause raises the revision too; a plan made with the paused
+	// schedule's own revision must be refused for the pause alone.
+	require.Equal(t, store.FireResult{Stale: true}, fire(paused), "planned before the pause")
+	pausedNow := plan()
+	require.Equal(t, store.FireResult{Stale: true}, fire(pausedNow), "planned while paused")
+	require.Empty(t, tickRunAts(t, h.Q))
+	require.True(t, scheduleNamed(t, h.Q, "hourly").NextRun.Equal(nextAt), "a stale firing leaves NextAt alone")
+
+	require.NoError(t, h.Q.ResumeSchedule(ctx, "hourly"))
+	res := fire(plan())
+	require.False(t, res.Stale)
+	require.Len(t, res.IDs, 1)
+	require.Len(t, tickRunAts(t, h.Q), 1, "the current plan enqueues its occurrence")
 }

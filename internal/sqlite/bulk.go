@@ -42,25 +42,9 @@ func (s *Store) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, bef
 	var res store.BulkResult
 	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
 		res = store.BulkResult{}
-		rows, err := tx.QueryContext(ctx, query, args...)
-		if err != nil {
+		ids, err := store.QueryAll(ctx, tx, query, args, store.ScanID)
+		if err != nil || len(ids) == 0 {
 			return err
-		}
-		var ids []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(ids) == 0 {
-			return nil
 		}
 		res.Selected, res.Last = len(ids), ids[len(ids)-1]
 		list := idsJSON(ids)

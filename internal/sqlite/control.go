@@ -51,21 +51,7 @@ func (s *Store) Resume(ctx context.Context, queue string) (bool, error) {
 
 // Paused implements store.Control.
 func (s *Store) Paused(ctx context.Context) (map[string]int64, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT queue, paused_at FROM lq_queues WHERE paused_at IS NOT NULL`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]int64{}
-	for rows.Next() {
-		var q string
-		var at int64
-		if err := rows.Scan(&q, &at); err != nil {
-			return nil, err
-		}
-		out[q] = at
-	}
-	return out, rows.Err()
+	return store.QueryPaused(ctx, s.db, `SELECT queue, paused_at FROM lq_queues WHERE paused_at IS NOT NULL`)
 }
 
 const (

@@ -37,18 +37,5 @@ func (s *Store) DeadBefore(ctx context.Context, f store.DeadFilter, before int64
 }
 
 func (s *Store) deadMessages(ctx context.Context, query string, args ...any) ([]store.DeadMessage, error) {
-	rows, err := s.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.DeadMessage
-	for rows.Next() {
-		var m store.DeadMessage
-		if err := rows.Scan(&m.ID, &m.Queue, &m.Kind, &m.FinishedAt, &m.Message); err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return store.QueryAll(ctx, s.db, query, args, store.ScanDeadMessage)
 }

@@ -58,18 +58,6 @@ func (s *Store) History(ctx context.Context, queue string, since int64) ([]store
 		query += ` AND queue = ?`
 		args = append(args, queue)
 	}
-	rows, err := s.db.QueryContext(ctx, query+` ORDER BY minute, queue`, args...)
-	if err != nil {
-		return nil, noHistory(err)
-	}
-	defer rows.Close()
-	var out []store.HistoryCount
-	for rows.Next() {
-		var c store.HistoryCount
-		if err := rows.Scan(&c.Queue, &c.Minute, &c.Enqueued, &c.Succeeded, &c.Retried, &c.Dead); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	out, err := store.QueryAll(ctx, s.db, query+` ORDER BY minute, queue`, args, store.ScanHistoryCount)
+	return out, noHistory(err)
 }

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"slices"
 	"strings"
 
 	"github.com/litequeue/litequeue/internal/store"
@@ -138,15 +137,7 @@ func (s *Store) Summaries(ctx context.Context, now int64, limit int) ([]store.Qu
 		return nil, err
 	}
 	defer tx.Rollback()
-	byName := map[string]*store.QueueSummary{}
-	get := func(name string) *store.QueueSummary {
-		sum, ok := byName[name]
-		if !ok {
-			sum = &store.QueueSummary{Queue: name}
-			byName[name] = sum
-		}
-		return sum
-	}
+	sums := store.Summaries{}
 	var live []string
 	for {
 		last := ""
@@ -163,7 +154,7 @@ func (s *Store) Summaries(ctx context.Context, now int64, limit int) ([]store.Qu
 		live = append(live, name.String)
 	}
 	for _, name := range live {
-		sum := get(name)
+		sum := sums.Get(name)
 		if err := liveCounts(ctx, tx, sum, now, limit); err != nil {
 			return nil, err
 		}
@@ -171,50 +162,13 @@ func (s *Store) Summaries(ctx context.Context, now int64, limit int) ([]store.Qu
 			return nil, err
 		}
 	}
-	for _, st := range []store.State{store.Completed, store.Dead} {
-		query := completedCountSQL
-		if st == store.Dead {
-			query = deadCountSQL
-		}
-		rows, err := tx.QueryContext(ctx, query, limit)
-		if err != nil {
-			return nil, err
-		}
-		total := 0
-		for rows.Next() {
-			var name string
-			var n int
-			if err := rows.Scan(&name, &n); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			total += n
-			if st == store.Completed {
-				get(name).Completed = n
-			} else {
-				get(name).Dead = n
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-		if total >= limit {
-			for _, sum := range byName {
-				if st == store.Completed {
-					sum.CompletedCapped = true
-				} else {
-					sum.DeadCapped = true
-				}
-			}
-		}
+	if err := sums.AddFinished(ctx, tx, store.Completed, limit, completedCountSQL, limit); err != nil {
+		return nil, err
 	}
-	out := make([]store.QueueSummary, 0, len(byName))
-	for _, sum := range byName {
-		out = append(out, *sum)
+	if err := sums.AddFinished(ctx, tx, store.Dead, limit, deadCountSQL, limit); err != nil {
+		return nil, err
 	}
-	slices.SortFunc(out, func(a, b store.QueueSummary) int { return strings.Compare(a.Queue, b.Queue) })
-	return out, nil
+	return sums.List(), nil
 }
 
 // liveCounts counts the live rows of sum's queue, up to limit.

@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"slices"
+	"strings"
 )
 
 // DashboardStore is the part of Store that serves the dashboard's reads
@@ -194,4 +197,62 @@ type RunningClaim struct {
 	At        int64  // when it was claimed (AttemptedAt)
 	Until     int64  // the lease's end (VisibleAt)
 	LastError string // the previous attempt's error; "" for none
+}
+
+// Summaries gathers QueueSummary values by queue while a backend's
+// DashboardStore.Summaries reads them.
+type Summaries map[string]*QueueSummary
+
+// Get returns the summary of queue name, adding an empty one the first time.
+func (m Summaries) Get(name string) *QueueSummary {
+	sum, ok := m[name]
+	if !ok {
+		sum = &QueueSummary{Queue: name}
+		m[name] = sum
+	}
+	return sum
+}
+
+// AddFinished runs query, which counts the newest limit rows of state st
+// (Completed or Dead) per queue as (queue, count) rows, and sets each
+// queue's count of st. When the counts reach limit in all, every summary's
+// count of st is marked capped: it may be more.
+func (m Summaries) AddFinished(ctx context.Context, db Querier, st State, limit int, query string, args ...any) error {
+	type count struct {
+		queue string
+		n     int
+	}
+	counts, err := QueryAll(ctx, db, query, args, func(r *sql.Rows, c *count) error { return r.Scan(&c.queue, &c.n) })
+	if err != nil {
+		return err
+	}
+	total := 0
+	for _, c := range counts {
+		total += c.n
+		if st == Completed {
+			m.Get(c.queue).Completed = c.n
+		} else {
+			m.Get(c.queue).Dead = c.n
+		}
+	}
+	if total >= limit {
+		for _, sum := range m {
+			if st == Completed {
+				sum.CompletedCapped = true
+			} else {
+				sum.DeadCapped = true
+			}
+		}
+	}
+	return nil
+}
+
+// List returns the summaries by queue name.
+func (m Summaries) List() []QueueSummary {
+	out := make([]QueueSummary, 0, len(m))
+	for _, sum := range m {
+		out = append(out, *sum)
+	}
+	slices.SortFunc(out, func(a, b QueueSummary) int { return strings.Compare(a.Queue, b.Queue) })
+	return out
 }

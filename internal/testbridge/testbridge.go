@@ -7,6 +7,8 @@ package testbridge
 import (
 	"context"
 	"time"
+
+	"github.com/litequeue/litequeue/internal/store"
 )
 
 // Pair is a queue and a kind that a queue has a handler for.
@@ -31,7 +33,50 @@ type Spec struct {
 	LastError  string
 }
 
+// Outcome is one attempt whose handler has returned, as the fault hooks
+// see it.
+type Outcome struct {
+	ID          int64
+	Queue, Kind string
+	// Attempt is the job row's attempt count: the attempt's number (for a
+	// claim that only buries a job whose last attempt was lost, one more).
+	Attempt     int
+	MaxAttempts int   // the attempts of the policy in force
+	Err         error // the handler's error; nil for a success
+	// Started reports whether EventStarted was emitted for the attempt
+	// (not for a claim that only buries the job, nor for a payload that
+	// did not decode).
+	Started bool
+}
+
+// Faults are the fault-injection hooks of a queue opened with Open. Every
+// field may be nil.
+type Faults struct {
+	// Wrap wraps the queue's store: every store call of the queue goes
+	// through the store it returns.
+	Wrap func(store.Store) store.Store
+	// Drop is called when a handler has returned, before the queue records
+	// its outcome. When it returns true the outcome is dropped, as if the
+	// process died at that moment: nothing is written (no final progress
+	// either), no event is emitted, the job's slot is freed and its lease is
+	// no longer extended, so its row stays running until the lease ends.
+	Drop func(Outcome) bool
+	// Lost is called for every attempt whose outcome the queue did not
+	// write: dropped by Drop, or its write (success, retry, dead letter,
+	// snooze) failed. The job's row stays running until its lease ends. It
+	// may be called on the store's writer goroutine: it must not block or
+	// use the queue.
+	Lost func(Outcome)
+}
+
 var (
+	// StoreOf returns the storage q (a *litequeue.Queue) runs on, for the
+	// conformance suite's tests of store rules that the public API cannot
+	// time (a firing planned before a concurrent change).
+	StoreOf func(q any) store.Store
+	// Open is litequeue.Open (opts is a *litequeue.Options) with the fault
+	// hooks f installed before the queue is used.
+	Open func(name string, opts any, f Faults) (q any, err error)
 	// Handled returns the pairs q (a *litequeue.Queue) has handlers for.
 	Handled func(q any) []Pair
 	// LoadOf reads q's Load.

@@ -1,0 +1,278 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// The writes of ScheduleStore, once for both backends: each backend runs
+// these functions inside its own transaction (SQLite: the writer's; the
+// PostgreSQL store: one holding the schedule's advisory lock) and supplies
+// the SQL texts of ScheduleSQL in its dialect, so the rules of the
+// ScheduleStore interface live here and the SQL stays in the backend's files.
+
+// ScheduleSQL holds one backend's statements for the schedule writes. Every
+// statement takes its parameters numbered as documented (?1 or $1 ...), so
+// the shared code passes the same arguments to both dialects.
+type ScheduleSQL struct {
+	// Select: 1 name → ScheduleColumns of the schedule (alias s).
+	Select string
+	// Insert: 1 name, 2 cron, 3 every, 4 anchor, 5 tz, 6 queue, 7 kind,
+	// 8 payload, 9 priority, 10 missed, 11 catch_up, 12 overlap, 13 grace,
+	// 14 next_at, 15 now (created_at and updated_at).
+	Insert string
+	// Update: the Insert parameters, 15 now as updated_at; it clears
+	// waiting and raises revision.
+	Update string
+	// Delete: 1 name. DeleteEvents: 1 name.
+	Delete, DeleteEvents string
+	// SelectPaused: 1 name → paused.
+	SelectPaused string
+	// Pause: 1 name (paused, revision + 1). Resume: 1 name, 2 next_at
+	// (not paused, not waiting, revision + 1).
+	Pause, Resume string
+	// FireState: 1 name → next_at, revision, paused, waiting, locking the
+	// row where the dialect can.
+	FireState string
+	// LiveJob: 1 key prefix, 2 key end → whether a pending or running job's
+	// key lies in [prefix, end).
+	LiveJob string
+	// SetWaiting: 1 name.
+	SetWaiting string
+	// Fired: 1 name, 2 next_at, 3 missed count to add, 4 last job (0: keep
+	// last_at and last_job), 5 last_at; it clears waiting.
+	Fired string
+	// Triggered: 1 name, 2 last_at, 3 last_job.
+	Triggered string
+	// AddEvent: 1 schedule, 2 at, 3 event, 4 occurrence, 5 last, 6 job_id
+	// (4-6 NULL for 0), 7 count, 8 detail. TrimEvents: 1 schedule, 2 how
+	// many to keep (ScheduleHistoryKeep).
+	AddEvent, TrimEvents string
+}
+
+// ScheduleTx is one backend transaction as the schedule writes use it.
+type ScheduleTx interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	// InsertJobs inserts jobs as Insert does, in this transaction.
+	InsertJobs(ctx context.Context, jobs []NewJob) (ids []int64, dups []error, err error)
+}
+
+// ScheduleColumns are the columns ScanSchedule reads, of lq_schedules
+// aliased s.
+const ScheduleColumns = `s.name, s.cron, s.every, s.anchor, s.tz, s.queue, s.kind, s.payload, s.priority,
+    s.missed, s.catch_up, s.overlap, s.grace, s.paused, s.waiting, s.next_at, s.revision,
+    coalesce(s.last_at, 0), coalesce(s.last_job, 0), s.missed_count, s.created_at, s.updated_at`
+
+// ScanSchedule reads ScheduleColumns, then extra.
+func ScanSchedule(sc interface{ Scan(...any) error }, extra ...any) (Schedule, error) {
+	var s Schedule
+	args := []any{&s.Name, &s.Cron, &s.Every, &s.Anchor, &s.TZ, &s.Queue, &s.Kind, &s.Payload, &s.Priority,
+		&s.Missed, &s.CatchUp, &s.Overlap, &s.Grace, &s.Paused, &s.Waiting, &s.NextAt, &s.Revision,
+		&s.LastAt, &s.LastJob, &s.MissedCount, &s.CreatedAt, &s.UpdatedAt}
+	err := sc.Scan(append(args, extra...)...)
+	return s, err
+}
+
+// ScanScheduleWithLast reads ScheduleColumns and then LastState, for
+// QueryAll.
+func ScanScheduleWithLast(rows *sql.Rows, s *Schedule) error {
+	var last int
+	v, err := ScanSchedule(rows, &last)
+	if err != nil {
+		return err
+	}
+	v.LastState = last
+	*s = v
+	return nil
+}
+
+// ScanScheduleEvent reads (id, at, event, occurrence, last, job_id, count,
+// detail), with NULLs read as 0.
+func ScanScheduleEvent(rows *sql.Rows, e *ScheduleEvent) error {
+	return rows.Scan(&e.ID, &e.At, &e.Type, &e.Occurrence, &e.Last, &e.JobID, &e.Count, &e.Detail)
+}
+
+func notFound(name string) error { return fmt.Errorf("%w: %q", ErrScheduleNotFound, name) }
+
+// addEvent records one event of schedule name and keeps its newest
+// ScheduleHistoryKeep.
+func (q *ScheduleSQL) addEvent(ctx context.Context, tx ScheduleTx, name string, at int64, event string, occ, last, job, count int64, detail string) error {
+	nz := func(v int64) any {
+		if v == 0 {
+			return nil
+		}
+		return v
+	}
+	if _, err := tx.ExecContext(ctx, q.AddEvent, name, at, event, nz(occ), nz(last), nz(job), count, detail); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, q.TrimEvents, name, ScheduleHistoryKeep)
+	return err
+}
+
+// Upsert is ScheduleStore.UpsertSchedule inside tx.
+func (q *ScheduleSQL) Upsert(ctx context.Context, tx ScheduleTx, def Schedule, now int64, detail string) (*Schedule, ScheduleChange, error) {
+	payload := def.Payload
+	if payload == nil {
+		payload = []byte{}
+	}
+	old, err := ScanSchedule(tx.QueryRowContext(ctx, q.Select, def.Name))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := tx.ExecContext(ctx, q.Insert, def.Name, def.Cron, def.Every, def.Anchor, def.TZ, def.Queue, def.Kind,
+			payload, int64(def.Priority), def.Missed, def.CatchUp, def.Overlap, def.Grace, def.NextAt, now); err != nil {
+			return nil, ScheduleUnchanged, err
+		}
+		return nil, ScheduleCreated, q.addEvent(ctx, tx, def.Name, now, "registered", 0, 0, 0, 0, detail)
+	case err != nil:
+		return nil, ScheduleUnchanged, err
+	}
+	if old.SameDefinition(&def) {
+		return &old, ScheduleUnchanged, nil
+	}
+	next, anchor := old.NextAt, old.Anchor
+	if !old.SameTiming(&def) {
+		next, anchor = def.NextAt, def.Anchor
+	}
+	if _, err := tx.ExecContext(ctx, q.Update, def.Name, def.Cron, def.Every, anchor, def.TZ, def.Queue, def.Kind,
+		payload, int64(def.Priority), def.Missed, def.CatchUp, def.Overlap, def.Grace, next, now); err != nil {
+		return nil, ScheduleUnchanged, err
+	}
+	return &old, ScheduleUpdated, q.addEvent(ctx, tx, def.Name, now, "updated", 0, 0, 0, 0, detail)
+}
+
+// Remove is ScheduleStore.RemoveSchedule inside tx.
+func (q *ScheduleSQL) Remove(ctx context.Context, tx ScheduleTx, name string) error {
+	res, err := tx.ExecContext(ctx, q.Delete, name)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return notFound(name)
+	}
+	_, err = tx.ExecContext(ctx, q.DeleteEvents, name)
+	return err
+}
+
+// SetPaused is ScheduleStore.PauseSchedule inside tx.
+func (q *ScheduleSQL) SetPaused(ctx context.Context, tx ScheduleTx, name string, paused bool, next, now int64) error {
+	var was bool
+	err := tx.QueryRowContext(ctx, q.SelectPaused, name).Scan(&was)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound(name)
+	}
+	if err != nil || was == paused {
+		return err
+	}
+	event := "paused"
+	if paused {
+		_, err = tx.ExecContext(ctx, q.Pause, name)
+	} else {
+		event = "resumed"
+		_, err = tx.ExecContext(ctx, q.Resume, name, next)
+	}
+	if err != nil {
+		return err
+	}
+	return q.addEvent(ctx, tx, name, now, event, 0, 0, 0, 0, "")
+}
+
+// Fire is ScheduleStore.FireSchedule inside tx (see the rules of
+// ScheduleStore).
+func (q *ScheduleSQL) Fire(ctx context.Context, tx ScheduleTx, f Firing) (FireResult, error) {
+	var res FireResult
+	var next, rev int64
+	var paused, waiting bool
+	err := tx.QueryRowContext(ctx, q.FireState, f.Name).Scan(&next, &rev, &paused, &waiting)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && (next != f.NextAt || rev != f.Revision || paused)) {
+		return FireResult{Stale: true}, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	jobs := f.Jobs
+	if len(jobs) > 0 && f.Overlap != OverlapAllow {
+		var live bool
+		if err := tx.QueryRowContext(ctx, q.LiveJob, ScheduleKeyPrefix(f.Name), ScheduleKeyEnd(f.Name)).Scan(&live); err != nil {
+			return res, err
+		}
+		switch {
+		case live && f.Overlap == OverlapWait:
+			res.Held = true
+			if waiting {
+				return res, nil
+			}
+			if _, err := tx.ExecContext(ctx, q.SetWaiting, f.Name); err != nil {
+				return res, err
+			}
+			return res, q.addEvent(ctx, tx, f.Name, f.Now, "waiting", jobs[0].VisibleAt, 0, 0, 0,
+				"overlap wait: a previous job of the schedule is still pending or running")
+		case live:
+			res.OverlapHit = true
+			if err := q.addEvent(ctx, tx, f.Name, f.Now, "skipped", jobs[0].VisibleAt, jobs[len(jobs)-1].VisibleAt, 0, int64(len(jobs)),
+				"overlap skip: a previous job of the schedule is still pending or running"); err != nil {
+				return res, err
+			}
+			jobs = nil
+		}
+	}
+	if f.Skipped > 0 {
+		if err := q.addEvent(ctx, tx, f.Name, f.Now, "skipped", f.SkipFirst, f.SkipLast, 0, f.Skipped, f.SkipDetail); err != nil {
+			return res, err
+		}
+	}
+	var lastAt, lastJob int64
+	if len(jobs) > 0 {
+		ids, dups, err := tx.InsertJobs(ctx, jobs)
+		if err != nil {
+			return res, err
+		}
+		for i := range jobs {
+			res.IDs = append(res.IDs, ids[i])
+			res.New = append(res.New, dups[i] == nil)
+			detail := ""
+			if i < len(f.Late) && f.Late[i] {
+				detail = "late"
+			}
+			if dups[i] != nil {
+				detail = "already enqueued"
+			}
+			if err := q.addEvent(ctx, tx, f.Name, f.Now, "enqueued", jobs[i].VisibleAt, 0, ids[i], 1, detail); err != nil {
+				return res, err
+			}
+			lastAt, lastJob = jobs[i].VisibleAt, ids[i]
+		}
+	}
+	_, err = tx.ExecContext(ctx, q.Fired, f.Name, f.NewNext, f.Skipped, lastJob, lastAt)
+	return res, err
+}
+
+// Trigger is ScheduleStore.TriggerSchedule inside tx.
+func (q *ScheduleSQL) Trigger(ctx context.Context, tx ScheduleTx, name string, now int64) (id int64, queue, kind string, err error) {
+	s, err := ScanSchedule(tx.QueryRowContext(ctx, q.Select, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, "", "", notFound(name)
+	}
+	if err != nil {
+		return 0, "", "", err
+	}
+	nj := NewJob{Queue: s.Queue, Kind: s.Kind, Priority: s.Priority, VisibleAt: now, CreatedAt: now,
+		Payload: s.Payload, Key: fmt.Sprintf("%st%d", ScheduleKeyPrefix(name), now)}
+	ids, dups, err := tx.InsertJobs(ctx, []NewJob{nj})
+	if err != nil {
+		return 0, "", "", err
+	}
+	if dups[0] != nil {
+		return 0, "", "", dups[0]
+	}
+	if _, err := tx.ExecContext(ctx, q.Triggered, name, now, ids[0]); err != nil {
+		return 0, "", "", err
+	}
+	if err := q.addEvent(ctx, tx, name, now, "triggered", now, 0, ids[0], 1, ""); err != nil {
+		return 0, "", "", err
+	}
+	return ids[0], s.Queue, s.Kind, nil
+}

@@ -1,0 +1,258 @@
+package litequeuetest
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/store"
+)
+
+// writeFault is what Kit.FailWrites armed: the error the next writes fail
+// with, and how many.
+type writeFault struct {
+	mu     sync.Mutex
+	err    error  // nil: writes pass
+	left   int    // writes still to fail; < 0: every write
+	armed  int    // the n of the last FailWrites
+	failed int    // writes failed since the last FailWrites
+	total  int    // writes failed since New
+	notify func() // called (without mu) after each failed write
+}
+
+// arm makes the next n writes fail with err (every write if n < 0; none if
+// n == 0 or err is nil).
+func (w *writeFault) arm(err error, n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if n == 0 || err == nil {
+		w.err, w.left, w.armed, w.failed = nil, 0, 0, 0
+		return
+	}
+	w.err, w.left, w.armed, w.failed = injected(err), n, n, 0
+}
+
+// fail returns the error the current write fails with, or nil.
+func (w *writeFault) fail() error {
+	w.mu.Lock()
+	err := w.err
+	if err != nil {
+		w.failed++
+		w.total++
+		if w.left > 0 {
+			w.left--
+			if w.left == 0 {
+				w.err = nil
+			}
+		}
+	}
+	notify := w.notify
+	w.mu.Unlock()
+	if err != nil && notify != nil {
+		notify()
+	}
+	return err
+}
+
+// count reports whether every write fails until the fault is cleared, and
+// how many writes failed since New.
+func (w *writeFault) count() (always bool, total int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err != nil && w.left < 0, w.total
+}
+
+// unused describes a write fault that failed fewer writes than it was
+// armed for ("" if none).
+func (w *writeFault) unused() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.err == nil:
+		return ""
+	case w.left > 0:
+		return fmt.Sprintf("Kit.FailWrites armed %d failing writes but only %d happened", w.armed, w.failed)
+	case w.failed == 0:
+		return "Kit.FailWrites armed every write to fail but the queue wrote nothing"
+	}
+	return ""
+}
+
+// sqliteText is the text SQLite gives, per storage fault, after the
+// queue's sentinel (see internal/sqlite's classifyWriteError).
+var sqliteText = []struct {
+	err  error
+	text string
+}{
+	{litequeue.ErrStorageFull, "database or disk is full (13)"},
+	{litequeue.ErrStorageIO, "disk I/O error (10)"},
+	{litequeue.ErrFileReplaced, "attempt to write a readonly database (1032)"},
+}
+
+// injected is the error an injected write fault returns: err, wrapped as
+// the SQLite store wraps the driver's error for it, and marked as
+// injected.
+func injected(err error) error {
+	for _, s := range sqliteText {
+		if errors.Is(err, s.err) {
+			return fmt.Errorf("%w: %s [injected by litequeuetest]", err, s.text)
+		}
+	}
+	return fmt.Errorf("%w [injected by litequeuetest]", err)
+}
+
+// faultStore is the store of a Kit's queue: the SQLite store, with every
+// write first asking the kit's write fault whether it fails. A failing
+// write changes nothing in the file, as a write that hits a full disk is
+// rolled back. Reads pass through (they are promoted from the embedded
+// store; faultstore_test.go checks that every write is listed here).
+type faultStore struct {
+	store.Store
+	w *writeFault
+}
+
+// guarded runs the write do unless the write fault fails it: then it
+// returns the fault's error, and do never reaches the store.
+func guarded[T any](f *faultStore, do func() (T, error)) (T, error) {
+	if err := f.w.fail(); err != nil {
+		var zero T
+		return zero, err
+	}
+	return do()
+}
+
+// guard is guarded for a write that returns only an error.
+func (f *faultStore) guard(do func() error) error {
+	if err := f.w.fail(); err != nil {
+		return err
+	}
+	return do()
+}
+
+// Backup passes through: it writes another file, not the queue's.
+func (f *faultStore) Backup(ctx context.Context, path string) error {
+	b, ok := f.Store.(store.Backuper)
+	if !ok {
+		return errors.New("litequeuetest: the store cannot back up")
+	}
+	return b.Backup(ctx, path)
+}
+
+func (f *faultStore) Pause(ctx context.Context, queue string, at int64) (bool, error) {
+	return guarded(f, func() (bool, error) { return f.Store.Pause(ctx, queue, at) })
+}
+
+func (f *faultStore) Resume(ctx context.Context, queue string) (bool, error) {
+	return guarded(f, func() (bool, error) { return f.Store.Resume(ctx, queue) })
+}
+
+func (f *faultStore) Cancel(ctx context.Context, ids []int64, now int64) ([]store.CancelledJob, error) {
+	return guarded(f, func() ([]store.CancelledJob, error) { return f.Store.Cancel(ctx, ids, now) })
+}
+
+func (f *faultStore) PurgeCancelled(ctx context.Context, before int64) (int, error) {
+	return guarded(f, func() (int, error) { return f.Store.PurgeCancelled(ctx, before) })
+}
+
+func (f *faultStore) Snooze(ctx context.Context, s store.Snooze) error {
+	return f.guard(func() error { return f.Store.Snooze(ctx, s) })
+}
+
+func (f *faultStore) Report(ctx context.Context, r store.Report) error {
+	return f.guard(func() error { return f.Store.Report(ctx, r) })
+}
+
+func (f *faultStore) Insert(ctx context.Context, tx *sql.Tx, jobs []store.NewJob) (ids []int64, errs []error, err error) {
+	err = f.guard(func() error { ids, errs, err = f.Store.Insert(ctx, tx, jobs); return err })
+	return ids, errs, err
+}
+
+func (f *faultStore) InsertClaim(ctx context.Context, job store.NewJob, q store.ClaimQuery, handOff func([]store.Claimed)) (int64, error) {
+	return guarded(f, func() (int64, error) { return f.Store.InsertClaim(ctx, job, q, handOff) })
+}
+
+func (f *faultStore) Claim(ctx context.Context, q store.ClaimQuery, handOff func([]store.Claimed)) (int, error) {
+	return guarded(f, func() (int, error) { return f.Store.Claim(ctx, q, handOff) })
+}
+
+func (f *faultStore) Extend(ctx context.Context, leases []store.Lease, until int64) ([]int, error) {
+	return guarded(f, func() ([]int, error) { return f.Store.Extend(ctx, leases, until) })
+}
+
+func (f *faultStore) Release(ctx context.Context, leases []store.Lease, now int64) error {
+	return f.guard(func() error { return f.Store.Release(ctx, leases, now) })
+}
+
+// Complete reports a failing write through c.Notify, as the store reports a
+// failed commit of queued successes.
+func (f *faultStore) Complete(c store.Completion) {
+	err := f.guard(func() error { f.Store.Complete(c); return nil })
+	if err != nil && c.Notify != nil {
+		c.Notify(err)
+	}
+}
+
+func (f *faultStore) CompleteTx(ctx context.Context, tx *sql.Tx, l store.Lease, keepAt int64) error {
+	return f.guard(func() error { return f.Store.CompleteTx(ctx, tx, l, keepAt) })
+}
+
+func (f *faultStore) Retry(ctx context.Context, r store.Retry) error {
+	return f.guard(func() error { return f.Store.Retry(ctx, r) })
+}
+
+func (f *faultStore) Bury(ctx context.Context, b store.Burial) error {
+	return f.guard(func() error { return f.Store.Bury(ctx, b) })
+}
+
+func (f *faultStore) PurgeCompleted(ctx context.Context, before int64) (int, error) {
+	return guarded(f, func() (int, error) { return f.Store.PurgeCompleted(ctx, before) })
+}
+
+func (f *faultStore) Requeue(ctx context.Context, ids []int64, now int64) ([]store.Moved, error) {
+	return guarded(f, func() ([]store.Moved, error) { return f.Store.Requeue(ctx, ids, now) })
+}
+
+func (f *faultStore) RequeueWhere(ctx context.Context, df store.DeadFilter, now int64) ([]store.Moved, error) {
+	return guarded(f, func() ([]store.Moved, error) { return f.Store.RequeueWhere(ctx, df, now) })
+}
+
+func (f *faultStore) PurgeDead(ctx context.Context, df store.DeadFilter) (int, error) {
+	return guarded(f, func() (int, error) { return f.Store.PurgeDead(ctx, df) })
+}
+
+func (f *faultStore) UpsertSchedule(ctx context.Context, def store.Schedule, now int64, detail string) (s *store.Schedule, change store.ScheduleChange, err error) {
+	err = f.guard(func() error { s, change, err = f.Store.UpsertSchedule(ctx, def, now, detail); return err })
+	return s, change, err
+}
+
+func (f *faultStore) RemoveSchedule(ctx context.Context, name string) error {
+	return f.guard(func() error { return f.Store.RemoveSchedule(ctx, name) })
+}
+
+func (f *faultStore) PauseSchedule(ctx context.Context, name string, paused bool, next, now int64) error {
+	return f.guard(func() error { return f.Store.PauseSchedule(ctx, name, paused, next, now) })
+}
+
+func (f *faultStore) FireSchedule(ctx context.Context, fi store.Firing) (store.FireResult, error) {
+	return guarded(f, func() (store.FireResult, error) { return f.Store.FireSchedule(ctx, fi) })
+}
+
+func (f *faultStore) TriggerSchedule(ctx context.Context, name string, now int64) (id int64, queue, kind string, err error) {
+	err = f.guard(func() error { id, queue, kind, err = f.Store.TriggerSchedule(ctx, name, now); return err })
+	return id, queue, kind, err
+}
+
+func (f *faultStore) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, before int64, n int) (store.BulkResult, error) {
+	return guarded(f, func() (store.BulkResult, error) { return f.Store.Bulk(ctx, op, q, before, n) })
+}
+
+func (f *faultStore) AddHistory(ctx context.Context, counts []store.HistoryCount, pruneBefore int64) error {
+	return f.guard(func() error { return f.Store.AddHistory(ctx, counts, pruneBefore) })
+}
+
+func (f *faultStore) InsertRunning(ctx context.Context, job store.NewJob, r store.RunningClaim) (int64, error) {
+	return guarded(f, func() (int64, error) { return f.Store.InsertRunning(ctx, job, r) })
+}

@@ -1,0 +1,80 @@
+package litequeuetest
+
+import (
+	"errors"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/store"
+	"github.com/stretchr/testify/require"
+)
+
+// The methods of store.Store that only read (or wait, or close): the fault
+// store passes them through. Every other method writes, and the fault store
+// must fail it while a write fault is armed. A method added to store.Store
+// fails this test until it is put in one of the two lists.
+var (
+	storeReads = []string{"Close", "Count", "DeadBefore", "Flush", "History", "Holds", "Job", "Jobs",
+		"LatestDead", "LoadOf", "NextDue", "OldestCompleted", "Paused", "Progress", "ScheduleHistory",
+		"Schedules", "Search", "Stats", "Summaries", "Watch", "WhichCancelled"}
+	storeWrites = []string{"AddHistory", "Bulk", "Bury", "Cancel", "Claim", "Complete", "CompleteTx",
+		"Extend", "FireSchedule", "Insert", "InsertClaim", "InsertRunning", "Pause", "PauseSchedule",
+		"PurgeCancelled", "PurgeCompleted", "PurgeDead", "Release", "RemoveSchedule", "Report", "Requeue",
+		"RequeueWhere", "Resume", "Retry", "Snooze", "TriggerSchedule", "UpsertSchedule"}
+)
+
+// Every write of the store fails while a write fault is armed, without
+// reaching the store below (a nil one here: reaching it would panic).
+func TestFaultStoreFailsEveryWrite(t *testing.T) {
+	st := reflect.TypeFor[store.Store]()
+	var all []string
+	for i := range st.NumMethod() {
+		all = append(all, st.Method(i).Name)
+	}
+	both := append(slices.Clone(storeReads), storeWrites...)
+	slices.Sort(both)
+	require.Equal(t, all, both, "classify every method of store.Store as a read or a write in faultstore_internal_test.go (and wrap the writes in faultstore.go)")
+
+	w := &writeFault{}
+	w.arm(litequeue.ErrStorageFull, -1)
+	fs := reflect.ValueOf(store.Store(&faultStore{w: w}))
+	for _, name := range storeWrites {
+		m := fs.MethodByName(name)
+		args := make([]reflect.Value, m.Type().NumIn())
+		var notified error
+		for i := range args {
+			args[i] = reflect.New(m.Type().In(i)).Elem()
+			if m.Type().In(i) == reflect.TypeFor[store.Completion]() {
+				args[i] = reflect.ValueOf(store.Completion{Notify: func(err error) { notified = err }})
+			}
+		}
+		var err error
+		func() {
+			defer func() {
+				if v := recover(); v != nil {
+					t.Errorf("%s reached the store below while writes fail: %v", name, v)
+				}
+			}()
+			out := m.Call(args)
+			if len(out) == 0 {
+				err = notified
+				return
+			}
+			err, _ = out[len(out)-1].Interface().(error)
+		}()
+		require.True(t, errors.Is(err, litequeue.ErrStorageFull), "%s returned %v", name, err)
+	}
+	_, total := w.count()
+	require.Equal(t, len(storeWrites), total)
+}
+
+// The injected error reads like the SQLite store's and wraps the sentinel.
+func TestInjectedErrorReadsLikeTheStores(t *testing.T) {
+	err := injected(litequeue.ErrStorageFull)
+	require.ErrorIs(t, err, litequeue.ErrStorageFull)
+	require.Equal(t, "litequeue: disk full: database or disk is full (13) [injected by litequeuetest]", err.Error())
+	mine := errors.New("database is locked")
+	require.ErrorIs(t, injected(mine), mine)
+}
