@@ -227,7 +227,10 @@ func (w *Writer[W]) loop() {
 // gatherWait lets the callers that the last batch answered, and are about
 // to submit again, do so before the next batch is taken: once one op waits,
 // it waits, yielding and at most Gather, until as many ops wait as the last
-// batch had callers, or the writer closes.
+// batch had callers, or the writer closes. The wait is measured on the
+// wall clock on purpose, not on the queue's Clock: it paces disk and network
+// I/O and never decides anything about a job (a mock clock that does not
+// move would make it spin forever).
 func (w *Writer[W]) gatherWait() {
 	if w.opts.Gather <= 0 || len(w.ops) == 0 {
 		return
