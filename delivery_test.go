@@ -388,16 +388,24 @@ func TestSecondStopWithEndedContextEscalates(t *testing.T) {
 	h.ev.wait(t, EventReleased, id, 1)
 }
 
-func TestReclaimInTheSameProcessKeepsTheNewRunsLease(t *testing.T) {
+// claimedByDetachedPool enqueues one job (three attempts) and claims it with
+// a pool that runs no goroutines of its own, so the test drives its claims,
+// extensions and executions by hand.
+func claimedByDetachedPool(t *testing.T) (*harness, *pool, int64, *delivery) {
+	t.Helper()
 	h := setup(t, func(o *Options) {
 		o.Queues = []QueueConfig{{Name: DefaultQueue, Retry: FixedRetry(3, time.Second)}}
 	})
 	Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error { return nil })
-	ctx := context.Background()
-	id, err := h.q.Enqueue(ctx, SendEmail{To: "x"}, nil)
+	id, err := h.q.Enqueue(context.Background(), SendEmail{To: "x"}, nil)
 	require.NoError(t, err)
 	p := detachedPool(h.q, DefaultQueue)
-	old := claimOne(t, p, 1)[0]
+	return h, p, id, claimOne(t, p, 1)[0]
+}
+
+func TestReclaimInTheSameProcessKeepsTheNewRunsLease(t *testing.T) {
+	h, p, id, old := claimedByDetachedPool(t)
+	ctx := context.Background()
 	// The process was paused past its lease and claimed the job again. (A
 	// claim extends the process's own lapsed leases first, so this happens
 	// only when that extension could not be written: the test claims
@@ -435,17 +443,11 @@ func TestReclaimInTheSameProcessKeepsTheNewRunsLease(t *testing.T) {
 // a stalled process): it extends the lease first, so the job is not started
 // a second time beside its running handler, and no attempt is used.
 func TestClaimExtendsItsOwnLapsedLeaseInsteadOfTakingTheJob(t *testing.T) {
-	h := setup(t, func(o *Options) {
-		o.Queues = []QueueConfig{{Name: DefaultQueue, Retry: FixedRetry(3, time.Second)}}
-	})
-	Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error { return nil })
+	h, p, id, running := claimedByDetachedPool(t)
 	ctx := context.Background()
-	id, err := h.q.Enqueue(ctx, SendEmail{To: "x"}, nil)
-	require.NoError(t, err)
-	p := detachedPool(h.q, DefaultQueue)
-	running := claimOne(t, p, 1)[0]
 	h.clock.Add(p.cfg.VisibilityTimeout + time.Second) // past the lease, no extension ran
 	require.Empty(t, claimOne(t, p, 1), "the claim took the job this process still runs")
+	require.False(t, p.ownLeaseLapsed(h.clock.Now().UnixNano()), "the extended lease's end is remembered: the next claim does not extend again")
 	j, err := h.q.Job(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, 1, j.Attempt, "no attempt used")
