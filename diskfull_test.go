@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/benbjohnson/clock"
-
 	"github.com/stretchr/testify/require"
 )
 
@@ -19,7 +17,8 @@ func TestDiskFullFailsEnqueuesClearlyAndRecovers(t *testing.T) {
 	dir := mountTmpfs(t, "size=8m")
 	ballast := filepath.Join(dir, "ballast")
 	require.NoError(t, os.WriteFile(ballast, make([]byte, 6<<20+512<<10), 0o644))
-	h := &harness{clock: clock.NewMock(), ev: newEvents(), path: filepath.Join(dir, "q.db")}
+	tc := newTestClock()
+	h := &harness{clock: tc, tc: tc, ev: newEvents(), path: filepath.Join(dir, "q.db")}
 	h.opts = Options{Clock: h.clock, OnEvent: h.ev.add, PollInterval: -1}
 	q, err := Open(h.path, &h.opts)
 	require.NoError(t, err)

@@ -90,11 +90,42 @@ func (e *events) wait(t testing.TB, typ EventType, id int64, n int) Event {
 // moment later; a test that moves the clock in between gets a timer armed
 // too late, which never fires. Tests therefore wait with waitTimer until the
 // timer for the due time they expect is armed, then move the clock.
+//
+// Add also closes a gap in the mock itself: clock.Mock.Add runs each timer's
+// function on a goroutine of its own and may return before a function it
+// woke has armed the next timer — a timer due by the new now that no later
+// Add would fire until the clock moves again. Add here runs such timers.
 type testClock struct {
 	*clock.Mock
-	mu    sync.Mutex
-	armed []time.Time
-	ch    chan struct{}
+	mu     sync.Mutex
+	armed  []time.Time
+	ch     chan struct{}
+	adding bool      // an Add is moving the clock to target
+	target time.Time // where it goes
+	late   bool      // a timer due by target was armed while it moved
+}
+
+// Add moves the clock by d, as clock.Mock.Add, then runs the timers due by
+// the new now that functions woken on the way armed too late for the
+// mock's own loop.
+func (c *testClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.adding, c.target = true, c.Mock.Now().Add(d)
+	c.mu.Unlock()
+	c.Mock.Add(d)
+	for {
+		c.mu.Lock()
+		late := c.late
+		c.late = false
+		if !late {
+			c.adding = false
+		}
+		c.mu.Unlock()
+		if !late {
+			return
+		}
+		c.Mock.Add(0)
+	}
 }
 
 func newTestClock() *testClock { return &testClock{Mock: clock.NewMock(), ch: make(chan struct{}, 1)} }
@@ -119,7 +150,17 @@ func (c *testClock) AfterFunc(d time.Duration, f func()) *clock.Timer {
 func (c *testClock) record(at time.Time) {
 	c.mu.Lock()
 	c.armed = append(c.armed, at)
+	late := c.adding && !at.After(c.target)
+	if late {
+		c.late = true
+	}
+	adding := c.adding
 	c.mu.Unlock()
+	if !adding && !at.After(c.Mock.Now()) {
+		// Armed for a time the clock has reached, after the Add that
+		// reached it: only another Add fires it.
+		go c.Mock.Add(0)
+	}
 	select {
 	case c.ch <- struct{}{}:
 	default:
@@ -173,7 +214,7 @@ func (c *testClock) stepTo(t testing.TB, target time.Time, via ...time.Time) {
 
 type harness struct {
 	q     *Queue
-	clock *clock.Mock
+	clock *testClock
 	tc    *testClock // clock, recording the timers armed (nil if not set up by setup)
 	ev    *events
 	path  string
@@ -185,7 +226,7 @@ type harness struct {
 func setup(t *testing.T, mod func(o *Options)) *harness {
 	t.Helper()
 	tc := newTestClock()
-	h := &harness{clock: tc.Mock, tc: tc, ev: newEvents(), path: filepath.Join(t.TempDir(), "q.db")}
+	h := &harness{clock: tc, tc: tc, ev: newEvents(), path: filepath.Join(t.TempDir(), "q.db")}
 	h.clock.Set(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h.opts = Options{Clock: tc, Rand: rand.New(rand.NewPCG(1, 2)), OnEvent: h.ev.add, PollInterval: -1}
 	if mod != nil {

@@ -18,7 +18,7 @@ import (
 func (h *harness) peer(t *testing.T, ahead time.Duration) *harness {
 	t.Helper()
 	tc := newTestClock()
-	p := &harness{clock: tc.Mock, tc: tc, ev: newEvents(), path: h.path}
+	p := &harness{clock: tc, tc: tc, ev: newEvents(), path: h.path}
 	p.clock.Set(h.clock.Now().Add(ahead))
 	p.opts = h.opts
 	p.opts.Clock, p.opts.OnEvent, p.opts.Rand = tc, p.ev.add, rand.New(rand.NewPCG(3, 4))
