@@ -173,33 +173,10 @@ func (w *writer) sendOnce(ops []*op, cs []store.Completion) (results []error, co
 	ctx := context.Background()
 	b := &pgx.Batch{}
 
-	// The merged insert of every op's jobs.
-	var all []store.NewJob
-	for _, o := range ops {
-		all = append(all, o.jobs...)
-	}
-	queues := map[string]bool{}
-	if len(all) > 0 {
-		s.queueInsert(b, all, func(ids []int64, dups []error) {
-			off := 0
-			for _, o := range ops {
-				n := len(o.jobs)
-				o.ids, o.dups = ids[off:off+n:off+n], dups[off:off+n:off+n]
-				off += n
-			}
-		})
-		for _, j := range all {
-			queues[j.Queue] = true
-		}
-		for q := range queues {
-			b.Queue(notifySQL, s.channel, q)
-		}
-	}
-	for _, o := range ops {
-		if o.add != nil {
-			o.add(b)
-		}
-	}
+	// The completions go first: they were queued before the ops, and a
+	// claim of the same batch must find a completed job gone, not take a
+	// job whose lease a mock clock (or a stall) let lapse while its success
+	// waited here.
 	if len(cs) > 0 {
 		results = make([]error, len(cs))
 		var delIDs, delLeases, keepIDs, keepLeases, keepAt []int64
@@ -239,6 +216,34 @@ func (w *writer) sendOnce(ops []*op, cs []store.Completion) (results []error, co
 		}
 		if len(keepIDs) > 0 {
 			b.Queue(s.q(completeKeepSQL), keepIDs, keepLeases, keepAt).Query(mark(keepIdx, keepIDs))
+		}
+	}
+
+	// The merged insert of every op's jobs.
+	var all []store.NewJob
+	for _, o := range ops {
+		all = append(all, o.jobs...)
+	}
+	queues := map[string]bool{}
+	if len(all) > 0 {
+		s.queueInsert(b, all, func(ids []int64, dups []error) {
+			off := 0
+			for _, o := range ops {
+				n := len(o.jobs)
+				o.ids, o.dups = ids[off:off+n:off+n], dups[off:off+n:off+n]
+				off += n
+			}
+		})
+		for _, j := range all {
+			queues[j.Queue] = true
+		}
+		for q := range queues {
+			b.Queue(notifySQL, s.channel, q)
+		}
+	}
+	for _, o := range ops {
+		if o.add != nil {
+			o.add(b)
 		}
 	}
 	queued := b.Len()

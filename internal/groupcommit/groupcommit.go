@@ -159,6 +159,9 @@ func (w *Writer[W]) Pending() int {
 	return len(w.completions)
 }
 
+// Queued reports how many submitted ops wait for the writer to take them.
+func (w *Writer[W]) Queued() int { return len(w.ops) }
+
 // Close commits everything already submitted or queued, then stops the
 // writer. Later calls return at once.
 func (w *Writer[W]) Close() {

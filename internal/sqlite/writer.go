@@ -151,8 +151,8 @@ func (w *writer) close() {
 	w.stmtMu.Unlock()
 }
 
-// commit runs one batch: the reads first, then every other op and the
-// completions in one transaction.
+// commit runs one batch: the reads first, then the completions and every
+// other op in one transaction.
 func (w *writer) commit(all []*groupcommit.Op[writeOp], cs []store.Completion) {
 	batch := all[:0:0]
 	for _, op := range all {
@@ -172,6 +172,16 @@ func (w *writer) commit(all []*groupcommit.Op[writeOp], cs []store.Completion) {
 	wait, stopWait := waitContext(batch, len(cs) > 0)
 	defer stopWait()
 	err := runTx(wait, ctx, cached{w}, func(tx Execer) error {
+		// The completions go first: they were queued before the ops, and a
+		// claim of the same batch must find a completed job gone, not take
+		// a job whose lease a mock clock (or a stall) let lapse while its
+		// success waited here.
+		if len(cs) > 0 {
+			var err error
+			if results, err = w.completeFn(ctx, tx, cs); err != nil {
+				return err
+			}
+		}
 		for i, op := range batch {
 			if err := op.Ctx.Err(); err != nil {
 				errs[i] = err
@@ -180,12 +190,6 @@ func (w *writer) commit(all []*groupcommit.Op[writeOp], cs []store.Completion) {
 			errs[i] = runOp(op, tx, shared)
 			if errs[i] != nil && !shared {
 				return errs[i] // roll back the lone op's partial changes
-			}
-		}
-		if len(cs) > 0 {
-			var err error
-			if results, err = w.completeFn(ctx, tx, cs); err != nil {
-				return err
 			}
 		}
 		// Commit only into the file the queue opened.
