@@ -207,6 +207,9 @@ func (p *pool) stopLost(lost []*delivery) {
 		cancelled[lost[i]] = true
 	}
 	for _, d := range lost {
+		if p.isUnwritten(d) {
+			continue // its handler has returned; the rewrite finds the lease lost and drops it
+		}
 		if cancelled[d] {
 			p.stopCancelled(d)
 			continue
@@ -395,24 +398,29 @@ func (p *pool) snoozed(d *delivery, policy RetryPolicy, err error, took time.Dur
 	if maxSnoozes <= 0 {
 		maxSnoozes = DefaultMaxSnoozes
 	}
-	serr := q.store.Snooze(context.Background(), store.Snooze{Lease: store.Lease{ID: d.id, Lease: d.lease}, Due: due, Max: maxSnoozes,
+	snooze := store.Snooze{Lease: store.Lease{ID: d.id, Lease: d.lease}, Due: due, Max: maxSnoozes,
 		Record: store.Attempt{Attempt: d.attempt, StartedAt: started.UnixNano(), FinishedAt: now.UnixNano(),
-			Error: se.Error(), Decision: string(DecisionSnooze), Delay: int64(se.Delay)}})
-	switch {
-	case errors.Is(serr, store.ErrSnoozeLimit):
-		p.fail(d, policy, &SnoozeLimitError{Max: maxSnoozes, Delay: se.Delay}, took)
-		return true
-	case errors.Is(serr, ErrLeaseLost):
-		q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: err})
-	case serr != nil:
-		q.log.Error("litequeue: recording a snooze failed; the job runs again when its lease expires",
-			LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogError, serr.Error())
-		q.outcomeLost(d, policy.Attempts(), err)
-	default:
-		p.dueAt(time.Unix(0, due))
-		q.emit(Event{Type: EventSnoozed, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
-			Delay: se.Delay, Decision: DecisionSnooze, Duration: took})
-	}
-	p.freed(d)
+			Error: se.Error(), Decision: string(DecisionSnooze), Delay: int64(se.Delay)}}
+	var failed func() error // past the limit: the failure's write, decided once
+	p.settle(d, "recording a snooze failed", policy.Attempts(), err, func() error {
+		if failed != nil {
+			return failed()
+		}
+		serr := q.store.Snooze(context.Background(), snooze)
+		switch {
+		case errors.Is(serr, store.ErrSnoozeLimit):
+			failed = p.failWrite(d, policy, &SnoozeLimitError{Max: maxSnoozes, Delay: se.Delay}, took)
+			return failed()
+		case errors.Is(serr, ErrLeaseLost):
+			q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: err})
+		case serr != nil:
+			return serr
+		default:
+			p.dueAt(time.Unix(0, due))
+			q.emit(Event{Type: EventSnoozed, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
+				Delay: se.Delay, Decision: DecisionSnooze, Duration: took})
+		}
+		return nil
+	})
 	return true
 }

@@ -447,7 +447,8 @@ func TestClaimExtendsItsOwnLapsedLeaseInsteadOfTakingTheJob(t *testing.T) {
 	ctx := context.Background()
 	h.clock.Add(p.cfg.VisibilityTimeout + time.Second) // past the lease, no extension ran
 	require.Empty(t, claimOne(t, p, 1), "the claim took the job this process still runs")
-	require.False(t, p.ownLeaseLapsed(h.clock.Now().UnixNano()), "the extended lease's end is remembered: the next claim does not extend again")
+	lapsed, _ := p.ownLeaseLapsed(h.clock.Now().UnixNano())
+	require.False(t, lapsed, "the extended lease's end is remembered: the next claim does not extend again")
 	j, err := h.q.Job(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, 1, j.Attempt, "no attempt used")

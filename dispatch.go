@@ -29,19 +29,8 @@ func (p *pool) delivery(c store.Claimed, cq store.ClaimQuery) *delivery {
 
 // claim takes up to n due jobs and queues them for the workers, in commit
 // order with every other claim. It returns how many it took.
-//
-// When the clock has passed the lease of a job p still holds (a mock
-// clock's jump over the extension alarm, or a stall longer than the
-// extension period), the lease is extended first: a claim would otherwise
-// take p's own running job as lost and start it a second time in this
-// process. If another process took the job meanwhile, the extension finds
-// the lease lost and stops the handler, as a late extension does.
 func (p *pool) claim(n int) (int, error) {
-	cq := p.claimQuery(n)
-	if p.ownLeaseLapsed(cq.Now) {
-		p.extend()
-		cq = p.claimQuery(n)
-	}
+	cq := p.safeClaimQuery(n)
 	return p.q.store.Claim(context.Background(), cq, func(cs []store.Claimed) {
 		ds := make([]*delivery, len(cs))
 		for i, c := range cs {
@@ -51,17 +40,52 @@ func (p *pool) claim(n int) (int, error) {
 	})
 }
 
-// ownLeaseLapsed reports whether a lease p holds for a job not yet released
-// ended at or before now.
-func (p *pool) ownLeaseLapsed(now int64) bool {
+// safeClaimQuery is claimQuery for a claim that must not take a job p
+// still holds. Outcomes p keeps because their writes failed are written
+// first (unwritten.go). When the clock has passed the lease of a job p
+// holds (a mock clock's jump over the extension alarm, or a stall longer
+// than the extension period), a claim would take it as lost and start it a
+// second time in this process: the lease is extended first — if another
+// process took the job meanwhile, the extension finds the lease lost and
+// stops the handler, as a late extension does — and successes still on
+// their way to the store are flushed first.
+func (p *pool) safeClaimQuery(n int) store.ClaimQuery {
+	p.rewrite()
+	cq := p.claimQuery(n)
+	running, completing := p.ownLeaseLapsed(cq.Now)
+	if completing {
+		if err := p.q.store.Flush(context.Background()); err != nil {
+			p.q.log.Error("litequeue: writing successes before a claim failed", LogQueue, p.cfg.Name, LogError, err.Error())
+		}
+	}
+	if running {
+		p.extend()
+	}
+	if running || completing {
+		cq = p.claimQuery(n)
+	}
+	return cq
+}
+
+// ownLeaseLapsed reports whether a lease p holds ended at or before now:
+// running, of a job not yet released; completing, of a job whose success
+// is queued but not yet written.
+func (p *pool) ownLeaseLapsed(now int64) (running, completing bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for d := range p.inflight {
 		if !d.released.Load() && d.until.Load() <= now {
-			return true
+			running = true
+			break
 		}
 	}
-	return false
+	for d := range p.completing {
+		if d.until.Load() <= now {
+			completing = true
+			break
+		}
+	}
+	return running, completing
 }
 
 // nextDue returns when the earliest live job of p's kinds becomes claimable

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/litequeue/litequeue/internal/store"
@@ -110,18 +111,23 @@ func (p *pool) execute(d *delivery) {
 		p.finishTx(d, policy, took)
 		return
 	}
-	q.store.Complete(store.Completion{Lease: store.Lease{ID: d.id, Lease: d.lease}, At: unixNanos(q.clock),
+	at := unixNanos(q.clock)
+	p.mu.Lock()
+	p.completing[d] = struct{}{}
+	p.mu.Unlock()
+	q.store.Complete(store.Completion{Lease: store.Lease{ID: d.id, Lease: d.lease}, At: at,
 		Keep: q.opts.CompletedRetention > 0, Notify: func(err error) {
+			p.mu.Lock()
+			delete(p.completing, d)
+			p.mu.Unlock()
 			switch {
 			case err == nil:
-				d.publishCompleted()
-				q.emit(Event{Type: EventSucceeded, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Duration: took})
+				p.succeeded(d, took)
 			case errors.Is(err, ErrLeaseLost):
 				q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: err})
 			default:
-				q.log.Error("litequeue: writing a success failed; the job runs again when its lease expires",
-					LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogError, err.Error())
-				q.outcomeLost(d, policy.Attempts(), nil)
+				p.keepUnwritten(d, "writing a success failed", err,
+					unwritten{write: p.successWrite(d, at, took), maxAttempts: policy.Attempts()})
 			}
 		}})
 	if q.opts.CompletedRetention > 0 {
@@ -133,6 +139,12 @@ func (p *pool) execute(d *delivery) {
 	p.freed(d)
 }
 
+// succeeded reports d's success, written.
+func (p *pool) succeeded(d *delivery, took time.Duration) {
+	d.publishCompleted()
+	p.q.emit(Event{Type: EventSucceeded, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Duration: took})
+}
+
 // finishTx checks that a CompleteTx transaction really committed.
 func (p *pool) finishTx(d *delivery, policy RetryPolicy, took time.Duration) {
 	holds, err := p.q.store.Holds(context.Background(), store.Lease{ID: d.id, Lease: d.lease})
@@ -140,8 +152,7 @@ func (p *pool) finishTx(d *delivery, policy RetryPolicy, took time.Duration) {
 		p.fail(d, policy, errors.New("CompleteTx was called but its transaction did not commit"), took)
 		return
 	}
-	d.publishCompleted()
-	p.q.emit(Event{Type: EventSucceeded, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Duration: took})
+	p.succeeded(d, took)
 	p.freed(d)
 }
 
@@ -226,8 +237,15 @@ func (p *pool) decide(d *delivery, policy RetryPolicy, err error) (RetryDecision
 // fail records a failed attempt: the job is rescheduled or becomes a dead
 // letter, with the attempt in its history, in one transaction.
 func (p *pool) fail(d *delivery, policy RetryPolicy, herr error, took time.Duration) {
+	p.settle(d, "recording a failure failed", policy.Attempts(), herr, p.failWrite(d, policy, herr, took))
+}
+
+// failWrite decides what follows d's failed attempt (once: jitter is drawn
+// now) and returns the write that records it and emits its events; it
+// returns nil when written or when the lease was lost (then nothing
+// changed).
+func (p *pool) failWrite(d *delivery, policy RetryPolicy, herr error, took time.Duration) func() error {
 	q := p.q
-	defer p.freed(d)
 	dec, decision, reason := p.decide(d, policy, herr)
 	now := q.clock.Now()
 	started := d.started
@@ -244,33 +262,37 @@ func (p *pool) fail(d *delivery, policy RetryPolicy, herr error, took time.Durat
 	record := store.Attempt{Attempt: d.attempt, StartedAt: started.UnixNano(), FinishedAt: now.UnixNano(),
 		Error: msg, Decision: string(decision), Delay: int64(dec.Delay)}
 	l := store.Lease{ID: d.id, Lease: d.lease}
-	var err error
-	if dec.Retry {
-		err = q.store.Retry(context.Background(), store.Retry{Lease: l, Due: due, LastError: msg, Record: record})
-	} else {
-		follow := p.followUp(d, herr)
-		err = q.store.Bury(context.Background(), store.Burial{Lease: l, At: now.UnixNano(), Reason: reason,
-			LastError: &msg, Record: record, FollowUp: follow})
-		if err == nil && follow != nil {
-			q.wake(follow.Queue)
-		}
+	var follow *store.NewJob
+	if !dec.Retry {
+		follow = p.followUp(d, herr)
 	}
-	switch {
-	case errors.Is(err, ErrLeaseLost):
-		q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: herr})
-	case err != nil:
-		q.log.Error("litequeue: recording a failure failed; the job runs again when its lease expires",
-			LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogError, err.Error())
-		q.outcomeLost(d, policy.Attempts(), herr)
-	case dec.Retry:
-		d.publishOutcome(StateScheduled)
-		p.dueAt(time.Unix(0, due))
-		q.emit(Event{Type: EventRetrying, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
-			Delay: dec.Delay, Decision: decision, Err: herr, Duration: took})
-	default:
-		d.publishOutcome(StateDead)
-		q.emit(Event{Type: EventDead, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
-			Decision: decision, Err: herr, Duration: took})
+	return func() error {
+		var err error
+		if dec.Retry {
+			err = q.store.Retry(context.Background(), store.Retry{Lease: l, Due: due, LastError: msg, Record: record})
+		} else {
+			err = q.store.Bury(context.Background(), store.Burial{Lease: l, At: now.UnixNano(), Reason: reason,
+				LastError: &msg, Record: record, FollowUp: follow})
+			if err == nil && follow != nil {
+				q.wake(follow.Queue)
+			}
+		}
+		switch {
+		case errors.Is(err, ErrLeaseLost):
+			q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: herr})
+		case err != nil:
+			return err
+		case dec.Retry:
+			d.publishOutcome(StateScheduled)
+			p.dueAt(time.Unix(0, due))
+			q.emit(Event{Type: EventRetrying, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
+				Delay: dec.Delay, Decision: decision, Err: herr, Duration: took})
+		default:
+			d.publishOutcome(StateDead)
+			q.emit(Event{Type: EventDead, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
+				Decision: decision, Err: herr, Duration: took})
+		}
+		return nil
 	}
 }
 
@@ -278,28 +300,30 @@ func (p *pool) fail(d *delivery, policy RetryPolicy, herr error, took time.Durat
 // with its process, without running it again.
 func (p *pool) bury(d *delivery, policy RetryPolicy) {
 	q := p.q
-	defer p.freed(d)
 	now := q.clock.Now().UnixNano()
 	// The last real attempt was the policy's last: later claims were only
 	// meant to bury the job, and may themselves have died with a process.
 	lost := min(d.attempt-1, policy.Attempts())
 	reason := fmt.Sprintf("attempts used up: attempt %d of %d was lost with its process (lease expired)", lost, policy.Attempts())
 	follow := p.followUp(d, errors.New(reason))
-	err := q.store.Bury(context.Background(), store.Burial{Lease: store.Lease{ID: d.id, Lease: d.lease}, At: now,
-		Reason: reason, Attempt: lost, FollowUp: follow,
-		Record: store.Attempt{Attempt: lost, StartedAt: now, FinishedAt: now, Error: "lease expired: the worker was lost", Decision: string(DecisionGiveUp)}})
-	if err == nil && follow != nil {
-		q.wake(follow.Queue)
-	}
-	if err != nil {
-		q.log.Error("litequeue: dead-lettering a lost job failed", LogJobID, d.id, LogError, err.Error())
-		if !errors.Is(err, ErrLeaseLost) {
-			q.outcomeLost(d, policy.Attempts(), errors.New(reason))
+	burial := store.Burial{Lease: store.Lease{ID: d.id, Lease: d.lease}, At: now, Reason: reason, Attempt: lost, FollowUp: follow,
+		Record: store.Attempt{Attempt: lost, StartedAt: now, FinishedAt: now, Error: "lease expired: the worker was lost", Decision: string(DecisionGiveUp)}}
+	p.settle(d, "dead-lettering a lost job failed", policy.Attempts(), errors.New(reason), func() error {
+		err := q.store.Bury(context.Background(), burial)
+		switch {
+		case errors.Is(err, ErrLeaseLost):
+			q.log.Warn("litequeue: a lost job was not dead-lettered: another worker holds it now", LogJobID, d.id, LogError, err.Error())
+			return nil
+		case err != nil:
+			return err
 		}
-		return
-	}
-	q.emit(Event{Type: EventDead, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: lost,
-		Decision: DecisionGiveUp, Err: errors.New(reason)})
+		if follow != nil {
+			q.wake(follow.Queue)
+		}
+		q.emit(Event{Type: EventDead, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: lost,
+			Decision: DecisionGiveUp, Err: errors.New(reason)})
+		return nil
+	})
 }
 
 // releaseQueued returns the claimed, unstarted jobs of p.
@@ -321,7 +345,9 @@ func (p *pool) releaseQueued() {
 
 // releaseRunning cancels the running handlers of p and releases their jobs.
 func (p *pool) releaseRunning() {
-	ds := p.claimed()
+	// An outcome kept because its write failed is not released: its
+	// handler finished, and Stop tries its write once more.
+	ds := slices.DeleteFunc(p.claimed(), p.isUnwritten)
 	for _, d := range ds {
 		d.released.Store(true)
 		d.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -218,7 +220,14 @@ func TestIOErrorsFailCallsClearlyAndRecover(t *testing.T) {
 			mock := clock.NewMock()
 			// Retention longer than any time the test moves the clock through:
 			// the completed count below must not shrink by clean-ups.
-			opts := Options{Clock: mock, OnEvent: ev.add, PollInterval: -1, CompletedRetention: 10 * 365 * 24 * time.Hour}
+			var lostSuccesses atomic.Int64 // success writes that failed
+			logs := errorLogHandler{fail: func(err error) {
+				if strings.Contains(err.Error(), "writing a success failed") {
+					lostSuccesses.Add(1)
+				}
+			}}
+			opts := Options{Clock: mock, OnEvent: ev.add, PollInterval: -1, CompletedRetention: 10 * 365 * 24 * time.Hour,
+				Logger: slog.New(logs)}
 			path := filepath.Join(dir, fault+".db")
 			q, err := Open(path, &opts)
 			require.NoError(t, err)
@@ -248,15 +257,24 @@ func TestIOErrorsFailCallsClearlyAndRecover(t *testing.T) {
 			}, waitLimit, 10*time.Millisecond, "enqueues do not work again once the device works")
 			acked = append(acked, ids...)
 
-			// Workers run the jobs once the device works; then the same
-			// fault during their completions, and recovery.
-			done := make(chan struct{}, 100)
+			// Workers run the jobs once the device works; then the device
+			// fails while their successes are written, and recovers. The
+			// first ten handlers hold until the fault is on, so their
+			// successes always meet it. Runs are counted, never waited on.
+			var runs atomic.Int64
+			gate := make(chan struct{})
 			Register(q, func(ctx context.Context, d *Delivery[SendEmail]) error {
-				done <- struct{}{}
+				runs.Add(1)
+				<-gate
 				return nil
 			})
 			require.NoError(t, q.Start(ctx))
+			require.Eventually(t, func() bool { return runs.Load() == DefaultConcurrency }, waitLimit, time.Millisecond,
+				"the workers did not start")
 			set(true)
+			close(gate)
+			require.Eventually(t, func() bool { return lostSuccesses.Load() > 0 }, waitLimit, time.Millisecond,
+				"no success write met the fault")
 			for range 10 {
 				if _, err := q.Enqueue(ctx, SendEmail{To: "refused"}, nil); err == nil {
 					t.Fatal("an enqueue succeeded on a failing device")
@@ -268,20 +286,38 @@ func TestIOErrorsFailCallsClearlyAndRecover(t *testing.T) {
 				require.NoError(t, err)
 				acked = append(acked, id)
 			}
-			// Every acknowledged job succeeds in the end: a success whose
-			// commit met the fault runs again once its lease lapses.
-			require.Eventually(t, func() bool {
-				st, err := q.Stats(ctx)
-				if err != nil || len(st) != 1 {
+			// Every acknowledged job succeeds in the end, each after one run:
+			// a success whose commit met the fault was kept with its lease
+			// and is written at the next claim or lease extension (the loop
+			// moves the clock and nudges the queue).
+			var last []QueueStats
+			var lastErr error
+			if !assert.Eventually(t, func() bool {
+				last, lastErr = q.Stats(ctx)
+				if lastErr != nil || len(last) != 1 {
 					return false
 				}
-				if st[0].Completed == len(acked) {
+				if last[0].Completed == len(acked) {
 					return true
 				}
 				mock.Add(DefaultVisibilityTimeout)
 				q.Notify()
 				return false
-			}, waitLimit, 20*time.Millisecond, "not every acknowledged job completed after the fault cleared")
+			}, waitLimit, 20*time.Millisecond, "not every acknowledged job completed after the fault cleared") {
+				jobs, err := q.Jobs(ctx, JobFilter{})
+				t.Logf("%d acknowledged, %d handler runs; last Stats %+v (err %v); Jobs err %v", len(acked), runs.Load(), last, lastErr, err)
+				for _, j := range jobs {
+					if j.State != StateCompleted {
+						t.Logf("job %d: %s attempt %d visible %v (now %v) last error %q dead %q", j.ID, j.State, j.Attempt, j.VisibleAt, mock.Now(), j.LastError, j.DeadReason)
+						for _, e := range ev.snapshot() {
+							if e.JobID == j.ID {
+								t.Logf("  %s attempt %d err %v", e.Type, e.Attempt, e.Err)
+							}
+						}
+					}
+				}
+				t.FailNow()
+			}
 			stopCtx, cancel := context.WithTimeout(ctx, waitLimit)
 			defer cancel()
 			require.NoError(t, q.Stop(stopCtx))
@@ -293,8 +329,9 @@ func TestIOErrorsFailCallsClearlyAndRecover(t *testing.T) {
 				require.True(t, got[id], "acknowledged job %d lost", id)
 			}
 			checkInvariants(t, path)
+			require.Equal(t, int64(len(acked)), runs.Load(), "a job ran again: a success kept after its write failed must be written again, not run again")
 			w, f := m.command("count")
-			t.Logf("%d write and %d fsync errors injected so far", w, f)
+			t.Logf("%d jobs, %d handler runs, %d success writes failed; %d write and %d fsync errors injected so far", len(acked), runs.Load(), lostSuccesses.Load(), w, f)
 		})
 	}
 }

@@ -661,11 +661,7 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 	var d *delivery
 	if direct != nil {
 		handed := true
-		cq := direct.claimQuery(1)
-		if direct.ownLeaseLapsed(cq.Now) { // as in pool.claim
-			direct.extend()
-			cq = direct.claimQuery(1)
-		}
+		cq := direct.safeClaimQuery(1)
 		id, err = q.store.InsertClaim(ctx, nj, cq, func(cs []store.Claimed) {
 			// On the store's commit path, in commit order with the
 			// dispatchers' claims.

@@ -46,6 +46,7 @@ func (p *pool) extendPeriod() time.Duration {
 // extend pushes the lease of every claimed job of p forward by the
 // visibility timeout.
 func (p *pool) extend() {
+	p.rewrite() // a kept outcome written now needs no extension
 	ds := p.claimed()
 	if len(ds) == 0 {
 		return

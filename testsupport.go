@@ -73,7 +73,7 @@ func (q *Queue) load(ctx context.Context) (testbridge.Load, error) {
 	if err != nil {
 		return testbridge.Load{}, wrapf("litequeue: reading the queue's load: %w", err)
 	}
-	l := testbridge.Load{Busy: sl.Busy, Unhandled: sl.Unhandled, HasNext: sl.HasNext}
+	l := testbridge.Load{Busy: sl.Busy, Unhandled: sl.Unhandled, HasNext: sl.HasNext, Unwritten: q.unwrittenCount()}
 	if sl.HasNext {
 		l.Next = time.Unix(0, sl.Next)
 	}

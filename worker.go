@@ -226,6 +226,11 @@ type pool struct {
 	stopped  bool                   // Stop has begun: nothing more goes into jobs
 	kinds    map[string]bool
 
+	completing map[*delivery]struct{}  // successes queued for the store, not yet written (freed from inflight)
+	unwritten  map[*delivery]unwritten // outcomes whose write failed, kept with their leases (unwritten.go)
+	nUnwritten atomic.Int32            // len(unwritten), read without mu
+	rewriting  sync.Mutex              // one rewrite of the kept outcomes at a time
+
 	workers sync.WaitGroup
 	running atomic.Int64 // handlers running now (for tests and stats)
 
@@ -361,12 +366,13 @@ func newPool(q *Queue, r *runState, cfg QueueConfig, kinds []string) *pool {
 	kj, _ := json.Marshal(kinds)
 	p := &pool{
 		q: q, r: r, cfg: cfg, kindList: kinds, kindsJSON: string(kj),
-		capacity: cfg.Concurrency + q.opts.ClaimBatch,
-		wakeCh:   make(chan struct{}, 1),
-		due:      newAlarm(q.clock),
-		ext:      newAlarm(q.clock),
-		inflight: map[*delivery]struct{}{},
-		kinds:    map[string]bool{},
+		capacity:   cfg.Concurrency + q.opts.ClaimBatch,
+		wakeCh:     make(chan struct{}, 1),
+		due:        newAlarm(q.clock),
+		ext:        newAlarm(q.clock),
+		inflight:   map[*delivery]struct{}{},
+		completing: map[*delivery]struct{}{},
+		kinds:      map[string]bool{},
 	}
 	for _, k := range kinds {
 		p.kinds[k] = true
@@ -440,6 +446,12 @@ func (q *Queue) stopRun(ctx context.Context, r *runState) error {
 	// events to OnEvent.
 	if e := q.store.Flush(context.Background()); e != nil {
 		r.stopErr = e
+	}
+	// Outcomes whose writes failed get a last try; those still failing
+	// are given up, and their jobs run again when their leases end.
+	for _, p := range r.pools {
+		p.rewrite()
+		p.abandonUnwritten()
 	}
 	_ = q.FlushEvents(context.Background())
 	q.mu.Lock()

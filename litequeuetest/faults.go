@@ -98,12 +98,14 @@ func arm[K comparable](k *Kit, set *map[K]bool, key K) {
 // enqueues (Enqueue returns the error and stores nothing), but also, on a
 // started queue, the workers' claims (retried a second later, or at once
 // when Drain nudges the queue), lease extensions and the outcomes of
-// attempts — an outcome that cannot be written is lost as with
-// LoseOutcome, and the job comes back when its lease ends. To fail only
+// attempts. An outcome that cannot be written is kept by the queue, as on
+// a real device that fails for a moment: the job keeps its lease and the
+// outcome is written at the next claim (Drain nudges the queue) — the
+// handler does not run again and no attempt is used twice. To fail only
 // the code under test's enqueues, arm FailWrites while nothing runs.
 //
 // Drain, Next and Settle return an error wrapping ErrStuck when every write
-// fails and a due job cannot be claimed. A FailWrites whose writes did not
+// fails and a due job cannot be claimed or a kept outcome written. A FailWrites whose writes did not
 // all fail by the end of the test (or, with n < 0, none did) fails the test.
 func (k *Kit) FailWrites(err error, n int) {
 	k.writes.arm(err, n)
@@ -111,7 +113,8 @@ func (k *Kit) FailWrites(err error, n int) {
 
 // ClearFaults disarms every fault: LoseOutcome, DeliverTwice and
 // DeliverEachTwice that have not struck yet, and FailWrites. Outcomes lost
-// already stay lost: their jobs come back when their leases end.
+// already stay lost: their jobs come back when their leases end; outcomes
+// kept because their writes failed are written at the next claim.
 func (k *Kit) ClearFaults() {
 	k.mu.Lock()
 	k.faults = faults{}

@@ -458,33 +458,35 @@ func TestFailEveryWriteUntilCleared(t *testing.T) {
 	require.Equal(t, map[int]int{1: 1, 5: 1}, p.charges)
 }
 
-// A disk that fills while the handler runs: the success cannot be written,
-// the worker logs it, and the job comes back after its lease — as with
-// LoseOutcome, but through the store's own failure.
-func TestFailedSuccessWriteRedeliversAfterTheLease(t *testing.T) {
+// A device that fails for a moment while the handler runs: the success
+// cannot be written, the worker keeps the job's lease and writes the
+// success again at its next claim. The handler runs once; no outcome is
+// lost and no virtual time passes.
+func TestFailedSuccessWriteIsWrittenAgain(t *testing.T) {
 	var once sync.Once
 	p, id, res := drainFaulted(t, 3, func(p *payments, ctx context.Context, d *litequeue.Delivery[ChargeCard]) error {
 		once.Do(func() { p.FailWrites(litequeue.ErrStorageIO, 1) })
 		return p.charge(ctx, d)
 	}, nil)
-	require.Equal(t, 1, res.Lost)
-	require.Equal(t, lease, res.Elapsed)
-	require.Equal(t, 2, p.count(1))
-	require.Equal(t, []string{"enqueued 0", "started 1", "started 2", "succeeded 2"}, types(p.History(id)))
+	require.Zero(t, res.Lost)
+	require.Zero(t, res.Elapsed)
+	require.Equal(t, 1, p.count(1), "the handler ran again")
+	require.Equal(t, []string{"enqueued 0", "started 1", "succeeded 1"}, types(p.History(id)))
 }
 
-// A failed retry write loses the failure the same way.
-func TestFailedRetryWriteRedeliversAfterTheLease(t *testing.T) {
-	_, id, res := drainFaulted(t, 3, func(p *payments, ctx context.Context, d *litequeue.Delivery[ChargeCard]) error {
+// A failure whose write fails is kept and written again the same way: the
+// retry is scheduled as decided, and the attempt is not counted twice.
+func TestFailedRetryWriteIsWrittenAgain(t *testing.T) {
+	p, id, res := drainFaulted(t, 3, func(p *payments, ctx context.Context, d *litequeue.Delivery[ChargeCard]) error {
 		if d.Attempt == 1 {
 			p.FailWrites(errors.New("database is locked"), 1)
 		}
 		return p.chargeFailingFirst(ctx, d)
 	}, nil)
-	require.Equal(t, []int64{id}, res.LostIDs())
-	require.Equal(t, lease, res.Elapsed)
-	require.Zero(t, res.Retried)
+	require.Zero(t, res.Lost)
+	require.Equal(t, 1, res.Retried)
 	require.Equal(t, 1, res.Succeeded)
+	require.Equal(t, []string{"enqueued 0", "started 1", "retrying 1", "started 2", "succeeded 2"}, types(p.History(id)))
 }
 
 // Many lost outcomes on concurrent workers: every job comes back once, at
@@ -511,4 +513,29 @@ func TestManyLostOutcomesOnConcurrentWorkers(t *testing.T) {
 	for o := range n {
 		require.Equal(t, 2, l.count(o), "order %d", o)
 	}
+}
+
+// A device that fails for good while a handler runs: Drain reports at once
+// that nothing can be written, instead of waiting for a handler; the
+// success is kept, and written once the device works again.
+func TestEveryWriteFailingWhileAHandlerRunsIsReportedAndRecovered(t *testing.T) {
+	var once sync.Once
+	p := newPayments(t, 3, func(p *payments, ctx context.Context, d *litequeue.Delivery[ChargeCard]) error {
+		once.Do(func() { p.FailWrites(litequeue.ErrStorageIO, -1) })
+		return p.charge(ctx, d)
+	})
+	id := p.pay(t, 1)
+	ctx := context.Background()
+	start := time.Now()
+	_, err := p.Drain(ctx)
+	require.ErrorIs(t, err, litequeuetest.ErrStuck)
+	require.ErrorContains(t, err, "every write fails")
+	require.Less(t, time.Since(start), 5*time.Second, "Drain waited for its timeout instead of seeing the failing store")
+
+	p.ClearFaults()
+	res, err := p.Drain(ctx)
+	require.NoError(t, err)
+	require.Zero(t, res.Lost)
+	require.Equal(t, 1, p.count(1), "the handler ran again")
+	require.Equal(t, []string{"enqueued 0", "started 1", "succeeded 1"}, types(p.History(id)))
 }

@@ -375,9 +375,10 @@ func (r DrainResult) ids(typ litequeue.EventType) []int64 {
 }
 
 // LostIDs returns the ids of the jobs whose attempts' outcomes were lost
-// during the drain — by LoseOutcome, DeliverTwice or DeliverEachTwice, or
-// because the write failed (FailWrites) — one per lost attempt, in the
-// order they were lost. Each job came back when its lease ended.
+// during the drain — by LoseOutcome, DeliverTwice or DeliverEachTwice —
+// one per lost attempt, in the order they were lost. Each job came back
+// when its lease ended. (An outcome whose write failed, FailWrites, is not
+// lost: the queue keeps it and writes it again.)
 func (r DrainResult) LostIDs() []int64 { return r.lostIDs }
 
 func (k *Kit) result(m mark, unhandled int) DrainResult {
@@ -437,8 +438,10 @@ func (k *Kit) quiet(ctx context.Context) (testbridge.Load, error) {
 		if l.Busy == 0 && open == 0 {
 			return l, nil
 		}
-		if always, failed := k.writes.count(); always && open == 0 && failed > failedAtStart {
-			return l, fmt.Errorf("%w: %d jobs are due, but every write fails (Kit.FailWrites with n < 0), so the queue cannot claim them; call Kit.ClearFaults first",
+		// An attempt whose outcome the queue keeps because its write
+		// failed is open, but no handler runs for it any more.
+		if always, failed := k.writes.count(); always && open <= l.Unwritten && failed > failedAtStart {
+			return l, fmt.Errorf("%w: %d jobs are due or wait for their outcome to be written, but every write fails (Kit.FailWrites with n < 0), so the queue can neither claim them nor record them; call Kit.ClearFaults first",
 				ErrStuck, l.Busy)
 		}
 		t := time.NewTimer(nudge)

@@ -20,6 +20,7 @@ type Load struct {
 	Next      time.Time // the earliest due time of a scheduled handled job
 	HasNext   bool      // whether Next is set
 	Unhandled int       // live jobs of no handled pair
+	Unwritten int       // finished attempts whose outcomes the queue keeps because their writes failed
 }
 
 // Spec is the delivery Run hands a handler.

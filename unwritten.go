@@ -1,0 +1,182 @@
+package litequeue
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/litequeue/litequeue/internal/store"
+)
+
+// Unwritten outcomes: an attempt whose outcome (success, retry, dead letter,
+// snooze) could not be written — a device that failed or filled for a
+// moment — stays claimed by its pool. Its lease goes on being extended as a
+// running job's is, and its outcome is written again before the pool's next
+// claim and at each lease extension, so a passing storage fault neither runs
+// a finished handler a second time nor uses one of its attempts. The outcome
+// is given up only when the lease was lost meanwhile (another process took
+// the job once it lapsed: the outcome is stale) or when Stop ends with the
+// store still failing; then the job runs again when its lease ends, as
+// after a crash.
+
+// unwritten is an outcome kept because its write failed.
+type unwritten struct {
+	write       func() error // writes the outcome (and emits its events); nil when written or stale
+	maxAttempts int          // for the test kit's report if it is given up
+	err         error        // the handler's error, for the same report
+}
+
+// settle writes d's outcome with write and frees d's slot; if the write
+// fails, d keeps its slot and lease, and the outcome is written again later
+// (see keepUnwritten). msg is logged on the failure.
+func (p *pool) settle(d *delivery, msg string, maxAttempts int, herr error, write func() error) {
+	err := write()
+	if err == nil {
+		p.freed(d)
+		return
+	}
+	p.keepUnwritten(d, msg, err, unwritten{write: write, maxAttempts: maxAttempts, err: herr})
+}
+
+// keepUnwritten logs msg and the write's error err, and keeps d claimed with
+// its outcome u to be written again. A pool that runs no workers (the test
+// kit's stand-in) cannot write again: its outcome is lost at once.
+func (p *pool) keepUnwritten(d *delivery, msg string, err error, u unwritten) {
+	q := p.q
+	if p.r == nil {
+		q.log.Error("litequeue: "+msg+"; the job runs again when its lease expires",
+			LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogError, err.Error())
+		q.outcomeLost(d, u.maxAttempts, u.err)
+		p.forget(d)
+		return
+	}
+	q.log.Error("litequeue: "+msg+"; the job keeps its lease and the write is tried again at the next claim or lease extension",
+		LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogError, err.Error())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	wasIdle := len(p.inflight) == 0
+	p.inflight[d] = struct{}{} // back in, for a success freed before its commit failed
+	if p.unwritten == nil {
+		p.unwritten = map[*delivery]unwritten{}
+	}
+	p.unwritten[d] = u
+	p.nUnwritten.Store(int32(len(p.unwritten)))
+	if wasIdle {
+		p.ext.set(q.clock.Now().Add(p.extendPeriod()), true)
+	}
+}
+
+// rewrite writes the kept outcomes again, until one fails (the store still
+// fails: the rest wait for the next try). Those written, and those whose
+// lease was lost, free their slots.
+func (p *pool) rewrite() {
+	if p.nUnwritten.Load() == 0 {
+		return
+	}
+	p.rewriting.Lock()
+	defer p.rewriting.Unlock()
+	for _, d := range p.unwrittenDeliveries() {
+		p.mu.Lock()
+		u, ok := p.unwritten[d]
+		p.mu.Unlock()
+		if !ok {
+			continue
+		}
+		if err := u.write(); err != nil {
+			p.q.log.Warn("litequeue: writing a kept outcome failed again; it stays kept", LogJobID, d.id,
+				LogQueue, d.queue, LogKind, d.kind, LogError, err.Error())
+			return
+		}
+		p.mu.Lock()
+		delete(p.unwritten, d)
+		p.nUnwritten.Store(int32(len(p.unwritten)))
+		p.mu.Unlock()
+		p.freed(d)
+	}
+}
+
+// unwrittenDeliveries lists the deliveries whose outcomes are kept, oldest
+// claim first (by id: the order is only for predictable logs and tests).
+func (p *pool) unwrittenDeliveries() []*delivery {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ds := make([]*delivery, 0, len(p.unwritten))
+	for d := range p.unwritten {
+		ds = append(ds, d)
+	}
+	slices.SortFunc(ds, func(a, b *delivery) int { return cmp.Compare(a.id, b.id) })
+	return ds
+}
+
+// isUnwritten reports whether d's outcome is kept because its write failed.
+func (p *pool) isUnwritten(d *delivery) bool {
+	if p.nUnwritten.Load() == 0 {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.unwritten[d]
+	return ok
+}
+
+// abandonUnwritten gives up the outcomes still kept when Stop ends: their
+// jobs run again when their leases end, as after a crash.
+func (p *pool) abandonUnwritten() {
+	for _, d := range p.unwrittenDeliveries() {
+		p.mu.Lock()
+		u := p.unwritten[d]
+		delete(p.unwritten, d)
+		p.nUnwritten.Store(int32(len(p.unwritten)))
+		p.mu.Unlock()
+		p.q.log.Error("litequeue: an outcome could not be written before Stop ended; the job runs again when its lease expires",
+			LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind)
+		p.q.outcomeLost(d, u.maxAttempts, u.err)
+		p.forget(d)
+	}
+}
+
+// successWrite writes d's success now (completed at the Unix nanosecond
+// at), for a success whose first, queued write failed.
+func (p *pool) successWrite(d *delivery, at int64, took time.Duration) func() error {
+	q := p.q
+	return func() error {
+		done := make(chan error, 1)
+		q.store.Complete(store.Completion{Lease: store.Lease{ID: d.id, Lease: d.lease}, At: at,
+			Keep: q.opts.CompletedRetention > 0, Notify: func(err error) { done <- err }})
+		err := q.store.Flush(context.Background())
+		select {
+		case werr := <-done:
+			err = werr
+		default:
+			if err == nil {
+				err = errors.New("litequeue: the success was not written")
+			}
+		}
+		switch {
+		case err == nil:
+			p.succeeded(d, took)
+		case errors.Is(err, ErrLeaseLost):
+			q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: err})
+		default:
+			return err
+		}
+		return nil
+	}
+}
+
+// unwrittenCount is how many outcomes the running pools keep.
+func (q *Queue) unwrittenCount() int {
+	q.mu.Lock()
+	r := q.run
+	q.mu.Unlock()
+	if r == nil {
+		return 0
+	}
+	n := 0
+	for _, p := range r.pools {
+		n += int(p.nUnwritten.Load())
+	}
+	return n
+}
