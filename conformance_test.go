@@ -1,6 +1,7 @@
 package litequeue_test
 
 import (
+	"database/sql"
 	"path/filepath"
 	"testing"
 
@@ -15,6 +16,21 @@ func TestConformance(t *testing.T) {
 		Fresh: func(t *testing.T) string { return filepath.Join(t.TempDir(), "queue.db") },
 		Open: func(t *testing.T, path string, opts *litequeue.Options) (*litequeue.Queue, error) {
 			return litequeue.Open(path, opts)
+		},
+		FailJobDeletes: func(t *testing.T, path string) func() {
+			db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			exec := func(q string) {
+				if _, err := db.Exec(q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			exec(`CREATE TRIGGER lq_test_refuse_delete BEFORE DELETE ON lq_jobs
+				BEGIN SELECT RAISE(ABORT, 'refused by the test: the device failed'); END`)
+			return func() { exec(`DROP TRIGGER lq_test_refuse_delete`) }
 		},
 	})
 }

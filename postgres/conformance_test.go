@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 
 	"github.com/litequeue/litequeue"
@@ -21,6 +22,23 @@ func TestConformance(t *testing.T) {
 		},
 		Open: func(t *testing.T, u string, opts *litequeue.Options) (*litequeue.Queue, error) {
 			return postgres.Open(context.Background(), u, opts)
+		},
+		FailJobDeletes: func(t *testing.T, u string) func() {
+			db, err := sql.Open("pgx", u) // the test's schema is on its search_path
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			exec := func(q string) {
+				if _, err := db.Exec(q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			exec(`CREATE FUNCTION lq_test_refuse_delete() RETURNS trigger LANGUAGE plpgsql AS
+				$$BEGIN RAISE EXCEPTION 'refused by the test: the device failed'; END$$`)
+			exec(`CREATE TRIGGER lq_test_refuse_delete BEFORE DELETE ON lq_jobs
+				FOR EACH ROW EXECUTE FUNCTION lq_test_refuse_delete()`)
+			return func() { exec(`DROP TRIGGER lq_test_refuse_delete ON lq_jobs`) }
 		},
 	})
 }

@@ -28,6 +28,11 @@ type Backend struct {
 	// Open opens a queue on the database at addr with opts; the suite
 	// closes it.
 	Open func(t *testing.T, addr string, opts *litequeue.Options) (*litequeue.Queue, error)
+	// FailJobDeletes makes the database at addr (opened by a queue
+	// already) refuse every delete of a job row with an error, as a failing
+	// device refuses a write, until the returned restore is called. The
+	// tests that need it skip when it is nil.
+	FailJobDeletes func(t *testing.T, addr string) (restore func())
 }
 
 // WaitLimit bounds every wait of the suite for the queue's goroutines.
