@@ -23,6 +23,7 @@ func init() {
 		fn   func(t *testing.T, b Backend)
 	}{
 		{"SuccessWhoseWriteFailsIsWrittenAgainNotRunAgain", testKeptSuccess},
+		{"KeptSuccessIsGivenUpAtStopAndTheJobRunsAgain", testKeptSuccessAtStop},
 	}...)
 }
 
@@ -84,3 +85,71 @@ func testKeptSuccess(t *testing.T, b Backend) {
 	require.Zero(t, h.Ev.Count(litequeue.EventStale, id))
 	require.Zero(t, h.Ev.Count(litequeue.EventDead, id))
 }
+
+func testKeptSuccessAtStop(t *testing.T, b Backend) {
+	if b.FailJobDeletes == nil {
+		t.Skip("the backend cannot make its database refuse deletes")
+	}
+	ctx := context.Background()
+	failed, abandoned := make(chan struct{}, 1), make(chan struct{}, 1)
+	var runs atomic.Int64
+	mod := func(ch ...chan struct{}) func(o *litequeue.Options) {
+		return func(o *litequeue.Options) {
+			o.Queues = []litequeue.QueueConfig{queue(litequeue.FixedRetry(2, time.Second))}
+			if len(ch) == 2 {
+				o.Logger = slog.New(multiSignal{logSignal{"writing a success failed", ch[0]}, logSignal{"before Stop ended", ch[1]}})
+			}
+		}
+	}
+	h := setup(t, b, mod(failed, abandoned))
+	handle := func(ctx context.Context, d *litequeue.Delivery[Email]) error {
+		runs.Add(1)
+		return nil
+	}
+	litequeue.Register(h.Q, handle)
+	h.start(t)
+	restore := b.FailJobDeletes(t, h.Addr)
+	id, err := h.Q.Enqueue(ctx, Email{To: "x"}, nil)
+	require.NoError(t, err)
+	select {
+	case <-failed:
+	case <-time.After(WaitLimit):
+		t.Fatal("the success was written although the database refuses deletes")
+	}
+
+	// Stop while the database still refuses: Stop returns, and says the
+	// success was given up; the job keeps its row, running under the lease.
+	stopCtx, cancel := context.WithTimeout(ctx, WaitLimit)
+	defer cancel()
+	_ = h.Q.Stop(stopCtx) // it may report the failed final write
+	require.NoError(t, stopCtx.Err(), "Stop waited for a success it cannot write")
+	select {
+	case <-abandoned:
+	default:
+		t.Fatal("Stop did not log the success it gave up")
+	}
+	j, err := h.Q.Job(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, litequeue.StateRunning, j.State)
+	restore()
+
+	// Another process after the lease: the job runs again, as after a crash.
+	h2 := open(t, b, h.Addr, j.VisibleAt.Add(time.Second), mod())
+	litequeue.Register(h2.Q, handle)
+	h2.start(t)
+	h2.Ev.Wait(t, litequeue.EventSucceeded, id, 1)
+	require.Equal(t, int64(2), runs.Load())
+}
+
+// multiSignal passes each record to every handler.
+type multiSignal []logSignal
+
+func (m multiSignal) Enabled(context.Context, slog.Level) bool { return true }
+func (m multiSignal) Handle(ctx context.Context, r slog.Record) error {
+	for _, l := range m {
+		_ = l.Handle(ctx, r)
+	}
+	return nil
+}
+func (m multiSignal) WithAttrs([]slog.Attr) slog.Handler { return m }
+func (m multiSignal) WithGroup(string) slog.Handler      { return m }
