@@ -23,7 +23,7 @@ import (
 
 // unwritten is an outcome kept because its write failed.
 type unwritten struct {
-	write       func() error // writes the outcome (and emits its events); nil when written or stale
+	write       func() error // writes the outcome and emits its events; nil error once written, or dropped as stale
 	maxAttempts int          // for the test kit's report if it is given up
 	err         error        // the handler's error, for the same report
 }
@@ -57,7 +57,10 @@ func (p *pool) keepUnwritten(d *delivery, msg string, err error, u unwritten) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	wasIdle := len(p.inflight) == 0
-	p.inflight[d] = struct{}{} // back in, for a success freed before its commit failed
+	// Back in, for a success freed before its commit failed. Its slot may
+	// have gone to a claim meanwhile: the pool then holds one job over its
+	// capacity until the outcome is written, and claims nothing more.
+	p.inflight[d] = struct{}{}
 	if p.unwritten == nil {
 		p.unwritten = map[*delivery]unwritten{}
 	}
