@@ -93,9 +93,10 @@ const waitLimit = 10 * time.Second
 //	9   media    render      running (lease ends in 20s)
 //	10  default  ping        completed (retained)
 type fixture struct {
-	path  string
-	clock *clock.Mock
-	q     *litequeue.Queue
+	path   string
+	clock  *clock.Mock
+	q      *litequeue.Queue
+	events <-chan litequeue.Event // the queue's events after the fixture's own
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -111,7 +112,7 @@ func newFixture(t *testing.T) *fixture {
 		OnEvent:            func(e litequeue.Event) { events <- e },
 	})
 	require.NoError(t, err)
-	fx.q = q
+	fx.q, fx.events = q, events
 	release := make(chan struct{})
 	litequeue.Register(q, func(ctx context.Context, d *litequeue.Delivery[Import]) error {
 		return litequeue.Permanent(errors.New("bad csv header: want 3 columns, got 2\nin " + d.Job.File))
@@ -171,6 +172,22 @@ func newFixture(t *testing.T) *fixture {
 		}
 	}
 	return fx
+}
+
+// waitEvent waits for an event of type typ for job id.
+func (fx *fixture) waitEvent(t *testing.T, typ litequeue.EventType, id int64) {
+	t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		select {
+		case e := <-fx.events:
+			if e.Type == typ && e.JobID == id {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("waiting for %s of job %d", typ, id)
+		}
+	}
 }
 
 // result is one run of lqinspect.

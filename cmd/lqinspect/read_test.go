@@ -271,9 +271,9 @@ func TestStatsWatchNoticesAReplacedFile(t *testing.T) {
 	fx := newFixture(t)
 	watched := filepath.Join(t.TempDir(), "copy.db")
 	copyFile(t, fx.path, watched) // 3 dead letters
-	_, err := fx.q.Enqueue(context.Background(), Import{File: "d.csv"}, nil)
+	id, err := fx.q.Enqueue(context.Background(), Import{File: "d.csv"}, nil)
 	require.NoError(t, err)
-	waitDead(t, fx.q, 4)
+	fx.waitEvent(t, litequeue.EventDead, id)
 	copyFile(t, fx.path, watched+".new") // 4 dead letters
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -300,20 +300,6 @@ func TestStatsWatchNoticesAReplacedFile(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &last))
 	require.Equal(t, 3, first[1].Dead, "the old file's counts")
 	require.Equal(t, 4, last[1].Dead, "the new file's counts")
-}
-
-func waitDead(t *testing.T, q *litequeue.Queue, n int) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for {
-		dead, err := q.DeadLetters(context.Background(), litequeue.JobFilter{})
-		require.NoError(t, err)
-		if len(dead) >= n {
-			return
-		}
-		require.True(t, time.Now().Before(deadline), "waiting for %d dead letters", n)
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // copyFile copies a queue file consistently, with SQLite's VACUUM INTO.
