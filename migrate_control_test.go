@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/litequeue/litequeue/internal/sqlite"
 	"github.com/stretchr/testify/require"
 )
 
@@ -86,4 +87,59 @@ func TestMigrationFromSchema3KeepsJobsHistoryAndIDs(t *testing.T) {
 	var fk int
 	require.NoError(t, q.lite.DB().QueryRow(`SELECT count(*) FROM pragma_foreign_key_check`).Scan(&fk))
 	require.Zero(t, fk)
+}
+
+// Migration 0007 rewrites lq_jobs.state's CHECK in place (no rebuild): a
+// schema-6 file keeps its rows, the definition reads the new CHECK, the
+// file passes integrity_check, the schema version moves (so connections
+// that cached the old definition reload it), and the CHECK still refuses
+// a state outside 0–4 while accepting every state the queue writes.
+func TestMigrationTo7RewritesTheStateCheckInPlace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "six.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)")
+	require.NoError(t, err)
+	for _, f := range []string{"0001_init.sql", "0002_due_at.sql", "0003_history.sql", "0004_schedules.sql", "0005_control.sql", "0006_progress_unique.sql"} {
+		b, err := os.ReadFile(filepath.Join("internal", "sqlite", "migrations", f))
+		require.NoError(t, err)
+		_, err = db.Exec(string(b))
+		require.NoError(t, err, f)
+	}
+	_, err = db.Exec(`INSERT INTO lq_meta VALUES ('format', 'litequeue'), ('schema_version', '6');
+		INSERT INTO lq_jobs (id, queue, kind, state, visible_at, attempt, payload, created_at, run_at)
+		VALUES (1, 'default', 'send_email', 0, 100, 0, CAST('{"to":"a"}' AS BLOB), 50, 100),
+		       (2, 'default', 'send_email', 4, 100, 1, CAST('{"to":"b"}' AS BLOB), 50, 100)`)
+	require.NoError(t, err)
+	var before int64
+	require.NoError(t, db.QueryRow(`PRAGMA schema_version`).Scan(&before))
+	require.NoError(t, db.Close())
+
+	q, err := Open(path, &Options{PollInterval: -1})
+	require.NoError(t, err)
+	defer q.Close()
+	ctx := context.Background()
+	raw := q.lite.DB()
+	var def string
+	require.NoError(t, raw.QueryRow(`SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'lq_jobs'`).Scan(&def))
+	require.Contains(t, def, "CHECK (state BETWEEN 0 AND 4)")
+	require.NotContains(t, def, "state IN (")
+	var after int64
+	require.NoError(t, raw.QueryRow(`PRAGMA schema_version`).Scan(&after))
+	require.Greater(t, after, before)
+	var check string
+	require.NoError(t, raw.QueryRow(`PRAGMA integrity_check`).Scan(&check))
+	require.Equal(t, "ok", check)
+
+	j, err := q.Job(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, StateReady, j.State)
+	for _, bad := range []int{5, -1} {
+		require.NoError(t, q.lite.Do(ctx, func(ctx context.Context, tx sqlite.Execer) error {
+			_, err := tx.ExecContext(ctx, `UPDATE lq_jobs SET state = ? WHERE id = 1`, bad)
+			require.ErrorContains(t, err, "CHECK constraint failed", "state %d", bad)
+			return nil
+		}))
+	}
+	n, err := q.Cancel(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
 }

@@ -32,7 +32,7 @@ import (
 // SchemaVersion is the version of the queue file format this build writes.
 // Open migrates older files up to it and refuses newer ones with
 // store.ErrSchemaTooNew.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // formatName is stored in lq_meta to tell a litequeue file from another
 // application's SQLite file.
@@ -269,6 +269,17 @@ func migrate(ctx context.Context, conn *sql.Conn, from int) error {
 			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 				return fmt.Errorf("litequeue: migration %d: %w", m.Version, err)
 			}
+		}
+		// A migration may edit a definition in sqlite_schema (0007): a new
+		// schema version makes every connection, in this process or
+		// another, reload the definitions. (DDL bumps it too; once more is
+		// harmless.)
+		var sv int64
+		if err := tx.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&sv); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA schema_version = %d", sv+1)); err != nil {
+			return err
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO lq_meta (key, value) VALUES ('format', ?), ('schema_version', ?)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, formatName, strconv.Itoa(SchemaVersion))
