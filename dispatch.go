@@ -233,16 +233,12 @@ func (p *pool) dispatch() {
 		}
 		if dirty {
 			p.mu.Lock()
-			free := p.capacity - len(p.inflight) - p.reserved
-			waiting := p.ready.Len()
-			p.mu.Unlock()
-			// While the workers still have more than a round of claimed jobs
-			// waiting, let free slots gather: one claim of many rows costs a
-			// statement where many claims of a few rows cost one each.
-			if free <= 0 || (waiting > p.cfg.Concurrency && free < p.q.opts.ClaimBatch/2) {
-				p.mu.Lock()
+			free := p.claimableLocked()
+			if free == 0 {
 				p.full = true
-				p.mu.Unlock()
+			}
+			p.mu.Unlock()
+			if free == 0 {
 				dirty = false
 			} else {
 				n := min(free, p.q.opts.ClaimBatch)
@@ -299,14 +295,29 @@ func (p *pool) dueAt(t time.Time) {
 	}
 }
 
-// freed is called when a delivery finishes: if the last claim was full there
-// may be more work waiting for the slot.
+// claimableLocked returns how many slots the dispatcher should claim for
+// now, 0 for none: the free slots, unless the workers still have more than
+// a round of claimed jobs waiting and fewer than half a ClaimBatch of slots
+// are free — then free slots gather, since one claim of many rows costs a
+// statement where many claims of a few rows cost one each. p.mu is held.
+func (p *pool) claimableLocked() int {
+	free := p.capacity - len(p.inflight) - p.reserved
+	if free <= 0 || (p.ready.Len() > p.cfg.Concurrency && free < p.q.opts.ClaimBatch/2) {
+		return 0
+	}
+	return free
+}
+
+// freed is called when a delivery finishes: if the last claim was full
+// there may be more work waiting for the slot, and the dispatcher is woken
+// once it would claim — not for every freed slot, which would cost a
+// wake-up of the dispatcher per job while free slots gather.
 func (p *pool) freed(d *delivery) {
 	p.mu.Lock()
 	delete(p.inflight, d)
-	full := p.full
+	wake := p.full && p.claimableLocked() > 0
 	p.mu.Unlock()
-	if full {
+	if wake {
 		p.signal()
 	}
 }
