@@ -297,12 +297,13 @@ func (p *pool) dueAt(t time.Time) {
 
 // claimableLocked returns how many slots the dispatcher should claim for
 // now, 0 for none: the free slots, unless the workers still have more than
-// a round of claimed jobs waiting and fewer than half a ClaimBatch of slots
-// are free — then free slots gather, since one claim of many rows costs a
-// statement where many claims of a few rows cost one each. p.mu is held.
+// a round of claimed jobs waiting and less than a whole ClaimBatch of slots
+// is free — then free slots gather, since one claim of many rows costs a
+// statement (and on PostgreSQL a round trip) where many claims of a few
+// rows cost one each. p.mu is held.
 func (p *pool) claimableLocked() int {
 	free := p.capacity - len(p.inflight) - p.reserved
-	if free <= 0 || (p.ready.Len() > p.cfg.Concurrency && free < p.q.opts.ClaimBatch/2) {
+	if free <= 0 || (p.ready.Len() > p.cfg.Concurrency && free < p.q.opts.ClaimBatch) {
 		return 0
 	}
 	return free
