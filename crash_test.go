@@ -222,8 +222,8 @@ func detachedPool(q *Queue, queue string) *pool {
 	return testPool(q, q.config(queue), 4096, kinds...)
 }
 
-// claimOne claims up to n jobs with p and returns them, most urgent first.
-func claimOne(t *testing.T, p *pool, n int) []*delivery {
+// claimUpTo claims up to n jobs with p and returns them, most urgent first.
+func claimUpTo(t *testing.T, p *pool, n int) []*delivery {
 	t.Helper()
 	got, err := p.claim(n)
 	require.NoError(t, err)
@@ -243,11 +243,11 @@ func TestLostBurialClaimKeepsAttemptsWithinPolicy(t *testing.T) {
 	for range 3 {
 		// A process claims the job and dies with it: its first attempt, then
 		// the claims that were only meant to bury it.
-		require.Len(t, claimOne(t, detachedPool(h.q, DefaultQueue), 10), 1)
+		require.Len(t, claimUpTo(t, detachedPool(h.q, DefaultQueue), 10), 1)
 		h.clock.Add(vis)
 	}
 	p := detachedPool(h.q, DefaultQueue)
-	ds := claimOne(t, p, 10)
+	ds := claimUpTo(t, p, 10)
 	require.Len(t, ds, 1)
 	p.execute(ds[0])
 	j, err := h.q.DeadLetter(context.Background(), id)

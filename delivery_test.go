@@ -270,7 +270,7 @@ func TestRetriedAndRequeuedJobsRunInCurrentDueTimeOrder(t *testing.T) {
 		dead, err := h.q.Enqueue(ctx, SendEmail{To: "dead"}, nil)
 		require.NoError(t, err)
 		// Make it a dead letter the way a worker would.
-		d := claimOne(t, testPool(h.q, h.q.config(DefaultQueue), 10, "send_email"), 1)[0]
+		d := claimUpTo(t, testPool(h.q, h.q.config(DefaultQueue), 10, "send_email"), 1)[0]
 		p := d.p
 		p.fail(d, NoRetry(), errors.New("boom"), 0)
 		h.clock.Add(time.Second)
@@ -400,7 +400,7 @@ func claimedByDetachedPool(t *testing.T) (*harness, *pool, int64, *delivery) {
 	id, err := h.q.Enqueue(context.Background(), SendEmail{To: "x"}, nil)
 	require.NoError(t, err)
 	p := detachedPool(h.q, DefaultQueue)
-	return h, p, id, claimOne(t, p, 1)[0]
+	return h, p, id, claimUpTo(t, p, 1)[0]
 }
 
 func TestReclaimInTheSameProcessKeepsTheNewRunsLease(t *testing.T) {
@@ -446,7 +446,7 @@ func TestClaimExtendsItsOwnLapsedLeaseInsteadOfTakingTheJob(t *testing.T) {
 	h, p, id, running := claimedByDetachedPool(t)
 	ctx := context.Background()
 	h.clock.Add(p.cfg.VisibilityTimeout + time.Second) // past the lease, no extension ran
-	require.Empty(t, claimOne(t, p, 1), "the claim took the job this process still runs")
+	require.Empty(t, claimUpTo(t, p, 1), "the claim took the job this process still runs")
 	lapsed, _ := p.ownLeaseLapsed(h.clock.Now().UnixNano())
 	require.False(t, lapsed, "the extended lease's end is remembered: the next claim does not extend again")
 	j, err := h.q.Job(ctx, id)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -241,8 +242,17 @@ func TestJobTimelineInABrowser(t *testing.T) {
 	ctx := browser(t)
 	f := openFixture(t, nil)
 	q, mock := f.q, f.clock
+	// The handler's Add and the test's never overlap: clock.Mock.Add ends
+	// by setting the time it aimed at, which would move the clock back over
+	// the 1.5 s of a handler that a timer of the test's Add started.
+	var adding sync.Mutex
+	add := func(d time.Duration) {
+		adding.Lock()
+		defer adding.Unlock()
+		mock.Add(d)
+	}
 	litequeue.Register(q, func(ctx context.Context, d *litequeue.Delivery[Flaky]) error {
-		mock.Add(1500 * time.Millisecond)
+		add(1500 * time.Millisecond)
 		return fmt.Errorf("sync %s: 503 service unavailable (attempt %d)", d.Job.Account, d.Attempt)
 	})
 	bg := context.Background()
@@ -254,7 +264,7 @@ func TestJobTimelineInABrowser(t *testing.T) {
 		case e := <-f.evs:
 			switch e.Type {
 			case litequeue.EventRetrying:
-				mock.Add(e.Delay)
+				add(e.Delay)
 			case litequeue.EventDead:
 				done = true
 			}

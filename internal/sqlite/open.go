@@ -253,7 +253,7 @@ func migrate(ctx context.Context, conn *sql.Conn, from int) error {
 	if err != nil {
 		return err
 	}
-	return runTx(ctx, ctx, conn, func(tx Execer) error {
+	return runTx(ctx, conn, func(tx Execer) error {
 		// Re-check inside the write lock: another process may have migrated.
 		cur, _, err := identify(ctx, tx)
 		if err != nil {
@@ -290,8 +290,10 @@ func migrate(ctx context.Context, conn *sql.Conn, from int) error {
 
 // runTx runs fn inside BEGIN IMMEDIATE … COMMIT on conn, rolling back when fn
 // or the commit fails. BEGIN is retried while the database stays busy beyond
-// the busy timeout, until wait ends; ctx is for the statements.
-func runTx(wait, ctx context.Context, conn Execer, fn func(tx Execer) error) error {
+// the busy timeout, until wait ends. fn's statements use the contexts fn
+// chooses; the COMMIT is not cut short when wait ends after BEGIN: work that
+// fn finished is committed, not abandoned half-way.
+func runTx(wait context.Context, conn Execer, fn func(tx Execer) error) error {
 	if err := beginImmediate(wait, conn); err != nil {
 		return err
 	}
@@ -299,7 +301,7 @@ func runTx(wait, ctx context.Context, conn Execer, fn func(tx Execer) error) err
 		rollback(conn)
 		return err
 	}
-	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+	if _, err := conn.ExecContext(context.WithoutCancel(wait), "COMMIT"); err != nil {
 		rollback(conn)
 		return err
 	}

@@ -150,7 +150,11 @@ func (q *ScheduleSQL) Remove(ctx context.Context, tx ScheduleTx, name string) er
 	if err != nil {
 		return err
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
 		return notFound(name)
 	}
 	_, err = tx.ExecContext(ctx, q.DeleteEvents, name)
