@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -399,11 +400,7 @@ func (p *pool) forget(d *delivery) {
 func (p *pool) claimed() []*delivery {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ds := make([]*delivery, 0, len(p.inflight))
-	for d := range p.inflight {
-		ds = append(ds, d)
-	}
-	return ds
+	return slices.Collect(maps.Keys(p.inflight))
 }
 
 // leasesOf names the claimed rows of ds.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -105,10 +106,7 @@ func (p *pool) rewrite() {
 func (p *pool) unwrittenDeliveries() []*delivery {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ds := make([]*delivery, 0, len(p.unwritten))
-	for d := range p.unwritten {
-		ds = append(ds, d)
-	}
+	ds := slices.Collect(maps.Keys(p.unwritten))
 	slices.SortFunc(ds, func(a, b *delivery) int { return cmp.Compare(a.id, b.id) })
 	return ds
 }

@@ -48,6 +48,24 @@ func (l logSignal) Handle(_ context.Context, r slog.Record) error {
 func (l logSignal) WithAttrs([]slog.Attr) slog.Handler { return l }
 func (l logSignal) WithGroup(string) slog.Handler      { return l }
 
+// startRefusingSuccess starts h, makes its database refuse deletes,
+// enqueues a job and waits until failed says its success could not be
+// written. It returns the job's id and the function that lets the database
+// delete again.
+func startRefusingSuccess(t *testing.T, b Backend, h *Harness, failed <-chan struct{}) (int64, func()) {
+	t.Helper()
+	h.start(t)
+	restore := b.FailJobDeletes(t, h.Addr)
+	id, err := h.Q.Enqueue(context.Background(), Email{To: "x"}, nil)
+	require.NoError(t, err)
+	select {
+	case <-failed:
+	case <-time.After(WaitLimit):
+		t.Fatal("the success was written although the database refuses deletes")
+	}
+	return id, restore
+}
+
 func testKeptSuccess(t *testing.T, b Backend) {
 	if b.FailJobDeletes == nil {
 		t.Skip("the backend cannot make its database refuse deletes")
@@ -62,15 +80,7 @@ func testKeptSuccess(t *testing.T, b Backend) {
 		runs.Add(1)
 		return nil
 	})
-	h.start(t)
-	restore := b.FailJobDeletes(t, h.Addr)
-	id, err := h.Q.Enqueue(ctx, Email{To: "x"}, nil)
-	require.NoError(t, err)
-	select {
-	case <-failed:
-	case <-time.After(WaitLimit):
-		t.Fatal("the success was written although the database refuses deletes")
-	}
+	id, restore := startRefusingSuccess(t, b, h, failed)
 	j, err := h.Q.Job(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, litequeue.StateRunning, j.State, "the job keeps its lease while its success waits")
@@ -113,15 +123,7 @@ func testKeptSuccessAtStop(t *testing.T, b Backend, patient bool) {
 		return nil
 	}
 	litequeue.Register(h.Q, handle)
-	h.start(t)
-	restore := b.FailJobDeletes(t, h.Addr)
-	id, err := h.Q.Enqueue(ctx, Email{To: "x"}, nil)
-	require.NoError(t, err)
-	select {
-	case <-failed:
-	case <-time.After(WaitLimit):
-		t.Fatal("the success was written although the database refuses deletes")
-	}
+	id, restore := startRefusingSuccess(t, b, h, failed)
 
 	// Stop while the database still refuses: Stop returns, and says the
 	// success was given up; the job keeps its row, running under the lease.
