@@ -121,12 +121,7 @@ func (p *pool) execute(d *delivery) {
 			p.mu.Lock()
 			delete(p.completing, d)
 			p.mu.Unlock()
-			switch {
-			case err == nil:
-				p.succeeded(d, took)
-			case errors.Is(err, ErrLeaseLost):
-				q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: err})
-			default:
+			if err := p.successWritten(d, took, err); err != nil {
 				p.keepUnwritten(d, "writing a success failed", err,
 					unwritten{write: p.successWrite(d, at, took), maxAttempts: policy.Attempts()})
 			}
@@ -138,6 +133,21 @@ func (p *pool) execute(d *delivery) {
 	// then shares the writer's transaction with these successes instead of
 	// waiting for a commit of its own.
 	p.freed(d)
+}
+
+// successWritten reports the outcome of writing d's success: its events
+// when it was written (err nil) or found its lease lost (stale: it no longer
+// counts); any other error, which leaves the success unwritten, it returns.
+func (p *pool) successWritten(d *delivery, took time.Duration, err error) error {
+	switch {
+	case err == nil:
+		p.succeeded(d, took)
+	case errors.Is(err, ErrLeaseLost):
+		p.q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: err})
+	default:
+		return err
+	}
+	return nil
 }
 
 // succeeded reports d's success, written.

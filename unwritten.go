@@ -155,15 +155,7 @@ func (p *pool) successWrite(d *delivery, at int64, took time.Duration) func() er
 				err = errors.New("litequeue: the success was not written")
 			}
 		}
-		switch {
-		case err == nil:
-			p.succeeded(d, took)
-		case errors.Is(err, ErrLeaseLost):
-			q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: err})
-		default:
-			return err
-		}
-		return nil
+		return p.successWritten(d, took, err)
 	}
 }
 
