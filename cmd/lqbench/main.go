@@ -12,6 +12,11 @@
 // one JSON line per -report interval and a summary line (see soak.go).
 // Its own scale knobs: -backlog N (C with N jobs, pre-enqueued in chunks) and
 // -payload-bytes B (pad every payload to about B bytes). Logs go to stderr.
+//
+// -scenario D -store postgres -commit-floor prints, as peer "pg-commit-floor",
+// the latency of one bare INSERT commit after the same idle gaps: the least
+// that a queue which starts a job only once its enqueue committed can show in
+// D on that server, the yardstick for D's figure beside the peers'.
 package main
 
 import (
@@ -89,6 +94,7 @@ type config struct {
 	payloadBytes int
 	store        string // sqlite | postgres
 	pgURL        string // -pg: admin URL (postgres)
+	commitFloor  bool   // D: time a bare INSERT commit instead of the queue (pg.go)
 }
 
 func main() {
@@ -114,6 +120,7 @@ func main() {
 	flag.IntVar(&c.claimBatch, "claim-batch", 0, "Options.ClaimBatch (0 = the library default)")
 	flag.StringVar(&c.store, "store", "sqlite", "sqlite | postgres (a fresh database per run, created through -pg and dropped at the end)")
 	flag.StringVar(&c.pgURL, "pg", "", "-store postgres: admin URL; the run creates and drops lqbench_* databases beside its database (default $PG_URL, else postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+	flag.BoolVar(&c.commitFloor, "commit-floor", false, "D with -store postgres: time one bare autocommit INSERT on a connection of its own after the same idle gaps, instead of the queue (the least a queue that runs a job only after its enqueue committed can take)")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed part to this file")
 	flag.StringVar(&c.memProfile, "memprofile", "", "write a heap profile at the end to this file")
 	soakDur := flag.Duration("duration", 30*time.Minute, "soak: how long to run")
@@ -152,6 +159,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "lqbench: -pragmas and -scenario soak are for -store sqlite; for PostgreSQL put runtime settings into the -pg URL (e.g. &synchronous_commit=off)")
 		os.Exit(2)
 	}
+	if c.commitFloor && (c.scenario != "D" || c.store != "postgres") {
+		fmt.Fprintln(os.Stderr, "lqbench: -commit-floor is for -scenario D -store postgres")
+		os.Exit(2)
+	}
 	if c.scenario == "soak" {
 		if runSoak(&c, *soakDur, *soakEvery, *soakRate) != nil {
 			os.Exit(1)
@@ -159,6 +170,9 @@ func main() {
 		return
 	}
 	res := &Result{Peer: "litequeue", Scenario: c.scenario, N: c.n, GoVersion: runtime.Version()}
+	if c.commitFloor {
+		res.Peer = "pg-commit-floor" // not the queue's figure: see commitFloor
+	}
 	var variant []string
 	if pragmas != "" {
 		variant = append(variant, "pragmas="+pragmas)
@@ -172,6 +186,9 @@ func main() {
 			v = "gap=" + c.gapMin.String() + "+" + v[4:]
 		}
 		variant = append(variant, v)
+		if c.commitFloor {
+			variant = append(variant, "commit-floor")
+		}
 	}
 	if backlog > 0 {
 		variant = append(variant, "backlog="+strconv.Itoa(backlog))
@@ -343,6 +360,9 @@ func run(res *Result, c *config) (err error) {
 		return b.drain(ctx, res)
 
 	case "D":
+		if c.commitFloor {
+			return b.commitFloor(ctx, res)
+		}
 		res.Workers = c.workers
 		return b.latency(ctx, res)
 
@@ -578,18 +598,14 @@ func (b *bench) latency(ctx context.Context, res *Result) error {
 	}
 	time.Sleep(500 * time.Millisecond)
 
-	rng := rand.New(rand.NewPCG(c.seed, c.seed^0x9e3779b97f4a7c15))
+	gap := c.gaps()
 	lat := make([]float64, 0, c.n)
 	enq := make([]float64, 0, c.n)
 	stop := b.profile()
 	defer stop()
 	t00 := time.Now()
 	for i := 0; i < c.n; i++ {
-		sleep := c.gapMin
-		if c.gap > 0 {
-			sleep += time.Duration(rng.Int64N(int64(c.gap)))
-		}
-		time.Sleep(sleep)
+		time.Sleep(gap())
 		job := newJob(i)
 		t0 := time.Now()
 		if _, err := b.q.Enqueue(ctx, job, nil); err != nil {
@@ -603,9 +619,29 @@ func (b *bench) latency(ctx context.Context, res *Result) error {
 		lat = append(lat, ms(at.Sub(t0)))
 	}
 	res.ElapsedS = time.Since(t00).Seconds()
+	latencies(res, lat)
+	sort.Float64s(enq)
+	res.EnqP50Ms = round3(pct(enq, 50))
+	return b.failure()
+}
+
+// gaps returns D's idle-gap generator: gapmin+U[0,gap), from a PCG seeded
+// with -seed, so that every D run of one seed sleeps the same sequence.
+func (c *config) gaps() func() time.Duration {
+	rng := rand.New(rand.NewPCG(c.seed, c.seed^0x9e3779b97f4a7c15))
+	return func() time.Duration {
+		sleep := c.gapMin
+		if c.gap > 0 {
+			sleep += time.Duration(rng.Int64N(int64(c.gap)))
+		}
+		return sleep
+	}
+}
+
+// latencies sets res's completed count and latency figures from lat (ms).
+func latencies(res *Result, lat []float64) {
 	res.Completed = int64(len(lat))
 	sort.Float64s(lat)
-	sort.Float64s(enq)
 	p50, p99 := round3(pct(lat, 50)), round3(pct(lat, 99))
 	res.P50Ms, res.P99Ms = &p50, &p99
 	res.MinMs, res.MaxMs = round3(lat[0]), round3(lat[len(lat)-1])
@@ -614,8 +650,6 @@ func (b *bench) latency(ctx context.Context, res *Result) error {
 		sum += v
 	}
 	res.MeanMs = round3(sum / float64(len(lat)))
-	res.EnqP50Ms = round3(pct(enq, 50))
-	return b.failure()
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -661,6 +695,9 @@ func (b *bench) settings() map[string]any {
 		s["pragmas"] = nil
 		s["options"] = "defaults except Queues[default].Concurrency = -workers; durability = server settings"
 		s["pg_settings_effective"] = pgSettings(b.pg)
+		if b.c.commitFloor {
+			s["commit_floor"] = "no queue: one autocommit INSERT (pgx, prepared) into a table with a primary key only, on a connection of its own, per sample; latency = that Exec"
+		}
 		return s
 	}
 	s["store"] = "sqlite"

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -127,4 +128,48 @@ func redact(u string) string {
 		pu.User = url.UserPassword(pu.User.Username(), "xxx")
 	}
 	return strings.TrimSpace(pu.String())
+}
+
+// commitFloor is D's -commit-floor: after the same idle gaps as D, one
+// autocommit INSERT of the job's payload into a table of two columns, on a
+// pgx connection of its own to the run's database (a statement pgx prepares
+// once). Nothing else runs: no queue, no index but the primary key, no
+// notify. Its latency is the least that any queue which starts a job only
+// after the job's enqueue committed can show in D on this server.
+func (b *bench) commitFloor(ctx context.Context, res *Result) error {
+	conn, err := pgx.Connect(ctx, b.pg.url)
+	if err != nil {
+		return fmt.Errorf("commit floor: connect: %w", err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "CREATE TABLE lqbench_floor (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload bytea NOT NULL)"); err != nil {
+		return fmt.Errorf("commit floor: %w", err)
+	}
+	const insert = "INSERT INTO lqbench_floor (payload) VALUES ($1)"
+	payload, err := json.Marshal(newJob(-1))
+	if err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, insert, payload); err != nil { // warm-up, as D's
+		return fmt.Errorf("commit floor: %w", err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	gap := b.c.gaps()
+	lat := make([]float64, 0, b.c.n)
+	t00 := time.Now()
+	for i := 0; i < b.c.n; i++ {
+		time.Sleep(gap())
+		payload, err := json.Marshal(newJob(i))
+		if err != nil {
+			return err
+		}
+		t0 := time.Now()
+		if _, err := conn.Exec(ctx, insert, payload); err != nil {
+			return fmt.Errorf("commit floor: insert %d: %w", i, err)
+		}
+		lat = append(lat, ms(time.Since(t0)))
+	}
+	res.ElapsedS = time.Since(t00).Seconds()
+	latencies(res, lat)
+	return nil
 }
