@@ -39,9 +39,9 @@ func state(t *testing.T, s *pgStore, id int64) store.Job {
 }
 
 // The hand-off of a new job due now takes the new job itself only when
-// nothing else of the queue could come first; otherwise it takes the
-// queue's most urgent due job, and the new one waits — announced to the
-// other processes.
+// nothing else of the queue could come first; otherwise it hands off
+// nothing, and the new job waits — announced to every process, whose
+// dispatchers claim in priority order.
 func TestHandOffTakesTheNewJobOnlyWhenNothingComesFirst(t *testing.T) {
 	s, u, _ := newTestStore(t)
 	other := openOther(t, s)
@@ -66,15 +66,17 @@ func TestHandOffTakesTheNewJobOnlyWhenNothingComesFirst(t *testing.T) {
 		name   string
 		before []store.NewJob // inserted first (by another process)
 		lapsed bool           // claim the first of them, lease lapsing before now
-		takes  int            // index in before of the job handed off; -1: the new job
-		newDue bool           // the new job stays pending and its queue is notified
+		first  bool           // one of them comes first: nothing is handed off, the new job waits and its queue is notified
 	}{
-		{"an older due job of its priority runs first", []store.NewJob{job("q1", "a", 0, 50, "")}, false, 0, true},
-		{"a more urgent due job runs first", []store.NewJob{job("q2", "a", -5, 120, "")}, false, 0, true},
-		{"a more urgent job not yet due does not hold it up", []store.NewJob{job("q3", "a", -5, 9999, "")}, false, -1, false},
-		{"a job of its priority due later does not hold it up", []store.NewJob{job("q4", "a", 0, 9999, "")}, false, -1, false},
-		{"a lapsed lease of its priority is due first", []store.NewJob{job("q5", "a", 0, 10, "")}, true, 0, true},
-		{"a less urgent due job waits", []store.NewJob{job("q6", "a", 7, 10, "")}, false, -1, false},
+		{"an older due job of its priority comes first", []store.NewJob{job("q1", "a", 0, 50, "")}, false, true},
+		{"a more urgent due job comes first", []store.NewJob{job("q2", "a", -5, 120, "")}, false, true},
+		{"a more urgent job not yet due does not hold it up", []store.NewJob{job("q3", "a", -5, 9999, "")}, false, false},
+		{"a job of its priority due later does not hold it up", []store.NewJob{job("q4", "a", 0, 9999, "")}, false, false},
+		{"a lapsed lease of its priority is due first", []store.NewJob{job("q5", "a", 0, 10, "")}, true, true},
+		{"a less urgent due job waits", []store.NewJob{job("q6", "a", 7, 10, "")}, false, false},
+		{"a due job of its priority behind one due later comes first", []store.NewJob{job("q7", "a", 0, 9999, ""), job("q7", "a", 0, 60, "")}, false, true},
+		{"neither a less urgent due job nor one of its priority due later holds it up", []store.NewJob{job("q8", "a", 7, 10, ""), job("q8", "a", 0, 9999, "")}, false, false},
+		{"a due job behind a more urgent one due later comes first", []store.NewJob{job("q9", "a", -9, 9999, ""), job("q9", "a", -2, 9999, ""), job("q9", "a", -1, 70, "")}, false, true},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -91,32 +93,34 @@ func TestHandOffTakesTheNewJobOnlyWhenNothingComesFirst(t *testing.T) {
 			}
 			heard.want(t, queue) // the other process's insert
 			id, got := insertClaim(t, s, job(queue, "a", 0, 100, ""), 150, int64(20+i))
-			want := id
-			if c.takes >= 0 {
-				want = before[c.takes]
-			}
-			if len(got) != 1 || got[0].ID != want {
-				t.Fatalf("handed off %v, want [%d] (new job %d, before %v)", ids(got), want, id, before)
-			}
-			if c.lapsed && (got[0].Attempt != 2 || got[0].LastError == "") {
-				t.Fatalf("lapsed job handed off as %+v: want attempt 2 with the lost worker's reason", got[0])
-			}
 			row := state(t, s, id)
-			if c.newDue {
+			if c.first {
+				if len(got) != 0 {
+					t.Fatalf("handed off %v, want nothing: job(s) %v come first", ids(got), before)
+				}
 				if row.State != store.Pending || row.Attempt != 0 {
 					t.Fatalf("new job %+v: want pending, no attempt", row)
 				}
-				heard.want(t, queue)
-			} else if row.State != store.Running {
-				t.Fatalf("new job %+v: want running", row)
+				heard.want(t, queue) // every process's dispatcher hears of it
+			} else {
+				if len(got) != 1 || got[0].ID != id {
+					t.Fatalf("handed off %v, want the new job [%d] (before %v)", ids(got), id, before)
+				}
+				if row.State != store.Running || row.Attempt != 1 {
+					t.Fatalf("new job %+v: want running, attempt 1", row)
+				}
 			}
 			heard.want(t, "")
 			for k, b := range before {
-				if k == c.takes {
+				row := state(t, s, b)
+				if c.lapsed && k == 0 {
+					if row.State != store.Running || row.Attempt != 1 || row.VisibleAt != 30 {
+						t.Fatalf("lapsed job %+v: want it untouched, running under the lapsed lease", row)
+					}
 					continue
 				}
-				if row := state(t, s, b); row.State != store.Pending || row.Attempt != 0 {
-					t.Fatalf("job %d that was not handed off is %+v: want it untouched, pending", b, row)
+				if row.State != store.Pending || row.Attempt != 0 {
+					t.Fatalf("job %d is %+v: want it untouched, pending", b, row)
 				}
 			}
 		})

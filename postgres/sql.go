@@ -53,33 +53,34 @@ RETURNING id`
 	// insertClaimNewSQL inserts a job without a key, due now ($4 <= now $9),
 	// into queue $1 at priority $3, and claims it in the same statement —
 	// lease $8 until $7, its first attempt — but only when nothing could
-	// come before it: the queue is not paused, no live row of the queue is
-	// more urgent (one seek of the claim index, due or not), and no row of
-	// its priority is due (one seek). Otherwise the job goes in pending and
-	// claimUnlessNewSQL walks the priorities. It returns the id and whether
-	// the job was claimed. Run after pauseLockSQL. (OFFSET 0 keeps the
+	// come before it: the queue is not paused, and no live row of the queue
+	// as urgent or more is due (a lapsed lease is due too) — one seek of the
+	// claim index per distinct priority up to the job's, and one for an
+	// empty queue. Otherwise the job
+	// goes in pending and the statement notifies channel $10 of queue $1,
+	// for the workers of every process. It returns the id and whether the
+	// job was claimed. Run after pauseLockSQL. (OFFSET 0 keeps the
 	// conditions one subquery, evaluated once, instead of once per CASE.)
-	insertClaimNewSQL = `INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload,
+	insertClaimNewSQL = `WITH ins AS (
+INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload,
     state, lease, attempt, attempted_at, due_at)
 SELECT $1, $2, $3, CASE WHEN x.c THEN $7::bigint ELSE $4::bigint END, $4, $5, $6,
     CASE WHEN x.c THEN 1 ELSE 0 END, CASE WHEN x.c THEN $8::bigint END, CASE WHEN x.c THEN 1 ELSE 0 END,
     CASE WHEN x.c THEN $9::bigint END, CASE WHEN x.c THEN $4::bigint END
 FROM (SELECT NOT EXISTS (SELECT 1 FROM lq_queues WHERE queue = $1 AND paused_at IS NOT NULL)
-    AND NOT EXISTS (SELECT 1 FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority < $3)
-    AND NOT EXISTS (SELECT 1 FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority = $3 AND visible_at <= $9)
+    AND NOT EXISTS (
+        WITH RECURSIVE p(prio) AS (
+            (SELECT priority FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority <= $3
+             ORDER BY priority LIMIT 1)
+            UNION ALL
+            SELECT (SELECT priority FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority > p.prio
+                AND priority <= $3 ORDER BY priority LIMIT 1)
+            FROM p WHERE p.prio IS NOT NULL)
+        SELECT 1 FROM p CROSS JOIN LATERAL (SELECT 1 FROM lq_jobs
+            WHERE queue = $1 AND state IN (0, 1) AND priority = p.prio AND visible_at <= $9 LIMIT 1) d)
     AS c OFFSET 0) x
-RETURNING id, state = 1`
-
-	// claimUnlessNewSQL is claimSQL, run only when the row that the
-	// transaction inserted last (lastval(): insertClaimNewSQL's, the
-	// statement before it) is not claimed already.
-	claimUnlessNewSQL = claimSQL + `
-WHERE NOT EXISTS (SELECT 1 FROM lq_jobs WHERE id = (SELECT lastval()) AND state = 1)`
-
-	// notifyUnlessClaimedSQL notifies queue $2 when the row inserted last is
-	// still pending: nobody else needs to hear of a job claimed with its
-	// insert.
-	notifyUnlessClaimedSQL = `SELECT pg_notify($1, $2) FROM lq_jobs WHERE id = (SELECT lastval()) AND state = 0`
+RETURNING id, state = 1 AS took)
+SELECT ins.id, ins.took FROM ins LEFT JOIN LATERAL (SELECT pg_notify($10, $1) WHERE NOT ins.took) n ON true`
 
 	holderSQL = `SELECT id FROM lq_jobs WHERE idem_key = $1 AND state IN (0, 1)`
 

@@ -278,16 +278,11 @@ func (s *pgStore) insertTx(ctx context.Context, tx *sql.Tx, jobs []store.NewJob)
 
 // claimInto queues the claim of q on b; the claimed jobs land in *out.
 func (s *pgStore) claimInto(b *pgx.Batch, q store.ClaimQuery, out *[]store.Claimed) {
-	s.claimWith(b, claimSQL, q, out)
-}
-
-// claimWith queues query, claimSQL or a gated form of it, for q on b.
-func (s *pgStore) claimWith(b *pgx.Batch, query string, q store.ClaimQuery, out *[]store.Claimed) {
 	kinds := q.Kinds
 	if kinds == nil {
 		kinds = []string{}
 	}
-	b.Queue(s.q(query), q.Queue, kinds, q.N, q.Now, q.Until, q.Lease).Query(func(rows pgx.Rows) error {
+	b.Queue(s.q(claimSQL), q.Queue, kinds, q.N, q.Now, q.Until, q.Lease).Query(func(rows pgx.Rows) error {
 		*out = (*out)[:0]
 		for rows.Next() {
 			var c store.Claimed
@@ -391,13 +386,15 @@ func (s *pgStore) InsertClaim(ctx context.Context, job store.NewJob, q store.Cla
 
 // insertClaimNew is InsertClaim of a job without a key, due now, that the
 // claim of one job could take: one statement inserts it and, when nothing
-// is due before it, claims it (insertClaimNewSQL); only otherwise does the
-// priority walk run, and only a job left pending notifies its queue. All in
-// one round trip and one transaction, after the pause lock.
+// is due before it, claims it (insertClaimNewSQL), in one round trip and one
+// transaction after the pause lock. When something comes first it claims
+// nothing — the job waits, its queue notified, and the caller's dispatcher,
+// which Enqueue wakes when nothing was handed off, claims in priority order:
+// the walk over the priorities would cost every hand-off a statement, and
+// an idle worker's enqueue is the latency that matters.
 func (s *pgStore) insertClaimNew(ctx context.Context, job store.NewJob, q store.ClaimQuery, handOff func([]store.Claimed)) (int64, error) {
 	var id int64
 	var took bool
-	var claimed []store.Claimed
 	payload := job.Payload
 	if payload == nil {
 		payload = []byte{}
@@ -406,13 +403,12 @@ func (s *pgStore) insertClaimNew(ctx context.Context, job store.NewJob, q store.
 		id, took = 0, false
 		b.Queue(pauseLockSQL, s.schema, q.Queue)
 		b.Queue(s.q(insertClaimNewSQL), job.Queue, job.Kind, int64(job.Priority), job.VisibleAt, job.CreatedAt, payload,
-			q.Until, q.Lease, q.Now).QueryRow(func(row pgx.Row) error {
+			q.Until, q.Lease, q.Now, s.channel).QueryRow(func(row pgx.Row) error {
 			return row.Scan(&id, &took)
 		})
-		s.claimWith(b, claimUnlessNewSQL, q, &claimed)
-		b.Queue(s.q(notifyUnlessClaimedSQL), s.channel, job.Queue)
 	}}
 	o.after = func() {
+		var claimed []store.Claimed
 		if took {
 			// A fresh row: its first attempt, due at its VisibleAt.
 			claimed = []store.Claimed{{ID: id, Kind: job.Kind, Attempt: 1, Priority: job.Priority, Payload: payload,

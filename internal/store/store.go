@@ -214,8 +214,11 @@ type Store interface {
 	// and then nothing was inserted for it. Any other error inserts nothing.
 	Insert(ctx context.Context, tx *sql.Tx, jobs []NewJob) (ids []int64, dups []error, err error)
 	// InsertClaim inserts job and, in the same transaction, claims per q
-	// (which may take the new job or a more urgent one). handOff, when the
-	// transaction committed, gets the claimed jobs (maybe none).
+	// (which may take the new job or a more urgent one; a store may instead
+	// claim the new job only when nothing comes before it, and nothing
+	// otherwise). handOff, when the transaction committed, gets the claimed
+	// jobs (maybe none); the caller wakes its dispatcher when the new job
+	// was not among them.
 	InsertClaim(ctx context.Context, job NewJob, q ClaimQuery, handOff func([]Claimed)) (id int64, err error)
 	// Claim claims per q and hands the claimed jobs to handOff once
 	// committed. It returns how many it claimed.
