@@ -84,8 +84,38 @@ SELECT ins.id, ins.took FROM ins LEFT JOIN LATERAL (SELECT pg_notify($10, $1) WH
 
 	holderSQL = `SELECT id FROM lq_jobs WHERE idem_key = $1 AND state IN (0, 1)`
 
-	claimSQL = `SELECT id, kind, attempt, priority, payload, idem_key, created_at, last_error, due_at
-FROM lq_claim($1, $2, $3, $4, $5, $6)`
+	// claimSQL claims up to $3 due rows of queue $1 whose kind is one of
+	// $2, most urgent first: it walks the queue's distinct priorities in
+	// order (p: one seek of the claim index each, read through the heap so
+	// that the entries of deleted rows get marked dead instead of walked by
+	// every claim), and per priority takes the due rows in due-time order —
+	// an index range scan that stops at the first row not yet due — skipping
+	// rows another transaction holds; the walk stops once $3 rows are taken.
+	// A running row whose lease lapsed is due too: its worker is gone. The
+	// claim takes lease $6 until $5, counts the attempt and keeps the time
+	// the row became due in due_at. Run after pauseLockSQL: a paused queue
+	// claims nothing.
+	claimSQL = `WITH RECURSIVE p(prio, kind) AS (
+    (SELECT priority, kind FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) ORDER BY priority LIMIT 1)
+    UNION ALL
+    SELECT n.priority, n.kind FROM p CROSS JOIN LATERAL (
+        SELECT priority, kind FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority > p.prio
+        ORDER BY priority LIMIT 1) n
+), c AS (
+    SELECT t.id FROM p CROSS JOIN LATERAL (
+        SELECT j.id FROM lq_jobs j
+        WHERE j.queue = $1 AND j.state IN (0, 1) AND j.priority = p.prio AND j.visible_at <= $4 AND j.kind = ANY ($2)
+        ORDER BY j.visible_at, j.id LIMIT $3
+        FOR UPDATE SKIP LOCKED) t
+    WHERE NOT EXISTS (SELECT 1 FROM lq_queues WHERE queue = $1 AND paused_at IS NOT NULL)
+    LIMIT $3
+)
+UPDATE lq_jobs j
+SET state = 1, visible_at = $5, lease = $6, attempt = j.attempt + 1, attempted_at = $4, due_at = j.visible_at,
+    last_error = CASE WHEN j.state = 1
+        THEN 'lease expired: the worker of attempt ' || j.attempt || ' was lost' ELSE j.last_error END
+FROM c WHERE j.id = c.id
+RETURNING j.id, j.kind, j.attempt, j.priority, j.payload, j.idem_key, j.created_at, j.last_error, j.due_at`
 
 	// nextDueSQL walks the distinct priorities of a queue's live rows (one
 	// index seek each) and takes, per priority, the earliest row of a handled

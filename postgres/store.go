@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -282,6 +283,7 @@ func (s *pgStore) claimInto(b *pgx.Batch, q store.ClaimQuery, out *[]store.Claim
 	if kinds == nil {
 		kinds = []string{}
 	}
+	b.Queue(pauseLockSQL, s.schema, q.Queue)
 	b.Queue(s.q(claimSQL), q.Queue, kinds, q.N, q.Now, q.Until, q.Lease).Query(func(rows pgx.Rows) error {
 		*out = (*out)[:0]
 		for rows.Next() {
@@ -302,7 +304,17 @@ func (s *pgStore) claimInto(b *pgx.Batch, q store.ClaimQuery, out *[]store.Claim
 			}
 			*out = append(*out, c)
 		}
+		sortClaimed(*out)
 		return rows.Err()
+	})
+}
+
+// sortClaimed puts claimed jobs in the order they are to run — priority,
+// then the time each became due, then id — which an UPDATE's RETURNING does
+// not promise.
+func sortClaimed(cs []store.Claimed) {
+	slices.SortFunc(cs, func(a, b store.Claimed) int {
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(a.DueAt, b.DueAt), cmp.Compare(a.ID, b.ID))
 	})
 }
 
@@ -314,6 +326,9 @@ func (s *pgStore) claimTx(ctx context.Context, tx *sql.Tx, q store.ClaimQuery) (
 	kinds := q.Kinds
 	if kinds == nil {
 		kinds = []string{}
+	}
+	if _, err := tx.ExecContext(ctx, pauseLockSQL, s.schema, q.Queue); err != nil {
+		return nil, err
 	}
 	rows, err := tx.QueryContext(ctx, s.q(claimSQL), q.Queue, kinds, q.N, q.Now, q.Until, q.Lease)
 	if err != nil {
@@ -331,6 +346,7 @@ func (s *pgStore) claimTx(ctx context.Context, tx *sql.Tx, q store.ClaimQuery) (
 		c.Key, c.LastError, c.DueAt = key.String, lastErr.String, due.Int64
 		out = append(out, c)
 	}
+	sortClaimed(out)
 	return out, rows.Err()
 }
 
