@@ -171,10 +171,14 @@ f AS (
 SELECT (SELECT count(*) FROM a), (SELECT count(*) FROM f)`
 
 	// Statements that delete jobs delete their history with them.
+	// completeDeleteSQL, the hot one, looks the history up with one index
+	// scan over an array of the deleted ids: IN (SELECT …) plans as a
+	// nested loop that rebuilds a bitmap scan per deleted job, about a
+	// third of the statement's time for 100 jobs without history.
 	completeDeleteSQL = `WITH d AS (
     DELETE FROM lq_jobs j USING unnest($1::bigint[], $2::bigint[]) AS c(id, lease)
     WHERE j.id = c.id AND j.lease = c.lease AND j.state = 1 RETURNING j.id),
-a AS (DELETE FROM lq_attempts WHERE job_id IN (SELECT id FROM d))
+a AS (DELETE FROM lq_attempts WHERE job_id = ANY (ARRAY(SELECT id FROM d)))
 SELECT id FROM d`
 
 	completeKeepSQL = `UPDATE lq_jobs j SET state = 2, lease = NULL, finished_at = c.at, visible_at = c.at
