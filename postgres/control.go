@@ -15,8 +15,9 @@ import (
 
 func setCancelled(st *store.QueueStats, n int) { st.Cancelled = n }
 
-// pauseLock takes, in tx, the lock that claims of queue take shared (see
-// lq_claim): a Pause waits for claims in flight, and claims after it see it.
+// pauseLock takes, in tx, the lock that claims of queue take shared
+// (pauseLockSQL): a Pause waits for claims in flight, and claims after it
+// see it.
 func (s *pgStore) pauseLock(ctx context.Context, tx *sql.Tx, queue string) error {
 	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('litequeue pause ' || $1::text || ' ' || $2::text, 0))`, s.schema, queue)
 	return err

@@ -11,9 +11,11 @@
 // # Tables
 //
 // The queue's tables (lq_jobs, lq_attempts, lq_meta, lq_history, lq_queues,
-// lq_schedules, lq_schedule_events) and its claim function (lq_claim) live
-// in the first schema of the connection's search_path — public unless the
-// URL sets search_path — beside the application's tables. Open creates or
+// lq_schedules, lq_schedule_events) live in the first schema of the
+// connection's search_path — public unless the URL sets search_path —
+// beside the application's tables, with one function, lq_claim, that only
+// builds before 2026-12 call (kept so that they can run beside newer
+// ones on the same schema). Open creates or
 // migrates them (embedded, numbered migrations, under an advisory lock, one
 // transaction) and refuses, writing nothing, a schema whose lq_jobs another
 // application owns (litequeue.ErrNotLitequeue) or that a newer build
@@ -22,10 +24,11 @@
 // # How it works
 //
 // All times come from the queue's Clock, never from the server's now().
-// A claim is one call of lq_claim: per priority level, most urgent first, a
-// range of the claim index in due order, FOR UPDATE SKIP LOCKED, so no two
-// workers of any number of processes get one job; it counts the attempt and
-// sets the lease in the same statement, and every later write for the
+// A claim is one statement after the pause lock, in one round trip: per
+// priority level, most urgent first, a range of the claim index in due
+// order, FOR UPDATE SKIP LOCKED, so no two workers of any number of
+// processes get one job; it counts the attempt and sets the lease in the
+// same statement, and every later write for the
 // delivery is conditional on the lease. Writes are grouped: three writer
 // goroutines (claims, enqueues, outcomes of deliveries) each send whatever
 // is waiting as one pipelined batch — one round trip, one implicit

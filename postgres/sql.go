@@ -44,9 +44,8 @@ RETURNING id`
 	notifySQL = `SELECT pg_notify($1, $2)`
 
 	// pauseLockSQL takes, for the rest of the transaction, the lock that
-	// Pause holds exclusively while it pauses queue $2 of schema $1 (see
-	// lq_claim): a claim that holds it either commits before a Pause or
-	// sees it. A statement of its own, so that the next statement's
+	// Pause holds exclusively while it pauses queue $2 of schema $1: a claim
+	// that holds it either commits before a Pause or sees it. A statement of its own, so that the next statement's
 	// snapshot is taken after the lock.
 	pauseLockSQL = `SELECT pg_advisory_xact_lock_shared(hashtextextended('litequeue pause ' || $1::text || ' ' || $2::text, 0))`
 
