@@ -492,6 +492,7 @@ func TestConcurrencyNeverExceedsTheLimit(t *testing.T) {
 	})
 	var now, peak atomic.Int64
 	gate := make(chan struct{})
+	entered := make(chan struct{}, 20)
 	Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error {
 		n := now.Add(1)
 		for {
@@ -500,6 +501,7 @@ func TestConcurrencyNeverExceedsTheLimit(t *testing.T) {
 				break
 			}
 		}
+		entered <- struct{}{}
 		<-gate
 		now.Add(-1)
 		return nil
@@ -511,7 +513,15 @@ func TestConcurrencyNeverExceedsTheLimit(t *testing.T) {
 	}
 	_, err := h.q.EnqueueBatch(context.Background(), items)
 	require.NoError(t, err)
-	h.ev.wait(t, EventStarted, 0, limit)
+	// EventStarted comes before the handler body: wait until limit
+	// handlers are inside it, counted, before letting them go.
+	for range limit {
+		select {
+		case <-entered:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("only %d handlers entered", now.Load())
+		}
+	}
 	close(gate)
 	h.ev.wait(t, EventSucceeded, 0, 20)
 	require.Equal(t, int64(limit), peak.Load())
