@@ -522,6 +522,14 @@ func TestConcurrencyNeverExceedsTheLimit(t *testing.T) {
 			t.Fatalf("only %d handlers entered", now.Load())
 		}
 	}
+	// 17 jobs are due and claimed or claimable: one more handler would
+	// enter at once if the pool ran more than limit (a bounded wait that
+	// correct code always sits out).
+	select {
+	case <-entered:
+		t.Fatalf("a handler entered while %d held their slots", limit)
+	case <-time.After(200 * time.Millisecond):
+	}
 	close(gate)
 	h.ev.wait(t, EventSucceeded, 0, 20)
 	require.Equal(t, int64(limit), peak.Load())
