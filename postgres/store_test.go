@@ -338,3 +338,29 @@ func TestDeletingJobsDeletesTheirHistory(t *testing.T) {
 		t.Fatalf("%d records left", n)
 	}
 }
+
+// The store's own rule for paused queues: a claim made after a Pause
+// committed takes nothing, whatever the dispatcher above it knows, and the
+// queue's jobs are claimable again once it is resumed.
+func TestClaimOfAPausedQueueTakesNothing(t *testing.T) {
+	s, _, _ := newTestStore(t)
+	other := openOther(t, s)
+	ctx := context.Background()
+	if _, _, err := s.Insert(ctx, nil, []store.NewJob{job("p", "a", 0, 1, ""), job("p", "a", 0, 2, "")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Pause(ctx, "p", 5); err != nil {
+		t.Fatal(err)
+	}
+	q := store.ClaimQuery{Queue: "p", Kinds: []string{"a"}, N: 10, Now: 10, Until: 100, Lease: 1}
+	if got := claimAll(t, s, q); len(got) != 0 {
+		t.Fatalf("claimed %v from a paused queue", ids(got))
+	}
+	if _, err := other.Resume(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	q.Lease = 2
+	if got := claimAll(t, s, q); len(got) != 2 {
+		t.Fatalf("claimed %v after the resume, want both jobs", ids(got))
+	}
+}
