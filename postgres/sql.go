@@ -55,7 +55,9 @@ RETURNING id`
 	// come before it: the queue is not paused, and no live row of the queue
 	// as urgent or more is due (a lapsed lease is due too) — one seek of the
 	// claim index per distinct priority up to the job's, and one for an
-	// empty queue. Otherwise the job
+	// empty queue, each read through the heap as claimSQL's are (an
+	// index-only scan would walk the entries of every job deleted since the
+	// last vacuum on each enqueue, never marking them dead). Otherwise the job
 	// goes in pending and the statement notifies channel $10 of queue $1,
 	// for the workers of every process. It returns the id and whether the
 	// job was claimed. Run after pauseLockSQL. (OFFSET 0 keeps the
@@ -68,13 +70,13 @@ SELECT $1, $2, $3, CASE WHEN x.c THEN $7::bigint ELSE $4::bigint END, $4, $5, $6
     CASE WHEN x.c THEN $9::bigint END, CASE WHEN x.c THEN $4::bigint END
 FROM (SELECT NOT EXISTS (SELECT 1 FROM lq_queues WHERE queue = $1 AND paused_at IS NOT NULL)
     AND NOT EXISTS (
-        WITH RECURSIVE p(prio) AS (
-            (SELECT priority FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority <= $3
+        WITH RECURSIVE p(prio, kind) AS (
+            (SELECT priority, kind FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority <= $3
              ORDER BY priority LIMIT 1)
             UNION ALL
-            SELECT (SELECT priority FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority > p.prio
-                AND priority <= $3 ORDER BY priority LIMIT 1)
-            FROM p WHERE p.prio IS NOT NULL)
+            SELECT n.priority, n.kind FROM p CROSS JOIN LATERAL (
+                SELECT priority, kind FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority > p.prio
+                    AND priority <= $3 ORDER BY priority LIMIT 1) n)
         SELECT 1 FROM p CROSS JOIN LATERAL (SELECT 1 FROM lq_jobs
             WHERE queue = $1 AND state IN (0, 1) AND priority = p.prio AND visible_at <= $9 LIMIT 1) d)
     AS c OFFSET 0) x
