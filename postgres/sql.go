@@ -36,10 +36,14 @@ FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6
 ORDER BY u.ord
 RETURNING id`
 
-	// insertOneKeylessSQL is insertKeylessSQL for a single job.
-	insertOneKeylessSQL = `INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload)
-VALUES ($1, $2, $3, $4, $4, $5, $6)
-RETURNING id`
+	// insertOneKeylessSQL is insertKeylessSQL for a single job, which also
+	// notifies channel $7 of its queue: one statement where an insert and
+	// a notify would be two.
+	insertOneKeylessSQL = `WITH ins AS (
+    INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload)
+    VALUES ($1, $2, $3, $4, $4, $5, $6)
+    RETURNING id)
+SELECT ins.id FROM ins CROSS JOIN LATERAL (SELECT pg_notify($7, $1)) n`
 
 	notifySQL = `SELECT pg_notify($1, $2)`
 

@@ -7,6 +7,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -224,7 +225,6 @@ func (w *writer) sendOnce(ops []*op, cs []store.Completion) (results []error, co
 	for _, o := range ops {
 		all = append(all, o.jobs...)
 	}
-	queues := map[string]bool{}
 	if len(all) > 0 {
 		s.queueInsert(b, all, func(ids []int64, dups []error) {
 			off := 0
@@ -234,12 +234,6 @@ func (w *writer) sendOnce(ops []*op, cs []store.Completion) (results []error, co
 				off += n
 			}
 		})
-		for _, j := range all {
-			queues[j.Queue] = true
-		}
-		for q := range queues {
-			b.Queue(notifySQL, s.channel, q)
-		}
 	}
 	for _, o := range ops {
 		if o.add != nil {
@@ -335,10 +329,11 @@ func (s *pgStore) withConn(ctx context.Context, fn func(c *pgx.Conn) error) erro
 	return err
 }
 
-// queueInsert queues on b the insert of jobs; done receives, in the jobs'
-// order, their ids and duplicates (see mapInsert) once the insert answered.
-// Jobs without keys go in with insertKeylessSQL, which has no conflicts to
-// look for.
+// queueInsert queues on b the insert of jobs and a notification of each
+// of their queues; done receives, in the jobs' order, their ids and
+// duplicates (see mapInsert) once the insert answered. Jobs without keys go
+// in with insertKeylessSQL, which has no conflicts to look for; a single one
+// with insertOneKeylessSQL, which notifies too.
 func (s *pgStore) queueInsert(b *pgx.Batch, jobs []store.NewJob, done func(ids []int64, dups []error)) {
 	keyless := true
 	for i := range jobs {
@@ -353,7 +348,7 @@ func (s *pgStore) queueInsert(b *pgx.Batch, jobs []store.NewJob, done func(ids [
 		if payload == nil {
 			payload = []byte{}
 		}
-		b.Queue(s.q(insertOneKeylessSQL), j.Queue, j.Kind, int64(j.Priority), j.VisibleAt, j.CreatedAt, payload).QueryRow(func(row pgx.Row) error {
+		b.Queue(s.q(insertOneKeylessSQL), j.Queue, j.Kind, int64(j.Priority), j.VisibleAt, j.CreatedAt, payload, s.channel).QueryRow(func(row pgx.Row) error {
 			var id int64
 			if err := row.Scan(&id); err != nil {
 				return err
@@ -363,6 +358,19 @@ func (s *pgStore) queueInsert(b *pgx.Batch, jobs []store.NewJob, done func(ids [
 		})
 		return
 	}
+	s.queueInsertMany(b, jobs, keyless, done)
+	queues := map[string]bool{}
+	for _, j := range jobs {
+		queues[j.Queue] = true
+	}
+	for _, q := range slices.Sorted(maps.Keys(queues)) {
+		b.Queue(notifySQL, s.channel, q)
+	}
+}
+
+// queueInsertMany is queueInsert's insert of several jobs, or of one with
+// a key.
+func (s *pgStore) queueInsertMany(b *pgx.Batch, jobs []store.NewJob, keyless bool, done func(ids []int64, dups []error)) {
 	if keyless {
 		args := insertArgs(jobs)[:6]
 		b.Queue(s.q(insertKeylessSQL), args...).Query(func(rows pgx.Rows) error {
