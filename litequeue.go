@@ -629,11 +629,12 @@ func (q *Queue) prepare(job Job, o *EnqueueOptions) (store.NewJob, error) {
 // priority 0 and no key.
 //
 // When the job's queue has an idle worker in this process, the enqueue's own
-// transaction also claims the queue's most urgent due job and hands it to
-// that worker — the new job itself unless an older or more urgent one is due
-// — so a job may start before Enqueue returns; otherwise the queue's
-// dispatcher is woken at once. Either way jobs start in priority, then
-// due-time order.
+// transaction also claims the new job and hands it to that worker, unless an
+// older or more urgent job is due (then a queue file's transaction claims
+// that one instead, and a PostgreSQL queue's claims nothing), so a job may
+// start before Enqueue returns; whenever the new job was not handed off, the
+// queue's dispatcher is woken at once. Either way jobs start in priority,
+// then due-time order.
 //
 // Errors: ErrInvalidJob (nothing written) when the job or opts are invalid;
 // ErrStorageFull (nothing written) when the disk is full;
