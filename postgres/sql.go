@@ -49,78 +49,11 @@ SELECT ins.id FROM ins CROSS JOIN LATERAL (SELECT pg_notify($7, $1)) n`
 
 	// pauseLockSQL takes, for the rest of the transaction, the lock that
 	// Pause holds exclusively while it pauses queue $2 of schema $1: a claim
-	// that holds it either commits before a Pause or sees it. A statement of its own, so that the next statement's
-	// snapshot is taken after the lock.
+	// that holds it either commits before a Pause or sees it. A statement of
+	// its own, so that the next statement's snapshot is taken after the lock.
 	pauseLockSQL = `SELECT pg_advisory_xact_lock_shared(hashtextextended('litequeue pause ' || $1::text || ' ' || $2::text, 0))`
 
-	// insertClaimNewSQL inserts a job without a key, due now ($4 <= now $9),
-	// into queue $1 at priority $3, and claims it in the same statement —
-	// lease $8 until $7, its first attempt — but only when nothing could
-	// come before it: the queue is not paused, and no live row of the queue
-	// as urgent or more is due (a lapsed lease is due too) — one seek of the
-	// claim index per distinct priority up to the job's, and one for an
-	// empty queue, each read through the heap as claimSQL's are (an
-	// index-only scan would walk the entries of every job deleted since the
-	// last vacuum on each enqueue, never marking them dead). Otherwise the job
-	// goes in pending and the statement notifies channel $10 of queue $1,
-	// for the workers of every process. It returns the id and whether the
-	// job was claimed. Run after pauseLockSQL. (OFFSET 0 keeps the
-	// conditions one subquery, evaluated once, instead of once per CASE.)
-	insertClaimNewSQL = `WITH ins AS (
-INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload,
-    state, lease, attempt, attempted_at, due_at)
-SELECT $1, $2, $3, CASE WHEN x.c THEN $7::bigint ELSE $4::bigint END, $4, $5, $6,
-    CASE WHEN x.c THEN 1 ELSE 0 END, CASE WHEN x.c THEN $8::bigint END, CASE WHEN x.c THEN 1 ELSE 0 END,
-    CASE WHEN x.c THEN $9::bigint END, CASE WHEN x.c THEN $4::bigint END
-FROM (SELECT NOT EXISTS (SELECT 1 FROM lq_queues WHERE queue = $1 AND paused_at IS NOT NULL)
-    AND NOT EXISTS (
-        WITH RECURSIVE p(prio, kind) AS (
-            (SELECT priority, kind FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority <= $3
-             ORDER BY priority LIMIT 1)
-            UNION ALL
-            SELECT n.priority, n.kind FROM p CROSS JOIN LATERAL (
-                SELECT priority, kind FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority > p.prio
-                    AND priority <= $3 ORDER BY priority LIMIT 1) n)
-        SELECT 1 FROM p CROSS JOIN LATERAL (SELECT 1 FROM lq_jobs
-            WHERE queue = $1 AND state IN (0, 1) AND priority = p.prio AND visible_at <= $9 LIMIT 1) d)
-    AS c OFFSET 0) x
-RETURNING id, state = 1 AS took)
-SELECT ins.id, ins.took FROM ins LEFT JOIN LATERAL (SELECT pg_notify($10, $1) WHERE NOT ins.took) n ON true`
-
 	holderSQL = `SELECT id FROM lq_jobs WHERE idem_key = $1 AND state IN (0, 1)`
-
-	// claimSQL claims up to $3 due rows of queue $1 whose kind is one of
-	// $2, most urgent first: it walks the queue's distinct priorities in
-	// order (p: one seek of the claim index each, read through the heap so
-	// that the entries of deleted rows get marked dead instead of walked by
-	// every claim), and per priority takes the due rows in due-time order —
-	// an index range scan that stops at the first row not yet due — skipping
-	// rows another transaction holds; the walk stops once $3 rows are taken.
-	// A running row whose lease lapsed is due too: its worker is gone. The
-	// claim takes lease $6 until $5, counts the attempt and keeps the time
-	// the row became due in due_at. Run after pauseLockSQL: a paused queue
-	// claims nothing.
-	claimSQL = `WITH RECURSIVE p(prio, kind) AS (
-    (SELECT priority, kind FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) ORDER BY priority LIMIT 1)
-    UNION ALL
-    SELECT n.priority, n.kind FROM p CROSS JOIN LATERAL (
-        SELECT priority, kind FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority > p.prio
-        ORDER BY priority LIMIT 1) n
-), c AS (
-    SELECT t.id FROM p CROSS JOIN LATERAL (
-        SELECT j.id FROM lq_jobs j
-        WHERE j.queue = $1 AND j.state IN (0, 1) AND j.priority = p.prio AND j.visible_at <= $4 AND j.kind = ANY ($2)
-        ORDER BY j.visible_at, j.id LIMIT $3
-        FOR UPDATE SKIP LOCKED) t
-    WHERE NOT EXISTS (SELECT 1 FROM lq_queues WHERE queue = $1 AND paused_at IS NOT NULL)
-    LIMIT $3
-)
-UPDATE lq_jobs j
-SET state = 1, visible_at = $5, lease = $6, attempt = j.attempt + 1, attempted_at = $4, due_at = j.visible_at,
-    last_error = CASE WHEN j.state = 1
-        THEN 'lease expired: the worker of attempt ' || j.attempt || ' was lost' ELSE j.last_error END
-FROM c WHERE j.id = c.id
-RETURNING j.id, j.kind, j.attempt, j.priority, j.payload, j.idem_key, j.created_at, j.last_error, j.due_at`
 
 	// nextDueSQL walks the distinct priorities of a queue's live rows (one
 	// index seek each) and takes, per priority, the earliest row of a handled
@@ -234,6 +167,75 @@ a AS (DELETE FROM lq_attempts WHERE job_id IN (SELECT id FROM d))
 SELECT count(*) FROM d`
 
 	liveHoldersSQL = `SELECT idem_key, id FROM lq_jobs WHERE idem_key = ANY ($1) AND state IN (0, 1)`
+)
+
+// priorityWalk returns a recursive CTE, p(prio, kind): the distinct
+// priorities of queue $1's live rows in order, one seek of the claim index
+// each, with bound (" AND priority <= $3", or "") on every seek. Each seek
+// selects kind, which the index lacks, so that it reads the heap: an
+// index-only scan would never mark the entries of deleted jobs dead, and
+// every walk would step over all of them again until a vacuum.
+func priorityWalk(bound string) string {
+	return `WITH RECURSIVE p(prio, kind) AS (
+    (SELECT priority, kind FROM lq_jobs WHERE queue = $1 AND state IN (0, 1)` + bound + `
+     ORDER BY priority LIMIT 1)
+    UNION ALL
+    SELECT n.priority, n.kind FROM p CROSS JOIN LATERAL (
+        SELECT priority, kind FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority > p.prio` + bound + `
+        ORDER BY priority LIMIT 1) n)`
+}
+
+// The statements built on priorityWalk.
+var (
+	// insertClaimNewSQL inserts a job without a key, due now ($4 <= now $9),
+	// into queue $1 at priority $3, and claims it in the same statement —
+	// lease $8 until $7, its first attempt — but only when nothing could
+	// come before it: the queue is not paused, and no live row of the queue
+	// as urgent or more is due (a lapsed lease is due too): priorityWalk up
+	// to the job's priority, and per priority one seek for a due row.
+	// Otherwise the job goes in pending and the statement notifies channel
+	// $10 of queue $1, for the workers of every process. It returns the id
+	// and whether the job was claimed. Run after pauseLockSQL. (OFFSET 0 keeps the
+	// conditions one subquery, evaluated once, instead of once per CASE.)
+	insertClaimNewSQL = `WITH ins AS (
+INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload,
+    state, lease, attempt, attempted_at, due_at)
+SELECT $1, $2, $3, CASE WHEN x.c THEN $7::bigint ELSE $4::bigint END, $4, $5, $6,
+    CASE WHEN x.c THEN 1 ELSE 0 END, CASE WHEN x.c THEN $8::bigint END, CASE WHEN x.c THEN 1 ELSE 0 END,
+    CASE WHEN x.c THEN $9::bigint END, CASE WHEN x.c THEN $4::bigint END
+FROM (SELECT NOT EXISTS (SELECT 1 FROM lq_queues WHERE queue = $1 AND paused_at IS NOT NULL)
+    AND NOT EXISTS (` + priorityWalk(" AND priority <= $3") + `
+        SELECT 1 FROM p CROSS JOIN LATERAL (SELECT 1 FROM lq_jobs
+            WHERE queue = $1 AND state IN (0, 1) AND priority = p.prio AND visible_at <= $9 LIMIT 1) d)
+    AS c OFFSET 0) x
+RETURNING id, state = 1 AS took)
+SELECT ins.id, ins.took FROM ins LEFT JOIN LATERAL (SELECT pg_notify($10, $1) WHERE NOT ins.took) n ON true`
+
+	// claimSQL claims up to $3 due rows of queue $1 whose kind is one of
+	// $2, most urgent first: it walks the queue's distinct priorities in
+	// order (priorityWalk), and per priority takes the due rows in due-time
+	// order — an index range scan that stops at the first row not yet due —
+	// skipping rows another transaction holds; the walk stops once $3 rows
+	// are taken.
+	// A running row whose lease lapsed is due too: its worker is gone. The
+	// claim takes lease $6 until $5, counts the attempt and keeps the time
+	// the row became due in due_at. Run after pauseLockSQL: a paused queue
+	// claims nothing.
+	claimSQL = priorityWalk("") + `, c AS (
+    SELECT t.id FROM p CROSS JOIN LATERAL (
+        SELECT j.id FROM lq_jobs j
+        WHERE j.queue = $1 AND j.state IN (0, 1) AND j.priority = p.prio AND j.visible_at <= $4 AND j.kind = ANY ($2)
+        ORDER BY j.visible_at, j.id LIMIT $3
+        FOR UPDATE SKIP LOCKED) t
+    WHERE NOT EXISTS (SELECT 1 FROM lq_queues WHERE queue = $1 AND paused_at IS NOT NULL)
+    LIMIT $3
+)
+UPDATE lq_jobs j
+SET state = 1, visible_at = $5, lease = $6, attempt = j.attempt + 1, attempted_at = $4, due_at = j.visible_at,
+    last_error = CASE WHEN j.state = 1
+        THEN 'lease expired: the worker of attempt ' || j.attempt || ' was lost' ELSE j.last_error END
+FROM c WHERE j.id = c.id
+RETURNING j.id, j.kind, j.attempt, j.priority, j.payload, j.idem_key, j.created_at, j.last_error, j.due_at`
 )
 
 // qualifier rewrites the statements' table and function names to
