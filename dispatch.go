@@ -132,7 +132,11 @@ func (p *pool) pop(stop <-chan struct{}) *delivery {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return heap.Pop(&p.ready).(*delivery)
+	d := heap.Pop(&p.ready).(*delivery)
+	if was := p.prefetch.n; p.prefetch.started(p.q.clock.Now()) > was && p.full && p.claimableLocked() > 0 {
+		p.signal() // a larger allowance: claim ahead now, not at the next freed slot
+	}
+	return d
 }
 
 // queued reports how many claimed deliveries wait for a worker.
@@ -296,14 +300,15 @@ func (p *pool) dueAt(t time.Time) {
 }
 
 // claimableLocked returns how many slots the dispatcher should claim for
-// now, 0 for none: the free slots, unless the workers still have more than
-// a round of claimed jobs waiting and less than a whole ClaimBatch of slots
-// is free — then free slots gather, since one claim of many rows costs a
-// statement (and on PostgreSQL a round trip) where many claims of a few
-// rows cost one each. p.mu is held.
+// now, 0 for none: the free slots — the handler slots plus the prefetch
+// allowance (prefetch.go), less the jobs held — unless the workers still
+// have more than a round of claimed jobs waiting and fewer slots are free
+// than the allowance — then free slots gather, since one claim of many
+// rows costs a statement (and on PostgreSQL a round trip) where many claims
+// of a few rows cost one each. p.mu is held.
 func (p *pool) claimableLocked() int {
-	free := p.capacity - len(p.inflight) - p.reserved
-	if free <= 0 || (p.ready.Len() > p.cfg.Concurrency && free < p.q.opts.ClaimBatch) {
+	free := min(p.cfg.Concurrency+p.prefetch.n, p.capacity) - len(p.inflight) - p.reserved
+	if free <= 0 || (p.ready.Len() > p.cfg.Concurrency && free < p.prefetch.n) {
 		return 0
 	}
 	return free

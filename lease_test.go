@@ -239,11 +239,14 @@ func TestLeaseIsExtendedWhileTheHandlerRuns(t *testing.T) {
 }
 
 // Stop hands claimed jobs that have not started back at once, with their
-// attempt unused, while it waits for the running handlers to finish.
+// attempt unused, while it waits for the running handlers to finish. (A
+// pool's first claim takes its handler slots and as many jobs again, up to
+// ClaimBatch: prefetch.go.)
 func TestStopReleasesClaimedUnstartedJobsAtOnce(t *testing.T) {
+	const slots = 4
 	h := setup(t, func(o *Options) {
 		o.ClaimBatch = 10
-		o.Queues = []QueueConfig{{Name: DefaultQueue, Concurrency: 1}}
+		o.Queues = []QueueConfig{{Name: DefaultQueue, Concurrency: slots}}
 	})
 	gate, openGate := newGate()
 	defer openGate()
@@ -254,16 +257,18 @@ func TestStopReleasesClaimedUnstartedJobsAtOnce(t *testing.T) {
 		return nil
 	})
 	ctx := context.Background()
-	first, err := h.q.Enqueue(ctx, SendEmail{To: "first"}, &EnqueueOptions{Priority: -1})
-	require.NoError(t, err)
+	for range slots {
+		_, err := h.q.Enqueue(ctx, SendEmail{To: "first"}, &EnqueueOptions{Priority: -1})
+		require.NoError(t, err)
+	}
 	var queued []int64
-	for range 4 {
+	for range slots {
 		id, err := h.q.Enqueue(ctx, SendEmail{To: "queued"}, nil)
 		require.NoError(t, err)
 		queued = append(queued, id)
 	}
 	h.start(t)
-	h.ev.wait(t, EventStarted, first, 1) // one claim took all five
+	h.ev.wait(t, EventStarted, 0, slots) // one claim took all eight
 
 	stopped := make(chan error, 1)
 	go func() { stopped <- h.q.Stop(context.Background()) }()
@@ -279,9 +284,9 @@ func TestStopReleasesClaimedUnstartedJobsAtOnce(t *testing.T) {
 	case err := <-stopped:
 		require.NoError(t, err)
 	case <-time.After(waitLimit):
-		t.Fatal("Stop did not return after the running handler finished")
+		t.Fatal("Stop did not return after the running handlers finished")
 	}
-	h.ev.wait(t, EventSucceeded, first, 1)
+	h.ev.wait(t, EventSucceeded, 0, slots)
 	for _, id := range queued {
 		require.Zero(t, h.ev.count(EventStarted, id), "job %d ran after Stop began", id)
 	}

@@ -223,6 +223,7 @@ type pool struct {
 	inflight map[*delivery]struct{} // claimed, queued or running: each claim is its own entry
 	full     bool                   // the last claim filled its batch: more may be due
 	reserved int                    // slots held for enqueues that claim their own job (see reserveDirect)
+	prefetch prefetch               // how many jobs to hold claimed beyond the handler slots
 	stopped  bool                   // Stop has begun: nothing more goes into jobs
 	kinds    map[string]bool
 
@@ -367,6 +368,7 @@ func newPool(q *Queue, r *runState, cfg QueueConfig, kinds []string) *pool {
 	p := &pool{
 		q: q, r: r, cfg: cfg, kindList: kinds, kindsJSON: string(kj),
 		capacity:   cfg.Concurrency + q.opts.ClaimBatch,
+		prefetch:   newPrefetch(cfg.Concurrency, q.opts.ClaimBatch),
 		wakeCh:     make(chan struct{}, 1),
 		due:        newAlarm(q.clock),
 		ext:        newAlarm(q.clock),

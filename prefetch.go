@@ -1,0 +1,51 @@
+package litequeue
+
+import "time"
+
+// prefetchHorizon is how much work, in time, a pool holds claimed beyond
+// its handler slots: about what its handlers start in this long, measured
+// through the Clock. A pool whose handlers are fast claims in large batches
+// (one statement, and on PostgreSQL one round trip and one commit, for
+// many jobs); a pool whose handlers are slow holds little or nothing ahead
+// of them, so that jobs are not kept leased in one process while another
+// process has free workers, and a crash of the process costs few jobs that
+// had not started (their attempt was counted at claim).
+const prefetchHorizon = 20 * time.Millisecond
+
+// prefetchSample is the least Clock time one measurement of the start
+// rate spans.
+const prefetchSample = 10 * time.Millisecond
+
+// prefetch is a pool's allowance of claimed jobs beyond its handler slots:
+// the jobs its handlers started per second, measured over the last sample,
+// times prefetchHorizon, at most max (Options.ClaimBatch). It starts at
+// min(Concurrency, ClaimBatch) and follows the measured rate from the first
+// full sample on. A Clock that does not move (a mock clock a test does not
+// advance) leaves it where it is. Guarded by the pool's mu.
+type prefetch struct {
+	max    int
+	n      int       // the allowance now, 0..max
+	since  time.Time // when the current sample began
+	starts int       // handler starts in the current sample
+}
+
+func newPrefetch(concurrency, max int) prefetch {
+	return prefetch{max: max, n: min(concurrency, max)}
+}
+
+// started counts a handler start at now and, once the sample spans
+// prefetchSample, sets the allowance from it and begins the next. It
+// returns the allowance.
+func (f *prefetch) started(now time.Time) int {
+	if f.since.IsZero() { // the first start begins the first sample
+		f.since = now
+	}
+	f.starts++
+	el := now.Sub(f.since)
+	if el < prefetchSample {
+		return f.n
+	}
+	f.n = int(min(int64(f.starts)*int64(prefetchHorizon)/int64(el), int64(f.max)))
+	f.since, f.starts = now, 0
+	return f.n
+}
