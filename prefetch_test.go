@@ -1,11 +1,9 @@
 package litequeue
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -61,76 +59,6 @@ func TestPrefetchFollowsTheStartRate(t *testing.T) {
 	})
 }
 
-// allowance reads the prefetch allowance of the running pool of queue name.
-func allowance(t *testing.T, q *Queue, name string) int {
-	t.Helper()
-	q.mu.Lock()
-	r := q.run
-	q.mu.Unlock()
-	require.NotNil(t, r, "the queue is not started")
-	p := r.pools[name]
-	require.NotNil(t, p, "no pool for queue %q", name)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.prefetch.n
-}
-
-// A pool holds claimed jobs ahead of its handlers by how fast they start
-// them (prefetch.go), through the Clock: while each job takes 100ms it
-// holds nothing beyond its busy handlers, so jobs are not kept leased here
-// while another process has free workers; once jobs start hundreds to a
-// 10ms, it claims ClaimBatch at a time ahead of them. (Whether the last
-// free slot is claimed at once or gathers for the next claim depends on
-// when the large claim ran, hence the range.)
-func TestPrefetchHoldsNothingAheadOfSlowHandlersAndABatchAheadOfFastOnes(t *testing.T) {
-	const slots, batch = 2, 50
-	h := setup(t, func(o *Options) {
-		o.ClaimBatch = batch
-		o.Queues = []QueueConfig{{Name: DefaultQueue, Concurrency: slots}}
-	})
-	proceed, done := make(chan struct{}), make(chan struct{})
-	defer close(done) // before the harness stops the queue
-	Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error {
-		select {
-		case <-proceed:
-		case <-done:
-		}
-		return nil
-	})
-	ctx := context.Background()
-	var items []BatchItem
-	for range 300 {
-		items = append(items, BatchItem{Job: SendEmail{To: "x"}})
-	}
-	_, err := h.q.EnqueueBatch(ctx, items)
-	require.NoError(t, err)
-	h.start(t)
-	leased := func() int {
-		st, err := h.q.Stats(ctx)
-		require.NoError(t, err)
-		return st[0].Running
-	}
-	require.Eventually(t, func() bool { return leased() == 2*slots }, waitLimit, time.Millisecond,
-		"the first claim takes the handler slots and as many again")
-
-	// Slow: each job runs 100ms of the Clock.
-	for range 6 {
-		h.clock.Add(100 * time.Millisecond)
-		proceed <- struct{}{}
-	}
-	require.Eventually(t, func() bool { return allowance(t, h.q, DefaultQueue) == 0 && leased() == slots },
-		waitLimit, time.Millisecond, "slow handlers: nothing is held beyond the busy handlers")
-
-	// Fast: 100 jobs in the same instant, then one 10ms later.
-	for range 100 {
-		proceed <- struct{}{}
-	}
-	h.clock.Add(prefetchSample)
-	proceed <- struct{}{}
-	var a, l int
-	if !assert.Eventually(t, func() bool { a, l = allowance(t, h.q, DefaultQueue), leased(); return a == batch && l >= batch },
-		waitLimit, time.Millisecond, "fast handlers: a ClaimBatch is claimed ahead") {
-		t.Fatalf("allowance %d, leased %d", a, l)
-	}
-	require.LessOrEqual(t, leased(), slots+batch, "never more than Concurrency + ClaimBatch")
-}
+// The queue-level behaviour (little held ahead of slow handlers, a
+// ClaimBatch ahead of fast ones) is in the conformance suite
+// (internal/conformance/prefetch.go), which runs on both backends.
