@@ -198,7 +198,7 @@ type Options struct {
 	// ClaimBatch is the most jobs one claim statement takes, and the most a
 	// queue holds claimed beyond its busy handlers. Default
 	// DefaultClaimBatch (400). Within it, a queue holds ahead about what its
-	// handlers start in 20ms of the Clock, measured as they run: fast
+	// handlers start in 50ms of the Clock, measured as they run: fast
 	// handlers get large claims (fewer statements, and on PostgreSQL fewer
 	// round trips and commits, per job), while a queue whose jobs take
 	// longer holds little or nothing ahead — jobs are not kept leased in

@@ -23,12 +23,12 @@ func TestPrefetchFollowsTheStartRate(t *testing.T) {
 	t.Run("fast starts raise it to the horizon's worth", func(t *testing.T) {
 		f := newPrefetch(4, 400)
 		f.started(t0) // begins the sample
-		for i := range 99 {
-			f.started(t0.Add(time.Duration(i) * 100 * time.Microsecond))
+		for i := range 39 {
+			f.started(t0.Add(time.Duration(i) * 200 * time.Microsecond))
 		}
 		require.Equal(t, 4, f.n, "the sample spans less than prefetchSample")
-		f.started(t0.Add(prefetchSample)) // 101 starts in 10ms: 10,100 a second
-		require.Equal(t, 202, f.n, "20ms of starts at 10,100 a second")
+		f.started(t0.Add(prefetchSample)) // 41 starts in 10ms: 4,100 a second
+		require.Equal(t, 205, f.n, "50ms of starts at 4,100 a second")
 	})
 	t.Run("never above ClaimBatch", func(t *testing.T) {
 		f := newPrefetch(4, 50)
@@ -42,7 +42,7 @@ func TestPrefetchFollowsTheStartRate(t *testing.T) {
 	t.Run("slow starts hold nothing ahead", func(t *testing.T) {
 		f := newPrefetch(4, 400)
 		f.started(t0)
-		f.started(t0.Add(100 * time.Millisecond)) // 2 starts in 100ms: 0.4 jobs in 20ms
+		f.started(t0.Add(200 * time.Millisecond)) // 2 starts in 200ms: 0.5 jobs in 50ms
 		require.Zero(t, f.n)
 	})
 	t.Run("each sample starts where the last ended", func(t *testing.T) {
@@ -55,7 +55,7 @@ func TestPrefetchFollowsTheStartRate(t *testing.T) {
 			f.started(at)
 		}
 		f.started(at.Add(prefetchSample)) // 51 starts in the 10ms since the last sample
-		require.Equal(t, 102, f.n)
+		require.Equal(t, 255, f.n)
 	})
 }
 
