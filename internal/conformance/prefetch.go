@@ -18,11 +18,12 @@ func init() {
 }
 
 // A queue holds claimed jobs ahead of its handlers by how fast they start
-// them, measured through the Clock (Options.ClaimBatch): while each job
-// takes 100ms it holds nothing beyond its busy handlers, so a process does
-// not keep jobs leased that another process's free workers could run; once
-// jobs start a hundred to 10ms, it claims a ClaimBatch ahead of them. The
-// leased rows (Stats' Running) are what the store sees.
+// them, measured through the Clock (Options.ClaimBatch): while its
+// handlers start one job per 100ms it holds nothing beyond its busy
+// handlers, so a process does not keep jobs leased that another process's
+// free workers could run; once they start a hundred in 10ms, it claims a
+// ClaimBatch ahead of them. The leased rows (Stats' Running) are what the
+// store sees.
 func testPrefetch(t *testing.T, b Backend) {
 	const slots, batch, slow = 2, 50, 6
 	h := setup(t, b, func(o *litequeue.Options) {
@@ -52,7 +53,7 @@ func testPrefetch(t *testing.T, b Backend) {
 	require.Eventually(t, func() bool { return leased() == 2*slots }, WaitLimit, time.Millisecond,
 		"the first claim takes the handler slots and as many again")
 
-	// Slow: each job runs 100ms of the Clock. Each finished job starts
+	// Slow: one job finishes per 100ms of the Clock. Each finished job starts
 	// one more; once the last of them started, every claim it needed has
 	// committed, and with both handlers blocked nothing changes until the
 	// test lets one finish.
