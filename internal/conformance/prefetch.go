@@ -19,7 +19,7 @@ func init() {
 
 // A queue holds claimed jobs ahead of its handlers by how fast they start
 // them, measured through the Clock (Options.ClaimBatch): while its
-// handlers start one job per 100ms it holds nothing beyond its busy
+// handlers start one job per 500ms it holds nothing beyond its busy
 // handlers, so a process does not keep jobs leased that another process's
 // free workers could run; once they start a hundred in 10ms, it claims a
 // ClaimBatch ahead of them. The leased rows (Stats' Running) are what the
@@ -53,12 +53,14 @@ func testPrefetch(t *testing.T, b Backend) {
 	require.Eventually(t, func() bool { return leased() == 2*slots }, WaitLimit, time.Millisecond,
 		"the first claim takes the handler slots and as many again")
 
-	// Slow: one job finishes per 100ms of the Clock. Each finished job starts
-	// one more; once the last of them started, every claim it needed has
-	// committed, and with both handlers blocked nothing changes until the
-	// test lets one finish.
+	// Slow: one job finishes per 500ms of the Clock. Each finished job
+	// starts one more; once the last of them started, every claim it needed
+	// has committed, and with both handlers blocked nothing changes until
+	// the test lets one finish. (A worker may start its next job after the
+	// clock's next step, so up to three starts can fall in one step: even
+	// then they are 0.3 jobs in the 50ms horizon, and nothing is held.)
 	for range slow {
-		h.Clock.Add(100 * time.Millisecond)
+		h.Clock.Add(500 * time.Millisecond)
 		proceed <- struct{}{}
 	}
 	h.Ev.Wait(t, litequeue.EventStarted, 0, slots+slow)
