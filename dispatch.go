@@ -133,7 +133,7 @@ func (p *pool) pop(stop <-chan struct{}) *delivery {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	d := heap.Pop(&p.ready).(*delivery)
-	if was := p.prefetch.n; p.prefetch.started(p.q.clock.Now()) > was && p.full && p.claimableLocked() > 0 {
+	if was := p.prefetch.n; p.prefetch.started(p.q.clock.Now()) > was && p.moreToClaimLocked() {
 		p.signal() // a larger allowance: claim ahead now, not at the next freed slot
 	}
 	return d
@@ -314,6 +314,13 @@ func (p *pool) claimableLocked() int {
 	return free
 }
 
+// moreToClaimLocked reports whether the dispatcher, asleep, should be woken:
+// its last claim was full, so more may be due, and it would claim now. p.mu
+// is held.
+func (p *pool) moreToClaimLocked() bool {
+	return p.full && p.claimableLocked() > 0
+}
+
 // freed is called when a delivery finishes: if the last claim was full
 // there may be more work waiting for the slot, and the dispatcher is woken
 // once it would claim — not for every freed slot, which would cost a
@@ -321,7 +328,7 @@ func (p *pool) claimableLocked() int {
 func (p *pool) freed(d *delivery) {
 	p.mu.Lock()
 	delete(p.inflight, d)
-	wake := p.full && p.claimableLocked() > 0
+	wake := p.moreToClaimLocked()
 	p.mu.Unlock()
 	if wake {
 		p.signal()

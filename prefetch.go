@@ -23,19 +23,19 @@ const prefetchSample = 10 * time.Millisecond
 
 // prefetch is a pool's allowance of claimed jobs beyond its handler slots:
 // the jobs its handlers started per second, measured over the last sample,
-// times prefetchHorizon, at most max (Options.ClaimBatch). It starts at
+// times prefetchHorizon, at most limit (Options.ClaimBatch). It starts at
 // min(Concurrency, ClaimBatch) and follows the measured rate from the first
 // full sample on. A Clock that does not move (a mock clock a test does not
 // advance) leaves it where it is. Guarded by the pool's mu.
 type prefetch struct {
-	max    int
-	n      int       // the allowance now, 0..max
+	limit  int
+	n      int       // the allowance now, 0..limit
 	since  time.Time // when the current sample began
 	starts int       // handler starts in the current sample
 }
 
-func newPrefetch(concurrency, max int) prefetch {
-	return prefetch{max: max, n: min(concurrency, max)}
+func newPrefetch(concurrency, limit int) prefetch {
+	return prefetch{limit: limit, n: min(concurrency, limit)}
 }
 
 // started counts a handler start at now and, once the sample spans
@@ -50,7 +50,7 @@ func (f *prefetch) started(now time.Time) int {
 	if el < prefetchSample {
 		return f.n
 	}
-	f.n = int(min(int64(f.starts)*int64(prefetchHorizon)/int64(el), int64(f.max)))
+	f.n = int(min(int64(f.starts)*int64(prefetchHorizon)/int64(el), int64(f.limit)))
 	f.since, f.starts = now, 0
 	return f.n
 }
