@@ -1,6 +1,7 @@
 package litequeue
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -62,3 +63,39 @@ func TestPrefetchFollowsTheStartRate(t *testing.T) {
 // The queue-level behaviour (little held ahead of slow handlers, a
 // ClaimBatch ahead of fast ones) is in the conformance suite
 // (internal/conformance/prefetch.go), which runs on both backends.
+
+// A pop that raises the allowance wakes a dispatcher whose last claim was
+// full, so the larger claim goes out at once instead of at the next freed
+// slot — which, with every handler busy, may be long in coming.
+func TestALargerAllowanceWakesTheDispatcher(t *testing.T) {
+	h := setup(t, func(o *Options) {
+		o.ClaimBatch = 50
+		o.Queues = []QueueConfig{{Name: DefaultQueue, Concurrency: 1}}
+	})
+	Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error { return nil })
+	for range 3 {
+		_, err := h.q.Enqueue(context.Background(), SendEmail{To: "x"}, nil)
+		require.NoError(t, err)
+	}
+	p := detachedPool(h.q, DefaultQueue) // no dispatcher: its wake-ups stay in wakeCh
+	got, err := p.claim(2)               // the handler slot and the allowance of 1
+	require.NoError(t, err)
+	require.Equal(t, 2, got)
+	p.mu.Lock()
+	p.full = true
+	p.mu.Unlock()
+	woken := func() bool {
+		select {
+		case <-p.wakeCh:
+			return true
+		default:
+			return false
+		}
+	}
+	woken()
+	p.pop(nil) // begins the sample
+	require.False(t, woken(), "the allowance did not change")
+	h.clock.Add(prefetchSample)
+	p.pop(nil) // 2 starts in 10ms: 10 jobs in 50ms
+	require.True(t, woken(), "the allowance grew from 1 to 10: the dispatcher is woken")
+}
