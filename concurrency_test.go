@@ -8,10 +8,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// With every handler slot busy, a job claimed ahead waits unstarted: with
-// Concurrency 3 and ClaimBatch 1 the queue claims four jobs, three run (and
-// block), and the fourth is still unstarted when Stop begins, so Stop hands
-// it back at once. A fourth handler would have taken it.
+// With every handler slot busy, jobs claimed ahead wait unstarted: with
+// Concurrency 3 and ClaimBatch 1 the queue claims five jobs (its slots and
+// two allowances of one), three run (and block), and the other two are
+// still unstarted when Stop begins, so Stop hands them back at once. A
+// fourth handler would have taken one.
 func TestBusyHandlersLeaveTheJobClaimedAheadUnstarted(t *testing.T) {
 	const limit = 3
 	h := setup(t, func(o *Options) {
@@ -36,8 +37,8 @@ func TestBusyHandlersLeaveTheJobClaimedAheadUnstarted(t *testing.T) {
 	require.Eventually(t, func() bool { // the claims run one job at a time
 		st, err := h.q.Stats(ctx)
 		require.NoError(t, err)
-		return st[0].Running == limit+1
-	}, waitLimit, time.Millisecond, "the queue claims Concurrency + ClaimBatch jobs")
+		return st[0].Running == limit+2
+	}, waitLimit, time.Millisecond, "the queue claims Concurrency + 2 × ClaimBatch jobs")
 
 	stopped := make(chan error, 1)
 	go func() { stopped <- h.q.Stop(context.Background()) }()
@@ -52,5 +53,5 @@ func TestBusyHandlersLeaveTheJobClaimedAheadUnstarted(t *testing.T) {
 	}
 	h.ev.wait(t, EventSucceeded, 0, limit) // emitted just after the commit Stop waits for
 	require.Equal(t, limit, h.ev.count(EventStarted, 0), "handlers started")
-	require.Equal(t, 1, h.ev.count(EventReleased, 0), "one job was claimed ahead")
+	require.Equal(t, 2, h.ev.count(EventReleased, 0), "two jobs were claimed ahead")
 }

@@ -300,14 +300,18 @@ func (p *pool) dueAt(t time.Time) {
 }
 
 // claimableLocked returns how many slots the dispatcher should claim for
-// now, 0 for none: the free slots — the handler slots plus the prefetch
-// allowance (prefetch.go), less the jobs held — unless the workers still
+// now, 0 for none: the free slots — the handler slots plus two prefetch
+// allowances (prefetch.go), less the jobs held — unless the workers still
 // have more than a round of claimed jobs waiting and fewer slots are free
-// than the allowance — then free slots gather, since one claim of many
-// rows costs a statement (and on PostgreSQL a round trip) where many claims
-// of a few rows cost one each. p.mu is held.
+// than one allowance. So a pool draining a backlog claims the next batch
+// while a batch is still waiting, and the claim's statement (on
+// PostgreSQL its round trip and commit) overlaps the handlers' work
+// instead of leaving them idle until it returns; and free slots gather
+// until a batch is worth its statement, since one claim of many rows costs
+// one statement where many claims of a few rows cost one each. p.mu is
+// held.
 func (p *pool) claimableLocked() int {
-	free := min(p.cfg.Concurrency+p.prefetch.n, p.capacity) - len(p.inflight) - p.reserved
+	free := min(p.cfg.Concurrency+2*p.prefetch.n, p.capacity) - len(p.inflight) - p.reserved
 	if free <= 0 || (p.ready.Len() > p.cfg.Concurrency && free < p.prefetch.n) {
 		return 0
 	}

@@ -195,17 +195,19 @@ type Options struct {
 	// times wake workers at once regardless. Default DefaultPollInterval
 	// (200ms); negative disables polling.
 	PollInterval time.Duration
-	// ClaimBatch is the most jobs one claim statement takes, and the most a
-	// queue holds claimed beyond its busy handlers. Default
-	// DefaultClaimBatch (400). Within it, a queue holds ahead about what its
-	// handlers start in 50ms of the Clock, measured as they run: fast
-	// handlers get large claims (fewer statements, and on PostgreSQL fewer
-	// round trips and commits, per job), while a queue whose jobs take
-	// longer holds little or nothing ahead — jobs are not kept leased in
-	// one process while another has free workers, and a crash costs few jobs
-	// that had not started (their attempt was counted at claim). A queue's
-	// first claim takes its free handler slots and as many again, at most
-	// ClaimBatch.
+	// ClaimBatch is the most jobs one claim statement takes. Default
+	// DefaultClaimBatch (400). A queue holds claimed beyond its busy
+	// handlers up to two allowances of about what its handlers start in
+	// 50ms of the Clock, measured as they run, each at most ClaimBatch, and
+	// claims the next allowance while one still waits, so that the claim
+	// overlaps the handlers' work. Fast handlers get large claims (fewer
+	// statements, and on PostgreSQL fewer round trips and commits, per
+	// job), while a queue whose jobs take longer holds little or nothing
+	// ahead — jobs are not kept leased in one process while another has
+	// free workers, and a crash costs few jobs that had not started (their
+	// attempt was counted at claim): at most about 100ms of work, and never
+	// more than 2 × ClaimBatch. A queue's first claim takes its free handler
+	// slots and twice as many again, each allowance at most ClaimBatch.
 	ClaimBatch int
 	// CompletedRetention keeps succeeded jobs, in state completed, for this
 	// long before they are deleted. Default 0: a job is deleted when it

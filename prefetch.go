@@ -2,27 +2,29 @@ package litequeue
 
 import "time"
 
-// prefetchHorizon is how much work, in time, a pool holds claimed beyond
-// its handler slots: about what its handlers start in this long, measured
-// through the Clock. A pool whose handlers are fast claims in large batches
-// (one statement, and on PostgreSQL one round trip and one commit, for
-// many jobs); a pool whose handlers are slow holds little or nothing ahead
-// of them, so that jobs are not kept leased in one process while another
-// process has free workers, and a crash of the process costs few jobs that
-// had not started (their attempt was counted at claim). A job not held
-// ahead waits for a claim when a handler frees: one round trip on
-// PostgreSQL. Measured with one worker on PostgreSQL, 30ms jobs took 3.1ms
-// each above the handler's time with a horizon of 20ms, 1.2ms with 50ms
-// (as with a fixed prefetch); 100ms jobs, which 50ms does not cover,
-// about 3.5ms more than with a fixed prefetch.
+// prefetchHorizon is how much work, in time, one prefetch allowance is:
+// about what a pool's handlers start in this long, measured through the
+// Clock. A pool holds up to two allowances claimed beyond its handler
+// slots and claims the next when one is left (dispatch.go), so that a
+// claim overlaps the handlers' work. A pool whose handlers are fast claims
+// in large batches (one statement, and on PostgreSQL one round trip and
+// one commit, for many jobs); a pool whose handlers are slow holds little
+// or nothing ahead of them, so that jobs are not kept leased in one
+// process while another process has free workers, and a crash of the
+// process costs few jobs that had not started (their attempt was counted
+// at claim). A job not held ahead waits for a claim when a handler frees:
+// one round trip on PostgreSQL. Measured with one worker on PostgreSQL,
+// 30ms jobs took 3.1ms each above the handler's time with a horizon of
+// 20ms, 1.2ms with 50ms (as with a fixed prefetch); 100ms jobs, which 50ms
+// does not cover, about 3.5ms more than with a fixed prefetch.
 const prefetchHorizon = 50 * time.Millisecond
 
 // prefetchSample is the least Clock time one measurement of the start
 // rate spans.
 const prefetchSample = 10 * time.Millisecond
 
-// prefetch is a pool's allowance of claimed jobs beyond its handler slots:
-// the jobs its handlers started per second, measured over the last sample,
+// prefetch is a pool's allowance of claimed jobs beyond its handler slots
+// (it holds up to twice that): the jobs its handlers started per second, measured over the last sample,
 // times prefetchHorizon, at most limit (Options.ClaimBatch). It starts at
 // min(Concurrency, ClaimBatch) and follows the measured rate from the first
 // full sample on. A Clock that does not move (a mock clock a test does not

@@ -60,8 +60,8 @@ func TestPrefetchFollowsTheStartRate(t *testing.T) {
 	})
 }
 
-// The queue-level behaviour (little held ahead of slow handlers, a
-// ClaimBatch ahead of fast ones) is in the conformance suite
+// The queue-level behaviour (little held ahead of slow handlers, two
+// ClaimBatches ahead of fast ones) is in the conformance suite
 // (internal/conformance/prefetch.go), which runs on both backends.
 
 // A pop that raises the allowance wakes a dispatcher whose last claim was
@@ -98,4 +98,43 @@ func TestALargerAllowanceWakesTheDispatcher(t *testing.T) {
 	h.clock.Add(prefetchSample)
 	p.pop(nil) // 2 starts in 10ms: 10 jobs in 50ms
 	require.True(t, woken(), "the allowance grew from 1 to 10: the dispatcher is woken")
+}
+
+// A pool draining a backlog claims the next allowance while a whole one
+// still waits for its handlers, so that the claim's round trip overlaps
+// their work; and it lets free slots gather until an allowance is free
+// rather than claim a few rows at a time.
+func TestTheNextClaimGoesOutWhileAnAllowanceStillWaits(t *testing.T) {
+	h := setup(t, func(o *Options) {
+		o.ClaimBatch = 5
+		o.Queues = []QueueConfig{{Name: DefaultQueue, Concurrency: 1}}
+	})
+	Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error { return nil })
+	for range 30 {
+		_, err := h.q.Enqueue(context.Background(), SendEmail{To: "x"}, nil)
+		require.NoError(t, err)
+	}
+	p := detachedPool(h.q, DefaultQueue) // the clock stays put: the allowance does not move
+	p.mu.Lock()
+	p.prefetch.n = 5
+	p.mu.Unlock()
+	claimable := func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.claimableLocked()
+	}
+	require.Equal(t, 11, claimable(), "the handler slot and two allowances")
+	got, err := p.claim(5)
+	require.NoError(t, err)
+	require.Equal(t, 5, got)
+	require.Equal(t, 6, claimable(), "more than a round is free: claim at once")
+	got, err = p.claim(6)
+	require.NoError(t, err)
+	require.Equal(t, 6, got)
+	for i := range 5 { // a job starts and finishes: one more slot free each time
+		require.Zero(t, claimable(), "%d free, fewer than an allowance, while %d wait", i, 11-i)
+		p.freed(p.pop(nil))
+	}
+	require.Equal(t, 5, claimable(), "an allowance is free while another (and the slot's job) still waits")
+	require.Equal(t, 6, p.queued())
 }

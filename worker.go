@@ -367,7 +367,7 @@ func newPool(q *Queue, r *runState, cfg QueueConfig, kinds []string) *pool {
 	kj, _ := json.Marshal(kinds)
 	p := &pool{
 		q: q, r: r, cfg: cfg, kindList: kinds, kindsJSON: string(kj),
-		capacity:   cfg.Concurrency + q.opts.ClaimBatch,
+		capacity:   cfg.Concurrency + 2*q.opts.ClaimBatch,
 		prefetch:   newPrefetch(cfg.Concurrency, q.opts.ClaimBatch),
 		wakeCh:     make(chan struct{}, 1),
 		due:        newAlarm(q.clock),

@@ -713,7 +713,7 @@ func (b *bench) settings() map[string]any {
 		"connections":       "writer: 1 (all writes, group commit); reads: pool of up to 4",
 		"group_commit":      "every waiting write (enqueues, claims, failures, lease extensions) plus all pending successes share one transaction, up to 512 ops",
 		"claim_batch":       claim,
-		"prefetch":          "claimed ahead of the handlers: about what they start in 50ms (measured as they run), at most claim_batch",
+		"prefetch":          "claimed ahead of the handlers: up to two allowances of about what they start in 50ms (measured as they run), each at most claim_batch; the next claim goes out while one allowance waits",
 		"concurrency":       b.c.workers,
 		"completions":       "asynchronous, batched into the writer's next transaction; EventSucceeded after the commit",
 		"wakeups":           "in-process on enqueue and on freed slots; cross-process poll (PRAGMA data_version) every 200ms",
