@@ -240,8 +240,8 @@ func TestLeaseIsExtendedWhileTheHandlerRuns(t *testing.T) {
 
 // Stop hands claimed jobs that have not started back at once, with their
 // attempt unused, while it waits for the running handlers to finish. (A
-// pool's first claim takes its handler slots and twice as many jobs again,
-// up to ClaimBatch: prefetch.go.)
+// pool's first claim takes its handler slots and two allowances of half as
+// many, up to ClaimBatch: prefetch.go.)
 func TestStopReleasesClaimedUnstartedJobsAtOnce(t *testing.T) {
 	const slots = 4
 	h := setup(t, func(o *Options) {

@@ -205,9 +205,11 @@ type Options struct {
 	// job), while a queue whose jobs take longer holds little or nothing
 	// ahead — jobs are not kept leased in one process while another has
 	// free workers, and a crash costs few jobs that had not started (their
-	// attempt was counted at claim): at most about 100ms of work, and never
-	// more than 2 × ClaimBatch. A queue's first claim takes its free handler
-	// slots and twice as many again, each allowance at most ClaimBatch.
+	// attempt was counted at claim): once the rate is measured, about 100ms
+	// of work at most, and never more than 2 × ClaimBatch. A queue's first
+	// claim, before any rate is known, takes its free handler slots and
+	// about as many again (two allowances of half its slots, each at most
+	// ClaimBatch).
 	ClaimBatch int
 	// CompletedRetention keeps succeeded jobs, in state completed, for this
 	// long before they are deleted. Default 0: a job is deleted when it

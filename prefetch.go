@@ -24,10 +24,12 @@ const prefetchHorizon = 50 * time.Millisecond
 const prefetchSample = 10 * time.Millisecond
 
 // prefetch is a pool's allowance of claimed jobs beyond its handler slots
-// (it holds up to twice that): the jobs its handlers started per second, measured over the last sample,
-// times prefetchHorizon, at most limit (Options.ClaimBatch). It starts at
-// min(Concurrency, ClaimBatch) and follows the measured rate from the first
-// full sample on. A Clock that does not move (a mock clock a test does not
+// (it holds up to twice that): the jobs its handlers started per second,
+// measured over the last sample, times prefetchHorizon, at most limit
+// (Options.ClaimBatch). It starts at half the handler slots, rounded up and
+// at most ClaimBatch — so that a pool's first claim, made before any rate
+// is known, takes about twice its slots — and follows the measured rate
+// from the first full sample on. A Clock that does not move (a mock clock a test does not
 // advance) leaves it where it is. Guarded by the pool's mu.
 type prefetch struct {
 	limit  int
@@ -37,7 +39,7 @@ type prefetch struct {
 }
 
 func newPrefetch(concurrency, limit int) prefetch {
-	return prefetch{limit: limit, n: min(concurrency, limit)}
+	return prefetch{limit: limit, n: min((concurrency+1)/2, limit)}
 }
 
 // started counts a handler start at now and, once the sample spans

@@ -10,8 +10,9 @@ import (
 
 func TestPrefetchFollowsTheStartRate(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	t.Run("starts at the handler slots, at most ClaimBatch", func(t *testing.T) {
-		require.Equal(t, 4, newPrefetch(4, 400).n)
+	t.Run("starts at half the handler slots, at most ClaimBatch", func(t *testing.T) {
+		require.Equal(t, 2, newPrefetch(4, 400).n)
+		require.Equal(t, 1, newPrefetch(1, 400).n, "rounded up")
 		require.Equal(t, 3, newPrefetch(10, 3).n)
 	})
 	t.Run("a clock that does not move leaves it as it is", func(t *testing.T) {
@@ -19,7 +20,7 @@ func TestPrefetchFollowsTheStartRate(t *testing.T) {
 		for range 1000 {
 			f.started(t0)
 		}
-		require.Equal(t, 4, f.n)
+		require.Equal(t, 2, f.n)
 	})
 	t.Run("fast starts raise it to the horizon's worth", func(t *testing.T) {
 		f := newPrefetch(4, 400)
@@ -27,7 +28,7 @@ func TestPrefetchFollowsTheStartRate(t *testing.T) {
 		for i := range 39 {
 			f.started(t0.Add(time.Duration(i) * 200 * time.Microsecond))
 		}
-		require.Equal(t, 4, f.n, "the sample spans less than prefetchSample")
+		require.Equal(t, 2, f.n, "the sample spans less than prefetchSample")
 		f.started(t0.Add(prefetchSample)) // 41 starts in 10ms: 4,100 a second
 		require.Equal(t, 205, f.n, "50ms of starts at 4,100 a second")
 	})

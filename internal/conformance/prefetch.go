@@ -50,8 +50,8 @@ func testPrefetch(t *testing.T, b Backend) {
 
 	h.start(t)
 	h.Ev.Wait(t, litequeue.EventStarted, 0, slots)
-	require.Eventually(t, func() bool { return leased() == 3*slots }, WaitLimit, time.Millisecond,
-		"the first claim takes the handler slots and two allowances of as many")
+	require.Eventually(t, func() bool { return leased() == 2*slots }, WaitLimit, time.Millisecond,
+		"the first claim takes the handler slots and two allowances of half as many")
 
 	// Slow: one job finishes per 500ms of the Clock. Each finished job
 	// starts one more; once the last of them started, every claim it needed
