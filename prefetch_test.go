@@ -61,7 +61,7 @@ func TestPrefetchFollowsTheStartRate(t *testing.T) {
 	})
 }
 
-// The queue-level behaviour (little held ahead of slow handlers, two
+// The queue-level behaviour (little held ahead of slow handlers, up to two
 // ClaimBatches ahead of fast ones) is in the conformance suite
 // (internal/conformance/prefetch.go), which runs on both backends.
 
@@ -69,17 +69,8 @@ func TestPrefetchFollowsTheStartRate(t *testing.T) {
 // full, so the larger claim goes out at once instead of at the next freed
 // slot — which, with every handler busy, may be long in coming.
 func TestALargerAllowanceWakesTheDispatcher(t *testing.T) {
-	h := setup(t, func(o *Options) {
-		o.ClaimBatch = 50
-		o.Queues = []QueueConfig{{Name: DefaultQueue, Concurrency: 1}}
-	})
-	Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error { return nil })
-	for range 3 {
-		_, err := h.q.Enqueue(context.Background(), SendEmail{To: "x"}, nil)
-		require.NoError(t, err)
-	}
-	p := detachedPool(h.q, DefaultQueue) // no dispatcher: its wake-ups stay in wakeCh
-	got, err := p.claim(2)               // the handler slot and the allowance of 1
+	h, p := backlogPool(t, 50, 3) // no dispatcher: its wake-ups stay in wakeCh
+	got, err := p.claim(2)        // the handler slot and the allowance of 1
 	require.NoError(t, err)
 	require.Equal(t, 2, got)
 	p.mu.Lock()
@@ -106,16 +97,7 @@ func TestALargerAllowanceWakesTheDispatcher(t *testing.T) {
 // their work; and it lets free slots gather until an allowance is free
 // rather than claim a few rows at a time.
 func TestTheNextClaimGoesOutWhileAnAllowanceStillWaits(t *testing.T) {
-	h := setup(t, func(o *Options) {
-		o.ClaimBatch = 5
-		o.Queues = []QueueConfig{{Name: DefaultQueue, Concurrency: 1}}
-	})
-	Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error { return nil })
-	for range 30 {
-		_, err := h.q.Enqueue(context.Background(), SendEmail{To: "x"}, nil)
-		require.NoError(t, err)
-	}
-	p := detachedPool(h.q, DefaultQueue) // the clock stays put: the allowance does not move
+	_, p := backlogPool(t, 5, 30) // the clock stays put: the allowance does not move
 	p.mu.Lock()
 	p.prefetch.n = 5
 	p.mu.Unlock()
@@ -138,4 +120,21 @@ func TestTheNextClaimGoesOutWhileAnAllowanceStillWaits(t *testing.T) {
 	}
 	require.Equal(t, 5, claimable(), "an allowance is free while another (and the slot's job) still waits")
 	require.Equal(t, 6, p.queued())
+}
+
+// backlogPool returns a queue of one handler slot with claimBatch and jobs
+// due jobs, and a detached pool of it (detachedPool): no dispatcher claims
+// and no worker runs unless the test does.
+func backlogPool(t *testing.T, claimBatch, jobs int) (*harness, *pool) {
+	t.Helper()
+	h := setup(t, func(o *Options) {
+		o.ClaimBatch = claimBatch
+		o.Queues = []QueueConfig{{Name: DefaultQueue, Concurrency: 1}}
+	})
+	Register(h.q, func(ctx context.Context, d *Delivery[SendEmail]) error { return nil })
+	for range jobs {
+		_, err := h.q.Enqueue(context.Background(), SendEmail{To: "x"}, nil)
+		require.NoError(t, err)
+	}
+	return h, detachedPool(h.q, DefaultQueue)
 }
