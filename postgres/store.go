@@ -285,12 +285,19 @@ func (s *pgStore) claimInto(b *pgx.Batch, q store.ClaimQuery, out *[]store.Claim
 	}
 	b.Queue(pauseLockSQL, s.schema, q.Queue)
 	b.Queue(s.q(claimSQL), q.Queue, kinds, q.N, q.Now, q.Until, q.Lease).Query(func(rows pgx.Rows) error {
+		if c := min(q.N, 64); cap(*out) < c {
+			*out = make([]store.Claimed, 0, c)
+		}
 		*out = (*out)[:0]
+		// One set of scan targets for every row: a claim returns hundreds.
+		var c store.Claimed
+		var key, lastErr *string
+		var due *int64
+		dest := []any{&c.ID, &c.Kind, &c.Attempt, &c.Priority, &c.Payload, &key, &c.CreatedAt, &lastErr, &due}
 		for rows.Next() {
-			var c store.Claimed
-			var key, lastErr *string
-			var due *int64
-			if err := rows.Scan(&c.ID, &c.Kind, &c.Attempt, &c.Priority, &c.Payload, &key, &c.CreatedAt, &lastErr, &due); err != nil {
+			// Zeroed, so that Payload gets a slice of its own.
+			c, key, lastErr, due = store.Claimed{}, nil, nil, nil
+			if err := rows.Scan(dest...); err != nil {
 				return localError{err}
 			}
 			if key != nil {

@@ -193,19 +193,22 @@ func (w *writer) sendOnce(ops []*op, cs []store.Completion) (results []error, co
 		}
 		mark := func(idx []int, ids []int64) func(rows pgx.Rows) error {
 			return func(rows pgx.Rows) error {
-				done := make(map[int64]bool, len(idx))
+				// The ids written, sorted: a lookup per success without
+				// a map for every batch.
+				done := make([]int64, 0, len(idx))
+				var id int64
 				for rows.Next() {
-					var id int64
 					if err := rows.Scan(&id); err != nil {
 						return localError{err}
 					}
-					done[id] = true
+					done = append(done, id)
 				}
 				if err := rows.Err(); err != nil {
 					return err
 				}
+				slices.Sort(done)
 				for k, i := range idx {
-					if !done[ids[k]] {
+					if _, ok := slices.BinarySearch(done, ids[k]); !ok {
 						results[i] = store.ErrLeaseLost
 					}
 				}

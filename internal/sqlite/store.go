@@ -377,7 +377,11 @@ func priorities(ctx context.Context, tx Execer, queue string, fn func(prio int64
 
 // claimTx claims per q on tx, most urgent first.
 func claimTx(ctx context.Context, tx Execer, q store.ClaimQuery) ([]store.Claimed, error) {
-	var cs []store.Claimed
+	cs := make([]store.Claimed, 0, min(q.N, 64))
+	// One set of scan targets for every row: a claim returns hundreds.
+	var c store.Claimed
+	var key, lastErr sql.NullString
+	dest := []any{&c.ID, &c.Kind, &c.Attempt, &c.Priority, &c.Payload, &key, &c.CreatedAt, &lastErr, &c.DueAt}
 	err := priorities(ctx, tx, q.Queue, func(prio int64) (bool, error) {
 		rows, err := tx.QueryContext(ctx, claimSQL, q.Until, q.Lease, q.Now, q.Queue, q.KindsJSON, q.N-len(cs), prio)
 		if err != nil {
@@ -385,9 +389,8 @@ func claimTx(ctx context.Context, tx Execer, q store.ClaimQuery) ([]store.Claime
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var c store.Claimed
-			var key, lastErr sql.NullString
-			if err := rows.Scan(&c.ID, &c.Kind, &c.Attempt, &c.Priority, &c.Payload, &key, &c.CreatedAt, &lastErr, &c.DueAt); err != nil {
+			c = store.Claimed{}
+			if err := rows.Scan(dest...); err != nil {
 				return false, err
 			}
 			c.Key, c.LastError = key.String, lastErr.String
