@@ -273,7 +273,12 @@ func (w *Writer[W]) gather(batch *[]*Op[W]) {
 func (w *Writer[W]) run(ops []*Op[W]) bool {
 	w.mu.Lock()
 	cs := w.completions
+	// The next batch's successes start with room for as many as this one
+	// had, rather than growing from nothing again.
 	w.completions = nil
+	if len(cs) > 0 {
+		w.completions = make([]store.Completion, 0, len(cs))
+	}
 	w.mu.Unlock()
 	if len(ops) == 0 && len(cs) == 0 {
 		return false
