@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -139,19 +140,31 @@ func Register[J Job](q *Queue, fn func(ctx context.Context, d *Delivery[J]) erro
 		panic(fmt.Sprintf("litequeue.Register: %v", err))
 	}
 	h := &handler{kind: kind, queue: queue}
+	// Whether J has a retry policy or a timeout of its own is a property of
+	// its type, asked once here: asking each job converts it to an
+	// interface, an allocation per job. (An interface type J is asked per
+	// job: its values' types differ.)
+	perJob := reflect.TypeFor[J]().Kind() == reflect.Interface
+	_, policer := any(zero).(retryPolicer)
+	_, timed := any(zero).(timeouter)
+	policer, timed = policer || perJob, timed || perJob
 	h.prepare = func(payload []byte) (jobOwn, func(context.Context, *delivery) error, error) {
 		var job J
-		if err := json.Unmarshal(payload, &job); err != nil {
-			var own jobOwn
+		var own jobOwn
+		err := json.Unmarshal(payload, &job)
+		if timed {
 			own.timeout, own.hasTimeout = ownTimeout(job)
+		}
+		if err != nil {
 			return own, nil, fmt.Errorf("payload does not decode into %T: %w", job, err)
 		}
 		var policy *RetryPolicy
-		if rp, ok := any(job).(retryPolicer); ok {
-			policy = rp.RetryPolicy()
+		if policer {
+			if rp, ok := any(job).(retryPolicer); ok {
+				policy = rp.RetryPolicy()
+			}
 		}
-		own := jobOwn{policy: policy}
-		own.timeout, own.hasTimeout = ownTimeout(job)
+		own.policy = policy
 		run := func(ctx context.Context, d *delivery) error {
 			return fn(ctx, &Delivery[J]{
 				Job: job, ID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
