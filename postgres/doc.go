@@ -45,4 +45,8 @@
 // enqueues are bound by the server's commit latency. Options.BusyTimeout and
 // Options.Pragmas are SQLite settings and are ignored; Options.Durability
 // DurabilityProcess means synchronous_commit=off on Open's connections.
+// Under DurabilityFull a transaction that only claims commits without
+// waiting for the WAL flush: a server crash can undo a claim (its jobs are
+// pending again, the attempt not counted), never an enqueue or an outcome,
+// and no outcome of a job can outlive the loss of its claim.
 package postgres

@@ -39,6 +39,9 @@ type pgStore struct {
 	// split 16 producers' enqueues into smaller batches and ran 15-60%
 	// slower, with the notify or without it.
 	claims, ins, fin *writer
+	// onBatch, when set (by tests), sees each batch's statements before it
+	// is sent.
+	onBatch func(sqls []string)
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -456,7 +459,7 @@ func (s *pgStore) Claim(ctx context.Context, q store.ClaimQuery, handOff func([]
 		return 0, nil
 	}
 	var claimed []store.Claimed
-	o := &op{ctx: ctx, add: func(b *pgx.Batch) { s.claimInto(b, q, &claimed) }}
+	o := &op{ctx: ctx, add: func(b *pgx.Batch) { s.claimInto(b, q, &claimed) }, claimOnly: true}
 	o.after = func() {
 		if handOff != nil {
 			handOff(claimed)

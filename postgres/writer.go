@@ -43,6 +43,37 @@ type op struct {
 	// after, when set, runs on the writer once the batch committed, before
 	// any later batch: claims hand off their jobs in commit order this way.
 	after func()
+	// claimOnly marks an op that only claims jobs already stored. A batch
+	// of nothing else commits without waiting for its WAL to reach disk
+	// (asyncCommit).
+	claimOnly bool
+}
+
+// asyncCommitSQL makes the rest of the batch's transaction commit without
+// waiting for the server to flush its WAL (synchronous_commit=off for this
+// transaction only). A statement of the batch rather than SET LOCAL, which
+// warns in the server's log outside an explicit transaction block.
+const asyncCommitSQL = `SELECT set_config('synchronous_commit', 'off', true)`
+
+// asyncCommit reports whether a batch of ops and cs may commit without
+// waiting for the WAL flush: when it only claims. A claim holds no work that
+// a caller was told is stored, and a server that crashes before flushing it
+// loses only the claim itself: its jobs are pending again, their attempt
+// not counted, as if the claim never ran. It cannot lose a claim and keep a
+// later write of the same job, because the WAL reaches disk in order and
+// every later write of a claimed job (success, retry, dead letter) waits
+// for its own flush. Everything else in the batch — an insert, a success, a
+// failure, a lease extension — keeps the connection's durability.
+func asyncCommit(ops []*op, cs []store.Completion) bool {
+	if len(cs) > 0 || len(ops) == 0 {
+		return false
+	}
+	for _, o := range ops {
+		if !o.claimOnly || o.run != nil || len(o.jobs) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // gop is an op as the group-commit loop carries it.
@@ -223,6 +254,9 @@ func (w *writer) sendOnce(ops []*op, cs []store.Completion) (results []error, co
 		}
 	}
 
+	if asyncCommit(ops, cs) {
+		b.Queue(asyncCommitSQL)
+	}
 	// The merged insert of every op's jobs.
 	var all []store.NewJob
 	for _, o := range ops {
@@ -263,6 +297,13 @@ func (w *writer) sendOnce(ops []*op, cs []store.Completion) (results []error, co
 			answered++
 			return nil
 		}
+	}
+	if s.onBatch != nil {
+		sqls := make([]string, 0, b.Len())
+		for _, qq := range b.QueuedQueries {
+			sqls = append(sqls, qq.SQL)
+		}
+		s.onBatch(sqls)
 	}
 	err = s.withConn(ctx, func(c *pgx.Conn) error {
 		return c.SendBatch(ctx, b).Close()

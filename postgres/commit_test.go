@@ -1,0 +1,107 @@
+package postgres
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/litequeue/litequeue/internal/store"
+)
+
+func TestOnlyABatchOfClaimsCommitsWithoutWaitingForTheFlush(t *testing.T) {
+	claim := &op{claimOnly: true}
+	insert := &op{jobs: []store.NewJob{job("q", "a", 0, 1, "")}}
+	other := &op{}
+	alone := &op{claimOnly: true, run: func(context.Context) error { return nil }}
+	success := []store.Completion{{Lease: store.Lease{ID: 1, Lease: 1}}}
+	for _, c := range []struct {
+		name string
+		ops  []*op
+		cs   []store.Completion
+		want bool
+	}{
+		{"claims", []*op{claim, claim}, nil, true},
+		{"claims and a success", []*op{claim}, success, false},
+		{"a claim and an insert", []*op{claim, insert}, nil, false},
+		{"a claim and another write", []*op{other, claim}, nil, false},
+		{"a claim that runs its own transaction", []*op{alone}, nil, false},
+		{"successes alone", nil, success, false},
+	} {
+		if got := asyncCommit(c.ops, c.cs); got != c.want {
+			t.Errorf("%s: asyncCommit = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// The store's claims go out as batches of claims alone, and an enqueue that
+// claims its own job does not; the setting lasts only for the transaction.
+func TestClaimsCommitAsynchronouslyAndEnqueuesDoNot(t *testing.T) {
+	s, _, _ := newTestStore(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var batches [][]string
+	s.onBatch = func(sqls []string) {
+		mu.Lock()
+		batches = append(batches, sqls)
+		mu.Unlock()
+	}
+	async := func() []bool {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []bool
+		for _, b := range batches {
+			out = append(out, slices.Contains(b, asyncCommitSQL))
+		}
+		batches = nil
+		return out
+	}
+
+	if _, _, err := s.Insert(ctx, nil, []store.NewJob{job("q", "a", 0, 1, "")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := async(); !slices.Equal(got, []bool{false}) {
+		t.Fatalf("insert batches asynchronous: %v, want [false]", got)
+	}
+	q := store.ClaimQuery{Queue: "q", Kinds: []string{"a"}, N: 10, Now: 10, Until: 100, Lease: 1}
+	if got := claimAll(t, s, q); len(got) != 1 {
+		t.Fatalf("claimed %v, want the one job", ids(got))
+	}
+	if got := async(); !slices.Equal(got, []bool{true}) {
+		t.Fatalf("claim batches asynchronous: %v, want [true]", got)
+	}
+	q.Lease, q.N = 2, 1
+	if _, err := s.InsertClaim(ctx, job("q", "a", 0, 10, ""), q, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := async(); !slices.Equal(got, []bool{false}) {
+		t.Fatalf("insert-and-claim batches asynchronous: %v, want [false]", got)
+	}
+
+	// On the server: off inside the batch's transaction, the connection's
+	// own setting after it.
+	err := s.withConn(ctx, func(c *pgx.Conn) error {
+		var before, inside, after string
+		if err := c.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&before); err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		b.Queue(asyncCommitSQL)
+		b.Queue(`SHOW synchronous_commit`).QueryRow(func(r pgx.Row) error { return r.Scan(&inside) })
+		if err := c.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		if err := c.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&after); err != nil {
+			return err
+		}
+		if before == "off" || inside != "off" || after != before {
+			t.Errorf("synchronous_commit: %q before the batch, %q inside, %q after; want off inside only", before, inside, after)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
