@@ -298,7 +298,9 @@ func (s *pgStore) claimInto(b *pgx.Batch, q store.ClaimQuery, out *[]store.Claim
 		var due *int64
 		dest := []any{&c.ID, &c.Kind, &c.Attempt, &c.Priority, &c.Payload, &key, &c.CreatedAt, &lastErr, &due}
 		for rows.Next() {
-			// Zeroed, so that Payload gets a slice of its own.
+			// Zeroed, so that nothing of the last row carries over (pgx
+			// gives Payload a new slice; the zeroing keeps that true of any
+			// driver that would reuse one).
 			c, key, lastErr, due = store.Claimed{}, nil, nil, nil
 			if err := rows.Scan(dest...); err != nil {
 				return localError{err}
