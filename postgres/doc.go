@@ -20,6 +20,9 @@
 // transaction) and refuses, writing nothing, a schema whose lq_jobs another
 // application owns (litequeue.ErrNotLitequeue) or that a newer build
 // migrated (litequeue.ErrSchemaTooNew).
+// A database whose schema only its owner or a migration tool may change
+// applies MigrationSQL (or `lqinspect schema`) itself; the queue's role then
+// needs only to read and write rows, and Open creates nothing.
 //
 // # How it works
 //

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/litequeue/litequeue"
 	"github.com/litequeue/litequeue/postgres"
@@ -37,4 +38,19 @@ func ExampleOpen() {
 	if _, err := q.Enqueue(ctx, SendEmail{To: "a@example.com"}, nil); err != nil {
 		fmt.Println(err)
 	}
+}
+
+// A database whose schema only its owner may change gets the queue's tables
+// from its own migrations; the queue's role then only reads and writes rows.
+func ExampleMigrationSQL() {
+	sql, err := postgres.MigrationSQL(0) // 0: no tables yet
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Hand sql to the migration tool, to run in one transaction with the
+	// queue's schema first in search_path.
+	first, _, _ := strings.Cut(sql, "\n")
+	fmt.Println(first)
+	// Output: -- litequeue PostgreSQL schema: version 0 to 1.
 }

@@ -169,6 +169,11 @@ func explainConnect(err error) error {
 	return err
 }
 
+// errNoSchema is ErrNoSchema with what to do.
+func errNoSchema() error {
+	return fmt.Errorf("%w: the connection's search_path names no existing schema; create it (CREATE SCHEMA name) or set the URL parameter search_path to an existing one", ErrNoSchema)
+}
+
 // quoteIdent quotes an SQL identifier.
 func quoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
 
@@ -234,7 +239,7 @@ func migrate(ctx context.Context, db *sql.DB, schema string, readOnly bool) erro
 	}
 	defer tx.Rollback()
 	if !readOnly {
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('litequeue migrate ' || $1::text, 0))`, schema); err != nil {
+		if _, err := tx.ExecContext(ctx, migrateLockSQL, schema); err != nil {
 			return err
 		}
 	}
@@ -248,7 +253,7 @@ func migrate(ctx context.Context, db *sql.DB, schema string, readOnly bool) erro
 	case cur == SchemaVersion:
 		return tx.Commit()
 	case readOnly && cur == 0:
-		return fmt.Errorf("litequeue: schema %q has no litequeue tables, and a read-only queue creates none; open it writable once", schema)
+		return fmt.Errorf("litequeue: schema %q has no litequeue tables, and a read-only queue creates none; open it writable once, or apply `lqinspect schema` as the schema's owner", schema)
 	case readOnly:
 		return fmt.Errorf("litequeue: schema %q has litequeue schema version %d, older than %d; open it writable once to migrate it", schema, cur, SchemaVersion)
 	}
@@ -260,12 +265,10 @@ func migrate(ctx context.Context, db *sql.DB, schema string, readOnly bool) erro
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-			return fmt.Errorf("litequeue: PostgreSQL migration %d: %w", m.Version, err)
+			return explainMigrate(fmt.Errorf("litequeue: PostgreSQL migration %d: %w", m.Version, err), schema, cur)
 		}
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO lq_meta (key, value) VALUES ('format', $1), ('schema_version', $2)
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, formatName, strconv.Itoa(SchemaVersion))
-	if err != nil {
+	if _, err := tx.ExecContext(ctx, recordVersionSQL()); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -291,7 +294,7 @@ func newStore(ctx context.Context, db *sql.DB, owned, readOnly bool) (*pgStore, 
 		return nil, explainConnect(err)
 	}
 	if !schema.Valid {
-		return nil, fmt.Errorf("%w: the connection's search_path names no existing schema; create it (CREATE SCHEMA name) or set the URL parameter search_path to an existing one", ErrNoSchema)
+		return nil, errNoSchema()
 	}
 	if err := migrate(ctx, db, schema.String, readOnly); err != nil {
 		return nil, err

@@ -106,6 +106,7 @@ var commands = []command{
 	{"plan", "print the retry schedule of a RetryPolicy", (*app).plan},
 	{"backup", "write a consistent copy of a live queue file", (*app).backup},
 	{"migrate", "copy a queue file's jobs into PostgreSQL", (*app).migrate},
+	{"schema", "print the SQL of a PostgreSQL queue's tables, for your own migrations", (*app).schema},
 	{"schedules", "list recurring jobs; pause, resume or trigger one", (*app).schedules},
 	serveCommand,
 }
@@ -241,7 +242,7 @@ func looksLikeFile(arg string) bool {
 // A command's own flag set still checks them.
 var (
 	valueFlags = map[string]bool{"now": true, "busy-timeout": true, "queue": true, "kind": true, "state": true,
-		"order": true, "limit": true, "offset": true, "older-than": true, "policy": true, "policy-file": true, "interval": true}
+		"order": true, "limit": true, "offset": true, "older-than": true, "policy": true, "policy-file": true, "interval": true, "from": true}
 	boolFlags = map[string]bool{"json": true, "watch": true, "all": true, "dead": true, "completed": true, "cancelled": true, "yes": true}
 )
 
