@@ -3,6 +3,7 @@ package litequeue
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/litequeue/litequeue/internal/store"
 )
@@ -34,7 +35,7 @@ func (q *Queue) Backup(ctx context.Context, path string) error {
 	}
 	b, ok := q.store.(store.Backuper)
 	if !ok {
-		return ErrUnsupported
+		return fmt.Errorf("%w: Backup copies a queue file; back a queue on another database up with that database's own tools (for PostgreSQL, pg_dump --schema of the queue's schema, or the server's base backups)", ErrUnsupported)
 	}
 	return b.Backup(ctx, path)
 }

@@ -21,6 +21,9 @@ the copy and remove the old file's -wal and -shm, then start again.`)
 	if len(pos) != 2 {
 		return usagef("want FILE and DEST, got %d arguments", len(pos))
 	}
+	if isPostgresURL(pos[0]) {
+		return usagef("backup copies a queue file; back a PostgreSQL queue up with the database: pg_dump --schema of the queue's schema (its lq_* tables), or the server's base backups")
+	}
 	f, err := a.open(pos[0], fs, false)
 	if err != nil {
 		return err

@@ -32,3 +32,11 @@ func TestBackupCopiesALiveFile(t *testing.T) {
 	r = lq(t, "", "backup", fx.path)
 	require.Equal(t, exitUsage, r.code)
 }
+
+func TestBackupOfAPostgreSQLQueuePointsToPgDump(t *testing.T) {
+	dest := filepath.Join(t.TempDir(), "copy.db")
+	r := lq(t, "", "backup", "postgres://app@db.internal/app", dest)
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, "pg_dump")
+	require.NoFileExists(t, dest)
+}
