@@ -42,6 +42,10 @@ var (
 	ErrNoSchema = errors.New("litequeue: no schema to put the queue's tables in")
 	// ErrNotPgx: New was given a *sql.DB whose driver is not pgx's stdlib.
 	ErrNotPgx = errors.New("litequeue: the *sql.DB is not opened with github.com/jackc/pgx/v5/stdlib")
+	// ErrPoolTooSmall: New was given a *sql.DB limited to one open
+	// connection, which the queue's LISTEN would hold for good, leaving
+	// none for its writes.
+	ErrPoolTooSmall = errors.New("litequeue: the *sql.DB allows too few open connections for the queue")
 )
 
 // Open connects to the PostgreSQL database at url (a postgres:// URL or a
@@ -78,10 +82,15 @@ func Open(ctx context.Context, url string, opts *litequeue.Options) (*litequeue.
 // search_path, as for Open. Close leaves db open. While it runs the queue
 // keeps one of db's connections for LISTEN, and its three writers (claims,
 // enqueues, outcomes) each use one while they write: give db a
-// SetMaxOpenConns of at least 5 plus what the application itself needs.
+// SetMaxOpenConns of at least 5 plus what the application itself needs. A db
+// limited to one connection is refused with ErrPoolTooSmall, writing
+// nothing: the LISTEN connection would leave the writers none.
 func New(db *sql.DB, opts *litequeue.Options) (*litequeue.Queue, error) {
 	if db == nil {
 		return nil, errors.New("litequeue: postgres.New: db is nil")
+	}
+	if m := db.Stats().MaxOpenConnections; m == 1 {
+		return nil, fmt.Errorf("%w: SetMaxOpenConns(%d); the queue keeps one connection for LISTEN and writes on others — allow at least 5 plus what the application needs, or 0 (no limit)", ErrPoolTooSmall, m)
 	}
 	s, err := newStore(context.Background(), db, false, opts != nil && opts.ReadOnly)
 	if err != nil {

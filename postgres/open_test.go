@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/litequeue/litequeue"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -171,5 +172,46 @@ func TestReadOnlyOpenCreatesNothing(t *testing.T) {
 	defer ro.Close()
 	if _, _, err := ro.Insert(context.Background(), nil, []store.NewJob{job("q", "a", 0, 1, "")}); !errors.Is(err, store.ErrReadOnly) {
 		t.Fatalf("Insert on a read-only store: %v", err)
+	}
+}
+
+func TestNewRefusesAPoolOfOneConnectionAndWritesNothing(t *testing.T) {
+	u, admin := freshSchema(t)
+	db, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	_, err = New(db, nil)
+	if !errors.Is(err, ErrPoolTooSmall) || !strings.Contains(err.Error(), "at least 5") {
+		t.Fatalf("New on a pool of one: %v", err)
+	}
+	if got := tables(t, admin, schemaOf(t, u)); len(got) != 0 {
+		t.Fatalf("tables written: %v", got)
+	}
+	// Two connections are enough to run (LISTEN and one for the rest).
+	db.SetMaxOpenConns(2)
+	q, err := New(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	ran := make(chan struct{}, 1)
+	litequeue.Register(q, func(ctx context.Context, d *litequeue.Delivery[roleJob]) error {
+		ran <- struct{}{}
+		return nil
+	})
+	ctx := context.Background()
+	if err := q.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Enqueue(ctx, roleJob{N: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ran:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a queue on two connections did not run its job")
 	}
 }
