@@ -193,7 +193,11 @@ type Options struct {
 	// a cheap read) whether another connection or process changed the file,
 	// to pick up jobs it did not enqueue itself. In-process enqueues and due
 	// times wake workers at once regardless. Default DefaultPollInterval
-	// (200ms); negative disables polling.
+	// (200ms); negative disables polling. On PostgreSQL the queue LISTENs
+	// instead: PollInterval is its poll while the listening connection is
+	// down, and while it listens the queue still looks for work after
+	// 5×PollInterval (at least a second) without a notification, in case
+	// one was lost. Negative disables both.
 	PollInterval time.Duration
 	// ClaimBatch is the most jobs one claim statement takes. Default
 	// DefaultClaimBatch (400). A queue holds claimed beyond its busy

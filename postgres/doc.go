@@ -39,7 +39,9 @@
 // Inserts, releases, retries and requeues NOTIFY the schema's channel in
 // their transaction; each queue LISTENs on a connection of its own, falls
 // back to polling every Options.PollInterval while that connection is down,
-// and reconnects with backoff. A batch whose connection was lost before it
+// and reconnects with backoff; while it listens, a second (or five poll
+// intervals) without a notification also makes it look for work, since a
+// pooling proxy or a silently dead connection can lose one. A batch whose connection was lost before it
 // could commit is sent again on a new connection.
 //
 // # Caveats

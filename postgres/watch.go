@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,12 +14,24 @@ const (
 	listenMaxBackoff   = 5 * time.Second
 )
 
+// backstop is how long the listening connection may stay silent before the
+// queue looks for work anyway: at least a second, five poll intervals when
+// those are longer. A notification can be lost without the connection
+// failing — a pooling proxy in transaction mode never passes them on, and a
+// connection whose peer vanished stays silent until TCP gives up on it —
+// and a job must not wait for that.
+func backstop(interval time.Duration) time.Duration {
+	return max(5*interval, time.Second)
+}
+
 // Watch implements store.Store with LISTEN on a connection of its own:
 // every insert, release, retry, requeue and follow-up notifies the schema's
 // channel when it commits, and each notification calls wake. While that
 // connection is lost, wake is called every interval (a fallback poll) and
 // the connection is re-made with backoff; once it listens again, wake is
-// called once more for what was written meanwhile. Watch returns once the
+// called once more for what was written meanwhile. While it listens, wake
+// is also called after each backstop(interval) without a notification, in
+// case one was lost. Watch returns once the
 // channel is listened to (or, when that failed, once the fallback poll
 // runs).
 func (s *pgStore) Watch(ctx context.Context, interval time.Duration, wake func()) error {
@@ -70,8 +83,14 @@ func (s *pgStore) listen(ctx context.Context, interval time.Duration, wake func(
 				wake() // what was written while nobody listened
 			}
 			signal()
+			quiet := backstop(interval)
 			for {
-				if _, err := c.WaitForNotification(ctx); err != nil {
+				// A deadline interrupts the read without closing the
+				// connection (pgconn keeps it on a timeout).
+				wctx, cancel := context.WithTimeout(ctx, quiet)
+				_, err := c.WaitForNotification(wctx)
+				cancel()
+				if err != nil && (ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) || c.IsClosed()) {
 					return err
 				}
 				wake()

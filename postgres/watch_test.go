@@ -2,8 +2,11 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/litequeue/litequeue/internal/store"
 )
@@ -128,4 +131,46 @@ func TestWatchReconnectsAfterItsConnectionIsKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitWake(t, woke, "an insert after the reconnection")
+}
+
+// listenerPID returns the backend pid of the connection listening on s's
+// channel, or 0.
+func listenerPID(t *testing.T, admin *sql.DB, s *pgStore) int {
+	t.Helper()
+	var pid int
+	err := admin.QueryRow(`SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE query = $1`, "LISTEN "+quoteIdent(s.channel)).Scan(&pid)
+	require.NoError(t, err)
+	return pid
+}
+
+func TestWatchLooksForWorkOnceASecondWhileTheListenerIsSilent(t *testing.T) {
+	a, _, admin := newTestStore(t)
+	woke := make(chan time.Time, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// A 10ms interval: the backstop is its minimum, one second.
+	require.NoError(t, a.Watch(ctx, 10*time.Millisecond, func() {
+		select {
+		case woke <- time.Now():
+		default:
+		}
+	}))
+	pid := listenerPID(t, admin, a)
+	require.NotZero(t, pid)
+	start := time.Now()
+	var at []time.Time
+	for len(at) < 2 {
+		select {
+		case w := <-woke:
+			at = append(at, w)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d wake-ups without notifications in 10s, want 2", len(at))
+		}
+	}
+	// Nothing was written, so these are the backstop's, a second apart —
+	// not the fallback poll's every 10ms, which runs only while the
+	// connection is down — and the connection stayed the same.
+	require.GreaterOrEqual(t, at[0].Sub(start), 900*time.Millisecond)
+	require.GreaterOrEqual(t, at[1].Sub(at[0]), 900*time.Millisecond)
+	require.Equal(t, pid, listenerPID(t, admin, a), "the listening connection was re-made")
 }
