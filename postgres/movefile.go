@@ -25,8 +25,13 @@ type Moved struct {
 	Cancelled int // cancelled jobs (kept until purged)
 	Attempts  int // attempt records of those jobs
 	Skipped   int // jobs an earlier MoveFile of this file already copied
-	Schema    string
-	LastJobID int64 // the PostgreSQL id sequence continues after it
+
+	// The queue-level state, copied by the first MoveFile of a file only.
+	PausedQueues int // queues paused in the file: paused in PostgreSQL too
+	Schedules    int // durable schedules, with their next occurrence, pause and history
+	History      int // per-minute outcome counts of the dashboard
+	Schema       string
+	LastJobID    int64 // the PostgreSQL id sequence continues after it
 }
 
 // Jobs is how many jobs were copied.
@@ -59,17 +64,25 @@ type moveRow struct {
 // scheduled, and running under the lease of a process that is gone: it runs
 // again when the lease ends, as on SQLite), dead letters, retained completed
 // jobs and cancelled ones — with their attempt history, progress, output
-// and uniqueness, into the PostgreSQL queue at
-// url (creating its tables if needed). Jobs keep their ids, states,
-// attempts, due times, keys, priorities, errors and dead reasons. The PostgreSQL id sequence continues after the file's highest id.
+// and uniqueness, into the PostgreSQL queue at url (creating its tables if
+// needed). Jobs keep their ids, states, attempts, due times, keys,
+// priorities, errors and dead reasons. The PostgreSQL id sequence continues
+// after the file's highest id.
+//
+// The queue-level state comes along: a queue paused in the file is paused
+// in PostgreSQL (a pause already there is kept), each durable schedule keeps
+// its definition, next occurrence, pause, missed count and history, and the
+// dashboard's per-minute counts are added to PostgreSQL's. A file of an
+// older schema is read as it is, without migrating it.
 //
 // It refuses (ErrFileInUse, nothing written anywhere) while any process has
 // the file open, and holds the file's exclusive lock while it reads, so no
 // queue can start on it meanwhile. It writes nothing to the file. It is
 // idempotent: the file's highest id is recorded in lq_meta, and a re-run
-// copies only jobs added to the file after it (none, normally). A job id the
-// PostgreSQL queue already has for another job, or a key a live PostgreSQL
-// job holds, refuses the whole copy.
+// copies only jobs added to the file after it (none, normally) and leaves
+// pauses, schedules and history as PostgreSQL has them by then. A job id the
+// PostgreSQL queue already has for another job, a key a live PostgreSQL job
+// holds, or a schedule name PostgreSQL already has refuses the whole copy.
 func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 	var m Moved
 	abs, err := filepath.Abs(path)
@@ -105,9 +118,16 @@ func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 	if err := conn.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'lq_jobs'), 0)`).Scan(&seq); err != nil {
 		return m, err
 	}
+	cols, err := fileColumns(ctx, conn, "lq_jobs")
+	if err != nil {
+		return m, err
+	}
+	// Columns later schemas added read as the value their migration gave
+	// existing rows.
 	rows, err := conn.QueryContext(ctx, `SELECT id, queue, kind, state, priority, visible_at, attempt, payload, idem_key, lease,
-		created_at, run_at, attempted_at, finished_at, due_at, last_error, dead_reason,
-		snoozes, progress, progress_msg, progress_at, output, unique_key, unique_states
+		created_at, run_at, attempted_at, finished_at, last_error, dead_reason, `+
+		selectList(cols, "due_at", "NULL", "snoozes", "0", "progress", "NULL", "progress_msg", "NULL", "progress_at", "NULL",
+			"output", "NULL", "unique_key", "NULL", "unique_states", "NULL")+`
 		FROM lq_jobs ORDER BY id`)
 	if err != nil {
 		return m, err
@@ -116,7 +136,7 @@ func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 	for rows.Next() {
 		var r moveRow
 		if err := rows.Scan(&r.id, &r.queue, &r.kind, &r.state, &r.priority, &r.visibleAt, &r.attempt, &r.payload, &r.key, &r.lease,
-			&r.createdAt, &r.runAt, &r.attemptedAt, &r.finishedAt, &r.dueAt, &r.lastError, &r.deadReason,
+			&r.createdAt, &r.runAt, &r.attemptedAt, &r.finishedAt, &r.lastError, &r.deadReason, &r.dueAt,
 			&r.snoozes, &r.progress, &r.progressMsg, &r.progressAt, &r.output, &r.uniqueKey, &r.uniqueStates); err != nil {
 			rows.Close()
 			return m, err
@@ -130,6 +150,10 @@ func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return m, err
+	}
+	state, err := readFileState(ctx, conn)
+	if err != nil {
+		return m, fmt.Errorf("litequeue: %s: %w", path, err)
 	}
 
 	s, err := openStore(ctx, url, false)
@@ -149,6 +173,15 @@ func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 			return err
 		}
 		done, _ := strconv.ParseInt(mark.String, 10, 64)
+		if first := !mark.Valid; first {
+			if err := checkState(ctx, s, tx, state); err != nil {
+				return err
+			}
+			if err := copyState(ctx, s, tx, state); err != nil {
+				return err
+			}
+			m.PausedQueues, m.Schedules, m.History = len(state.paused), len(state.schedules), len(state.history)
+		}
 		var todo []moveRow
 		for _, r := range jobs {
 			if r.id <= done {

@@ -15,12 +15,16 @@ SQLite), dead letters, retained completed and cancelled jobs — with their
 attempt history, progress, output and uniqueness, into the PostgreSQL queue at URL, creating its tables if needed (in
 the schema of the URL parameter search_path, default public). Jobs keep their
 ids, states, attempts, due times, keys and priorities; the PostgreSQL id
-sequence continues after the file's highest id.
+sequence continues after the file's highest id. Paused queues stay paused,
+schedules keep their next run, pause and history, and the dashboard's
+per-minute counts come along. A file of an older schema is read as it is.
 
 It refuses while any process has FILE open (stop the queue first), and holds
-the file's lock while it reads. FILE is not changed. Running it again copies
-nothing more (only jobs added to the file since, if any). Afterwards open the
-queue with postgres.Open(ctx, URL, opts) instead of litequeue.Open(FILE, opts).`)
+the file's lock while it reads. FILE is not changed. It refuses a schedule
+that PostgreSQL already has (move before any process registers schedules
+there). Running it again copies nothing more (only jobs added to the file
+since, if any). Afterwards open the queue with postgres.Open(ctx, URL, opts)
+instead of litequeue.Open(FILE, opts).`)
 	fs.jsonFlag()
 	pos, err := fs.parse(args)
 	if err != nil {
@@ -41,11 +45,12 @@ queue with postgres.Open(ctx, URL, opts) instead of litequeue.Open(FILE, opts).`
 	}
 	if fs.json {
 		b, _ := json.Marshal(map[string]any{"pending": m.Pending, "running": m.Running, "dead": m.Dead, "completed": m.Completed, "cancelled": m.Cancelled,
-			"attempts": m.Attempts, "skipped": m.Skipped, "schema": m.Schema, "last_job_id": m.LastJobID})
+			"attempts": m.Attempts, "skipped": m.Skipped, "schema": m.Schema, "last_job_id": m.LastJobID,
+			"paused_queues": m.PausedQueues, "schedules": m.Schedules, "history_minutes": m.History})
 		_, err = fmt.Fprintln(a.stdout, string(b))
 		return err
 	}
-	_, err = fmt.Fprintf(a.stdout, "moved %d jobs from %s into PostgreSQL schema %q: %d pending or scheduled, %d running (their leases run out as on SQLite), %d dead letters, %d completed, %d cancelled, %d attempt records; %d already moved by an earlier run; new ids continue after %d\n",
-		m.Jobs(), pos[0], m.Schema, m.Pending, m.Running, m.Dead, m.Completed, m.Cancelled, m.Attempts, m.Skipped, m.LastJobID)
+	_, err = fmt.Fprintf(a.stdout, "moved %d jobs from %s into PostgreSQL schema %q: %d pending or scheduled, %d running (their leases run out as on SQLite), %d dead letters, %d completed, %d cancelled, %d attempt records; %d paused queues, %d schedules, %d minutes of history; %d jobs already moved by an earlier run; new ids continue after %d\n",
+		m.Jobs(), pos[0], m.Schema, m.Pending, m.Running, m.Dead, m.Completed, m.Cancelled, m.Attempts, m.PausedQueues, m.Schedules, m.History, m.Skipped, m.LastJobID)
 	return err
 }

@@ -42,8 +42,31 @@ func TestMigrateMovesAStoppedQueueFileOnceAndRefusesARunningOne(t *testing.T) {
 	r = lq(t, "", "migrate", copy, u)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "moved 0 jobs")
-	require.Contains(t, r.stdout, "10 already moved")
+	require.Contains(t, r.stdout, "10 jobs already moved")
 
 	r = lq(t, "", "migrate", copy)
 	require.Equal(t, exitUsage, r.code)
+}
+
+// Paused queues and schedules move with the jobs: lqinspect reports the
+// same stats, schedules and schedule history from PostgreSQL as from the
+// file.
+func TestMigrateKeepsPausedQueuesAndSchedules(t *testing.T) {
+	path := scheduleFile(t)
+	require.Equal(t, 0, lq(t, "", "pause", path, "reports").code)
+	u, _ := pgtest.FreshSchema(t)
+
+	r := lq(t, "", "migrate", path, u)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "1 paused queues, 3 schedules")
+	for _, args := range [][]string{{"stats", "--json"}, {"schedules", "--json"}, {"schedules", "--json", "history", "nightly"}} {
+		want := lq(t, "", append([]string{args[0], path}, args[1:]...)...)
+		got := lq(t, "", append([]string{args[0], u}, args[1:]...)...)
+		require.Equal(t, 0, got.code, got.stderr)
+		require.Equal(t, want.stdout, got.stdout, "lqinspect %v on the file and on PostgreSQL", args)
+	}
+
+	r = lq(t, "", "migrate", path, u)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "0 paused queues, 0 schedules")
 }

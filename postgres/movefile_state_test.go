@@ -1,0 +1,220 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/require"
+
+	"github.com/litequeue/litequeue"
+)
+
+// stateFile makes a stopped queue file with a paused queue, two schedules
+// (one paused, one that enqueued a job and was triggered by hand) and a
+// minute of history, all at the mock clock's t0.
+func stateFile(t *testing.T) (string, *clock.Mock) {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	mock := clock.NewMock()
+	mock.Set(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	q, err := litequeue.Open(path, &litequeue.Options{Clock: mock, PollInterval: -1})
+	require.NoError(t, err)
+	_, err = q.RegisterSchedule(ctx, litequeue.Schedule{Name: "every-5m", Every: 5 * time.Minute, Job: moveJob{N: 1},
+		Missed: litequeue.MissedCatchUp, CatchUp: 3})
+	require.NoError(t, err)
+	_, err = q.RegisterSchedule(ctx, litequeue.Schedule{Name: "nightly", Cron: "30 2 * * *", TimeZone: "Europe/Berlin", Job: moveJob{N: 2}})
+	require.NoError(t, err)
+	require.NoError(t, q.PauseSchedule(ctx, "nightly"))
+	mock.Add(time.Minute)
+	_, err = q.TriggerSchedule(ctx, "every-5m")
+	require.NoError(t, err)
+	require.NoError(t, q.Pause(ctx, "reports"))
+	_, err = q.Enqueue(ctx, moveJob{N: 3}, &litequeue.EnqueueOptions{Queue: "reports"})
+	require.NoError(t, err)
+	require.NoError(t, q.FlushHistory(ctx))
+	require.NoError(t, q.Close())
+	return path, mock
+}
+
+// queueState is what a queue reports of its queue-level state.
+type queueState struct {
+	Paused    map[string]time.Time
+	Schedules []litequeue.ScheduleInfo
+	History   map[string][]litequeue.ScheduleEvent
+	Counts    []litequeue.HistoryPoint
+}
+
+func readQueueState(t *testing.T, q *litequeue.Queue) queueState {
+	t.Helper()
+	ctx := context.Background()
+	var st queueState
+	var err error
+	st.Paused, err = q.PausedQueues(ctx)
+	require.NoError(t, err)
+	st.Schedules, err = q.Schedules(ctx)
+	require.NoError(t, err)
+	st.History = map[string][]litequeue.ScheduleEvent{}
+	for _, s := range st.Schedules {
+		st.History[s.Name], err = q.ScheduleHistory(ctx, s.Name, 0)
+		require.NoError(t, err)
+	}
+	st.Counts, err = q.History(ctx, "", time.Time{})
+	require.NoError(t, err)
+	return st
+}
+
+func TestMoveFileKeepsPausedQueuesSchedulesAndHistory(t *testing.T) {
+	path, mock := stateFile(t)
+	ctx := context.Background()
+	src, err := litequeue.Open(path, &litequeue.Options{Clock: mock, ReadOnly: true, PollInterval: -1})
+	require.NoError(t, err)
+	want := readQueueState(t, src)
+	require.NoError(t, src.Close())
+	require.Len(t, want.Paused, 1)
+	require.Len(t, want.Schedules, 2)
+	require.NotEmpty(t, want.Counts)
+
+	u, _ := freshSchema(t)
+	m, err := MoveFile(ctx, path, u)
+	require.NoError(t, err)
+	require.Equal(t, 1, m.PausedQueues)
+	require.Equal(t, 2, m.Schedules)
+	require.Equal(t, len(want.Counts), m.History)
+
+	q, err := Open(ctx, u, &litequeue.Options{Clock: mock, PollInterval: -1})
+	require.NoError(t, err)
+	defer q.Close()
+	got := readQueueState(t, q)
+	wantJSON, err := json.Marshal(want)
+	require.NoError(t, err)
+	gotJSON, err := json.Marshal(got)
+	require.NoError(t, err)
+	require.JSONEq(t, string(wantJSON), string(gotJSON), "the PostgreSQL queue reports the file's pauses, schedules and history")
+	require.NoError(t, q.Close())
+
+	// On PostgreSQL the paused queue's job is not claimed, and the
+	// schedule enqueues its occurrences once the clock passes them.
+	q, err = Open(ctx, u, &litequeue.Options{Clock: mock, PollInterval: -1,
+		Queues: []litequeue.QueueConfig{litequeue.NewQueueConfig(litequeue.DefaultQueue), litequeue.NewQueueConfig("reports")}})
+	require.NoError(t, err)
+	defer q.Close()
+	ran := make(chan int, 16)
+	litequeue.Register(q, func(ctx context.Context, d *litequeue.Delivery[moveJob]) error {
+		ran <- d.Job.N
+		return nil
+	})
+	require.NoError(t, q.Start(ctx))
+	deadline := time.After(10 * time.Second)
+	for runs := 0; runs < 2; {
+		select {
+		case n := <-ran:
+			require.Equal(t, 1, n, "a job of the paused queue ran")
+			runs++ // the trigger's job, then an occurrence
+		case <-time.After(20 * time.Millisecond):
+			mock.Add(time.Minute)
+		case <-deadline:
+			t.Fatalf("the moved schedule did not fire on PostgreSQL (%d runs)", runs)
+		}
+	}
+	require.NoError(t, q.Stop(ctx))
+	for len(ran) > 0 {
+		require.Equal(t, 1, <-ran, "a job of the paused queue ran")
+	}
+	reports, err := q.Jobs(ctx, litequeue.JobFilter{Queue: "reports"})
+	require.NoError(t, err)
+	require.Len(t, reports, 1)
+	require.Equal(t, litequeue.StateReady, reports[0].State)
+
+	// A re-run moves no state again: the resumed queue stays resumed.
+	require.NoError(t, q.Resume(ctx, "reports"))
+	m, err = MoveFile(ctx, path, u)
+	require.NoError(t, err)
+	require.Zero(t, m.PausedQueues+m.Schedules+m.History+m.Jobs(), "re-run: %+v", m)
+	paused, err := q.PausedQueues(ctx)
+	require.NoError(t, err)
+	require.Empty(t, paused)
+}
+
+func TestMoveFileRefusesAScheduleTheDatabaseAlreadyHas(t *testing.T) {
+	path, mock := stateFile(t)
+	ctx := context.Background()
+	u, _ := freshSchema(t)
+	q, err := Open(ctx, u, &litequeue.Options{Clock: mock, PollInterval: -1})
+	require.NoError(t, err)
+	defer q.Close()
+	_, err = q.RegisterSchedule(ctx, litequeue.Schedule{Name: "nightly", Cron: "0 3 * * *", Job: moveJob{N: 9}})
+	require.NoError(t, err)
+
+	_, err = MoveFile(ctx, path, u)
+	require.ErrorContains(t, err, `schedule "nightly" is in both`)
+	jobs, err := q.Jobs(ctx, litequeue.JobFilter{})
+	require.NoError(t, err)
+	require.Empty(t, jobs, "nothing copied")
+	paused, err := q.PausedQueues(ctx)
+	require.NoError(t, err)
+	require.Empty(t, paused, "nothing copied")
+
+	// Removed from PostgreSQL, the file's schedule moves.
+	require.NoError(t, q.RemoveSchedule(ctx, "nightly"))
+	m, err := MoveFile(ctx, path, u)
+	require.NoError(t, err)
+	require.Equal(t, 2, m.Schedules)
+}
+
+// A file of schema 3 (before schedules, live control, progress and
+// uniqueness) moves without being migrated: its jobs, their attempt
+// history and its dashboard history.
+func TestMoveFileReadsAFileOfAnOlderSchemaWithoutChangingIt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	for _, f := range []string{"0001_init.sql", "0002_due_at.sql", "0003_history.sql"} {
+		b, err := os.ReadFile(filepath.Join("..", "internal", "sqlite", "migrations", f))
+		require.NoError(t, err)
+		_, err = db.Exec(string(b))
+		require.NoError(t, err, f)
+	}
+	_, err = db.Exec(`INSERT INTO lq_meta VALUES ('format', 'litequeue'), ('schema_version', '3');
+		INSERT INTO lq_jobs (id, queue, kind, state, visible_at, attempt, payload, idem_key, created_at, run_at, finished_at, last_error, dead_reason, due_at)
+		VALUES (1, 'default', 'move', 0, 100, 0, CAST('{"n":1}' AS BLOB), 'key-a', 50, 100, NULL, NULL, NULL, NULL),
+		       (2, 'default', 'move', 3, 100, 2, CAST('{"n":2}' AS BLOB), NULL, 50, 100, 200, 'smtp down', 'attempts used up', 90);
+		INSERT INTO lq_attempts (job_id, attempt, started_at, finished_at, error, decision, delay)
+		VALUES (2, 1, 110, 120, 'smtp down', 'retry', 5), (2, 2, 130, 140, 'smtp down', 'give_up', 0);
+		INSERT INTO lq_history (queue, minute, enqueued, dead) VALUES ('default', 7, 2, 1);`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+
+	u, _ := freshSchema(t)
+	ctx := context.Background()
+	m, err := MoveFile(ctx, path, u)
+	require.NoError(t, err)
+	require.Equal(t, Moved{Pending: 1, Dead: 1, Attempts: 2, History: 1, Schema: m.Schema, LastJobID: 2}, m)
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, before, after, "the file is not changed")
+
+	q, err := Open(ctx, u, &litequeue.Options{PollInterval: -1})
+	require.NoError(t, err)
+	defer q.Close()
+	dead, err := q.DeadLetter(ctx, 2)
+	require.NoError(t, err)
+	require.Equal(t, "attempts used up", dead.DeadReason)
+	require.Len(t, dead.Attempts, 2)
+	job, err := q.Job(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, "key-a", job.Key)
+	hist, err := q.History(ctx, "default", time.Unix(0, 0))
+	require.NoError(t, err)
+	require.Len(t, hist, 1)
+	require.True(t, strings.Contains(string(job.Payload), `"n":1`))
+}
