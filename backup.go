@@ -23,9 +23,16 @@ import (
 // queue returns ErrClosed; ctx cancels the copy and removes what was
 // written.
 //
-// Backup needs a store that can write a copy of its database (the SQLite
-// store); on other backends it returns ErrUnsupported — use the database's
-// own backup tools (pg_dump for PostgreSQL).
+// On PostgreSQL, Backup writes the queue's tables, read as one consistent
+// snapshot, to a new queue file at path with the same guarantees: jobs keep
+// their ids, states, attempts, due times, leases and history; paused
+// queues, schedules and the dashboard's counts come along; new ids in the
+// copy continue after PostgreSQL's. The copy runs on one machine with Open,
+// or goes back into a PostgreSQL schema with postgres.MoveFile (lqinspect
+// migrate). It copies the queue, not the application's database: back that
+// up with the server's tools.
+//
+// A store that cannot write a copy returns ErrUnsupported.
 func (q *Queue) Backup(ctx context.Context, path string) error {
 	q.mu.Lock()
 	closed := q.closed
@@ -35,12 +42,12 @@ func (q *Queue) Backup(ctx context.Context, path string) error {
 	}
 	b, ok := q.store.(store.Backuper)
 	if !ok {
-		return fmt.Errorf("%w: Backup copies a queue file; back a queue on another database up with that database's own tools (for PostgreSQL, pg_dump --schema of the queue's schema, or the server's base backups)", ErrUnsupported)
+		return fmt.Errorf("%w: this queue's store cannot write a copy; back it up with its database's own tools", ErrUnsupported)
 	}
 	return b.Backup(ctx, path)
 }
 
 // ErrUnsupported: the operation needs a feature the queue's backend does not
-// have (for example Backup on PostgreSQL). errors.Is(err, errors.ErrUnsupported)
+// have. errors.Is(err, errors.ErrUnsupported)
 // holds too.
 var ErrUnsupported = errors.ErrUnsupported

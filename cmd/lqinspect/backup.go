@@ -2,10 +2,11 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 )
 
 func (a *app) backup(args []string) error {
-	fs := a.newFlags("backup", "FILE DEST", `
+	fs := a.newFlags("backup", "FILE|postgres://URL DEST", `
 Write a consistent copy of the queue file FILE to DEST, which must not exist,
 while the application keeps running: every job committed before the backup
 began is in the copy. The copy is one self-contained file (no -wal), written
@@ -13,16 +14,22 @@ beside DEST and moved into place when complete; DEST is never overwritten.
 FILE is opened read-only and is not changed.
 
 To restore: stop every process using the queue, replace the queue file with
-the copy and remove the old file's -wal and -shm, then start again.`)
+the copy and remove the old file's -wal and -shm, then start again.
+
+Given a postgres:// URL, it writes the PostgreSQL queue's tables, read as one
+consistent snapshot, to the queue file DEST: jobs with their ids, states and
+history, paused queues, schedules. Open DEST as a queue file, or restore it
+into a PostgreSQL schema with "lqinspect migrate DEST URL". It copies the
+queue only; back the application's database up with the server's tools.`)
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 2 {
-		return usagef("want FILE and DEST, got %d arguments", len(pos))
+		return usagef("want FILE (or a postgres:// URL) and DEST, got %d arguments", len(pos))
 	}
-	if isPostgresURL(pos[0]) {
-		return usagef("backup copies a queue file; back a PostgreSQL queue up with the database: pg_dump --schema of the queue's schema (its lq_* tables), or the server's base backups")
+	if isPostgresURL(pos[1]) {
+		return usagef("DEST must be a file path; to copy a queue file into PostgreSQL use: lqinspect migrate FILE URL")
 	}
 	f, err := a.open(pos[0], fs, false)
 	if err != nil {
@@ -32,6 +39,10 @@ the copy and remove the old file's -wal and -shm, then start again.`)
 	if err := f.q.Backup(a.ctx, pos[1]); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(a.stdout, "backed up %s to %s\n", f.path, pos[1])
+	src := f.path
+	if u, err := url.Parse(src); err == nil && isPostgresURL(src) {
+		src = u.Redacted()
+	}
+	_, err = fmt.Fprintf(a.stdout, "backed up %s to %s\n", src, pos[1])
 	return err
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/litequeue/litequeue/internal/pgtest"
 )
 
 func TestBackupCopiesALiveFile(t *testing.T) {
@@ -33,10 +35,32 @@ func TestBackupCopiesALiveFile(t *testing.T) {
 	require.Equal(t, exitUsage, r.code)
 }
 
-func TestBackupOfAPostgreSQLQueuePointsToPgDump(t *testing.T) {
-	dest := filepath.Join(t.TempDir(), "copy.db")
-	r := lq(t, "", "backup", "postgres://app@db.internal/app", dest)
+// lqinspect backup of a PostgreSQL queue writes a queue file that
+// lqinspect reads exactly as it reads the PostgreSQL queue.
+func TestBackupOfAPostgreSQLQueueWritesAQueueFile(t *testing.T) {
+	fx := newFixture(t)
+	u, _ := pgtest.FreshSchema(t)
+	file := filepath.Join(t.TempDir(), "file.db")
+	require.Equal(t, 0, lq(t, "", "backup", fx.path, file).code)
+	require.Equal(t, 0, lq(t, "", "migrate", file, u).code)
+	require.Equal(t, 0, lq(t, "", "pause", u, "reports").code)
+
+	dest := filepath.Join(t.TempDir(), "pg-copy.db")
+	r := lq(t, "", "backup", u, dest)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "backed up postgres://")
+	for _, args := range [][]string{{"jobs", "--json"}, {"stats", "--json"}, {"dead", "--json"}, {"show", "--json", "6"}} {
+		want := lq(t, "", append([]string{args[0], u}, args[1:]...)...)
+		got := lq(t, "", append([]string{args[0], dest}, args[1:]...)...)
+		require.Equal(t, 0, got.code, got.stderr)
+		require.Equal(t, want.stdout, got.stdout, "lqinspect %v on PostgreSQL and on its backup", args)
+	}
+	require.Contains(t, lq(t, "", "stats", "--json", dest).stdout, `"paused": true`)
+
+	r = lq(t, "", "backup", u, dest)
+	require.Equal(t, exitError, r.code)
+	require.Contains(t, r.stderr, "exists")
+	r = lq(t, "", "backup", file, u)
 	require.Equal(t, exitUsage, r.code)
-	require.Contains(t, r.stderr, "pg_dump")
-	require.NoFileExists(t, dest)
+	require.Contains(t, r.stderr, "lqinspect migrate")
 }

@@ -104,7 +104,7 @@ var commands = []command{
 	{"pause", "pause a queue in every process", (*app).pause},
 	{"resume", "resume a paused queue", (*app).resume},
 	{"plan", "print the retry schedule of a RetryPolicy", (*app).plan},
-	{"backup", "write a consistent copy of a live queue file", (*app).backup},
+	{"backup", "write a consistent copy of a live queue (file or PostgreSQL) to a file", (*app).backup},
 	{"migrate", "copy a queue file's jobs into PostgreSQL", (*app).migrate},
 	{"schema", "print the SQL of a PostgreSQL queue's tables, for your own migrations", (*app).schema},
 	{"schedules", "list recurring jobs; pause, resume or trigger one", (*app).schedules},

@@ -24,21 +24,10 @@ import (
 // queue returns ErrClosed; ctx cancels the copy and removes what was
 // written.
 func (s *Store) Backup(ctx context.Context, path string) error {
-	if path == "" {
-		return errors.New("litequeue: backup: empty destination path")
-	}
-	if _, err := os.Lstat(path); err == nil {
-		return fmt.Errorf("litequeue: backup to %s: the file exists; Backup never overwrites, so remove it or pick a new name: %w", path, fs.ErrExist)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("litequeue: backup to %s: %w", path, err)
-	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".backup-*")
+	tmpName, err := reserveCopy(path)
 	if err != nil {
-		return fmt.Errorf("litequeue: backup to %s: %w", path, err)
+		return err
 	}
-	tmpName := tmp.Name()
-	tmp.Close()
 	// VACUUM INTO wants a file that does not exist or is empty; the empty
 	// temporary file reserves a unique name.
 	defer os.Remove(tmpName)
@@ -48,6 +37,32 @@ func (s *Store) Backup(ctx context.Context, path string) error {
 		}
 		return fmt.Errorf("litequeue: backup to %s: %w", path, classifyWriteError(err))
 	}
+	return publishCopy(tmpName, path)
+}
+
+// reserveCopy checks that a copy may be written to path — it does not
+// exist, its directory does — and creates an empty temporary file beside it,
+// whose name it returns; the caller removes it.
+func reserveCopy(path string) (string, error) {
+	if path == "" {
+		return "", errors.New("litequeue: backup: empty destination path")
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return "", fmt.Errorf("litequeue: backup to %s: the file exists; Backup never overwrites, so remove it or pick a new name: %w", path, fs.ErrExist)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("litequeue: backup to %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".backup-*")
+	if err != nil {
+		return "", fmt.Errorf("litequeue: backup to %s: %w", path, err)
+	}
+	name := tmp.Name()
+	return name, tmp.Close()
+}
+
+// publishCopy syncs the complete copy tmpName and links it into place at
+// path, never replacing a file that appeared there meanwhile.
+func publishCopy(tmpName, path string) error {
 	if err := syncFile(tmpName); err != nil {
 		return fmt.Errorf("litequeue: backup to %s: %w", path, err)
 	}
@@ -64,7 +79,7 @@ func (s *Store) Backup(ctx context.Context, path string) error {
 			return fmt.Errorf("litequeue: backup to %s: %w", path, rerr)
 		}
 	}
-	return syncDir(dir)
+	return syncDir(filepath.Dir(path))
 }
 
 func syncFile(name string) error {
