@@ -15,7 +15,8 @@ import (
 // and output; so are the paused queues, the schedules with their history
 // and the dashboard's per-minute counts. New ids in the copy continue after
 // the largest PostgreSQL has handed out. Workers and enqueues go on
-// meanwhile: it only reads.
+// meanwhile: it only reads, holding one snapshot for the copy's duration
+// (as pg_dump does), about a second per hundred thousand jobs.
 //
 // The copy is a queue file like any other: litequeue.Open runs it on one
 // machine, and MoveFile (lqinspect migrate) restores it into a PostgreSQL
