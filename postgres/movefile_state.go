@@ -60,9 +60,9 @@ type scheduleEventRow struct {
 }
 
 type historyRow struct {
-	queue                            string
-	minute                           int64
-	enqueued, succeeded, retried, dd int64
+	queue                              string
+	minute                             int64
+	enqueued, succeeded, retried, dead int64
 }
 
 // fileColumns returns the columns of table in the file: none when the
@@ -151,7 +151,7 @@ func readFileState(ctx context.Context, conn *sql.Conn) (fileState, error) {
 	} else if len(cols) > 0 {
 		err := scanAll(ctx, conn, `SELECT queue, minute, enqueued, succeeded, retried, dead FROM lq_history ORDER BY queue, minute`, func(rows *sql.Rows) error {
 			var h historyRow
-			err := rows.Scan(&h.queue, &h.minute, &h.enqueued, &h.succeeded, &h.retried, &h.dd)
+			err := rows.Scan(&h.queue, &h.minute, &h.enqueued, &h.succeeded, &h.retried, &h.dead)
 			st.history = append(st.history, h)
 			return err
 		})
@@ -246,7 +246,7 @@ func copyState(ctx context.Context, s *pgStore, tx *sql.Tx, st fileState) error 
 		var minute, enq, succ, retr, dead []int64
 		for _, h := range st.history {
 			queues, minute = append(queues, h.queue), append(minute, h.minute)
-			enq, succ, retr, dead = append(enq, h.enqueued), append(succ, h.succeeded), append(retr, h.retried), append(dead, h.dd)
+			enq, succ, retr, dead = append(enq, h.enqueued), append(succ, h.succeeded), append(retr, h.retried), append(dead, h.dead)
 		}
 		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO lq_history (queue, minute, enqueued, succeeded, retried, dead)
 			SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])
