@@ -42,3 +42,21 @@ func TestConformance(t *testing.T) {
 		},
 	})
 }
+
+// TestConformanceWithoutPreparedStatements runs the behaviour suite on
+// connections that prepare no statement and send every value as text
+// (pgx's default_query_exec_mode=simple_protocol in the URL): what a
+// connection pooler in transaction mode, such as PgBouncer before 1.21,
+// requires.
+func TestConformanceWithoutPreparedStatements(t *testing.T) {
+	needQueue(t)
+	conformance.Run(t, conformance.Backend{
+		Fresh: func(t *testing.T) string {
+			u, _ := pgtest.FreshSchema(t)
+			return pgtest.WithParam(t, u, "default_query_exec_mode", "simple_protocol")
+		},
+		Open: func(t *testing.T, u string, opts *litequeue.Options) (*litequeue.Queue, error) {
+			return postgres.Open(context.Background(), u, opts)
+		},
+	})
+}
