@@ -32,12 +32,7 @@ func TestMigrateMovesAStoppedQueueFileOnceAndRefusesARunningOne(t *testing.T) {
 	require.Contains(t, r.stdout, "3 dead letters, 1 completed, 0 cancelled, 4 attempt records")
 
 	// lqinspect reads the PostgreSQL queue as it reads the file.
-	for _, args := range [][]string{{"jobs", "--json"}, {"stats", "--json"}, {"dead", "--json"}, {"show", "--json", "6"}} {
-		want := lq(t, "", append([]string{args[0], copy}, args[1:]...)...)
-		got := lq(t, "", append([]string{args[0], u}, args[1:]...)...)
-		require.Equal(t, 0, got.code, got.stderr)
-		require.Equal(t, want.stdout, got.stdout, "lqinspect %v on the file and on PostgreSQL", args)
-	}
+	sameOutput(t, copy, u, []string{"jobs", "--json"}, []string{"stats", "--json"}, []string{"dead", "--json"}, []string{"show", "--json", "6"})
 
 	r = lq(t, "", "migrate", copy, u)
 	require.Equal(t, 0, r.code, r.stderr)
@@ -59,14 +54,23 @@ func TestMigrateKeepsPausedQueuesAndSchedules(t *testing.T) {
 	r := lq(t, "", "migrate", path, u)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "1 paused queues, 3 schedules")
-	for _, args := range [][]string{{"stats", "--json"}, {"schedules", "--json"}, {"schedules", "--json", "history", "nightly"}} {
-		want := lq(t, "", append([]string{args[0], path}, args[1:]...)...)
-		got := lq(t, "", append([]string{args[0], u}, args[1:]...)...)
-		require.Equal(t, 0, got.code, got.stderr)
-		require.Equal(t, want.stdout, got.stdout, "lqinspect %v on the file and on PostgreSQL", args)
-	}
+	sameOutput(t, path, u, []string{"stats", "--json"}, []string{"schedules", "--json"}, []string{"schedules", "--json", "history", "nightly"})
 
 	r = lq(t, "", "migrate", path, u)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "0 paused queues, 0 schedules")
+}
+
+// sameOutput runs each lqinspect command on queue a and on queue b (a file
+// or a postgres:// URL, after the command's name) and requires the same
+// output from both.
+func sameOutput(t *testing.T, a, b string, cmds ...[]string) {
+	t.Helper()
+	for _, args := range cmds {
+		want := lq(t, "", append([]string{args[0], a}, args[1:]...)...)
+		got := lq(t, "", append([]string{args[0], b}, args[1:]...)...)
+		require.Equal(t, 0, want.code, want.stderr)
+		require.Equal(t, 0, got.code, got.stderr)
+		require.Equal(t, want.stdout, got.stdout, "lqinspect %v on %s and on %s", args, a, b)
+	}
 }
