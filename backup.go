@@ -27,10 +27,11 @@ import (
 // snapshot, to a new queue file at path with the same guarantees: jobs keep
 // their ids, states, attempts, due times, leases and history; paused
 // queues, schedules and the dashboard's counts come along; new ids in the
-// copy continue after PostgreSQL's. The copy runs on one machine with Open,
-// or goes back into a PostgreSQL schema with postgres.MoveFile (lqinspect
-// migrate). It copies the queue, not the application's database: back that
-// up with the server's tools.
+// copy continue after PostgreSQL's (for a role that may not read the id
+// sequence, after the largest id a copied row names). The copy runs on one
+// machine with Open, or goes back into a PostgreSQL schema with
+// postgres.MoveFile (lqinspect migrate). It copies the queue, not the
+// application's database: back that up with the server's tools.
 //
 // A store that cannot write a copy returns ErrUnsupported.
 func (q *Queue) Backup(ctx context.Context, path string) error {

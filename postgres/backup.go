@@ -14,9 +14,11 @@ import (
 // copy with its id, state, attempts, due time, lease, key, history, progress
 // and output; so are the paused queues, the schedules with their history
 // and the dashboard's per-minute counts. New ids in the copy continue after
-// the largest PostgreSQL has handed out. Workers and enqueues go on
-// meanwhile: it only reads, holding one snapshot for the copy's duration
-// (as pg_dump does), about a second per hundred thousand jobs.
+// the largest PostgreSQL has handed out (after the largest any copied row
+// names, for a role that may not read the id sequence). Workers and
+// enqueues go on meanwhile: it only reads, holding one snapshot for the
+// copy's duration (as pg_dump does), about a second per hundred thousand
+// jobs.
 //
 // The copy is a queue file like any other: litequeue.Open runs it on one
 // machine, and MoveFile (lqinspect migrate) restores it into a PostgreSQL
@@ -36,8 +38,7 @@ func (s *pgStore) Backup(ctx context.Context, path string) error {
 		}
 		// Ids handed out for rows deleted since are not reused in the copy.
 		var last int64
-		if err := src.QueryRowContext(ctx, `SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence($1, 'id')::regclass), 0)`,
-			quoteIdent(s.schema)+".lq_jobs").Scan(&last); err != nil {
+		if err := src.QueryRowContext(ctx, s.q(lastJobIDSQL), quoteIdent(s.schema)+".lq_jobs").Scan(&last); err != nil {
 			return err
 		}
 		if _, err := dst.ExecContext(ctx, `UPDATE sqlite_sequence SET seq = max(seq, ?1) WHERE name = 'lq_jobs'`, last); err != nil {
@@ -48,6 +49,17 @@ func (s *pgStore) Backup(ctx context.Context, path string) error {
 		return err
 	})
 }
+
+// lastJobIDSQL reads the largest job id PostgreSQL has handed out: the id
+// sequence's last value where the role may read the sequence (pg_sequences
+// shows NULL otherwise, where pg_sequence_last_value would fail: a role
+// granted only the tables' rows inserts through the identity column without
+// any right on its sequence), and at least every id a row still names — a
+// job, a schedule's last job, a schedule event's job — so that the copy
+// never gives a new job an id the copied rows mean another job by.
+const lastJobIDSQL = `SELECT greatest(
+    (SELECT last_value FROM pg_sequences WHERE format('%I.%I', schemaname, sequencename) = pg_get_serial_sequence($1, 'id')),
+    (SELECT max(id) FROM lq_jobs), (SELECT max(last_job) FROM lq_schedules), (SELECT max(job_id) FROM lq_schedule_events), 0)`
 
 // backupTables says how each table is read from PostgreSQL and written to
 // the queue file, in an order that satisfies the file's foreign keys.

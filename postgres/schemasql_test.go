@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -182,4 +183,25 @@ func TestARoleThatMayNotCreateTablesRunsAQueueOnAnAppliedSchema(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the job did not run twice")
 	}
+	// And backs the queue up, reading only what its grants allow: without
+	// the id sequence, the copy's ids still continue after every id its
+	// rows name (here only the schedule's last job, whose row is gone).
+	_, err = q.RegisterSchedule(ctx, litequeue.Schedule{Name: "daily", Cron: "@daily", Job: roleJob{N: 2}})
+	require.NoError(t, err)
+	last, err := q.TriggerSchedule(ctx, "daily")
+	require.NoError(t, err)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the triggered job did not run")
+	}
+	require.NoError(t, q.Stop(ctx))
+	path := filepath.Join(t.TempDir(), "copy.db")
+	require.NoError(t, q.Backup(ctx, path))
+	copied, err := litequeue.Open(path, &litequeue.Options{PollInterval: -1})
+	require.NoError(t, err)
+	defer copied.Close()
+	id, err := copied.Enqueue(ctx, roleJob{N: 3}, nil)
+	require.NoError(t, err)
+	require.Greater(t, id, last)
 }
