@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/litequeue/litequeue"
 )
 
@@ -221,7 +223,7 @@ func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 			(SELECT coalesce(max(id), 1) FROM lq_jobs ), coalesce(pg_sequence_last_value(sq.seq::regclass), 1)))
 			FROM (SELECT pg_get_serial_sequence($1, 'id') AS seq) sq`),
 			quoteIdent(s.schema)+".lq_jobs", max(seq, 1)).Scan(&m.LastJobID); err != nil {
-			return err
+			return explainSequenceDenied(ctx, s, err)
 		}
 		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO lq_meta (key, value) VALUES ($1, $2)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`), metaKey, strconv.FormatInt(max(seq, done), 10)); err != nil {
@@ -373,4 +375,21 @@ func copyAttempts(ctx context.Context, s *pgStore, tx *sql.Tx, src *sql.Conn, to
 		return 0, err
 	}
 	return n, flush()
+}
+
+// explainSequenceDenied says what to do when the role may not move the job
+// id sequence past the file's ids (without that, new jobs would collide with
+// the moved ones): only the schema's owner, or a role granted the sequence,
+// can run the move.
+func explainSequenceDenied(ctx context.Context, s *pgStore, err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "42501" {
+		return err
+	}
+	seq, role := "the id sequence of "+quoteIdent(s.schema)+".lq_jobs", "the role"
+	var sq, cu sql.NullString
+	if s.db.QueryRowContext(ctx, `SELECT pg_get_serial_sequence($1, 'id'), quote_ident(current_user)`, quoteIdent(s.schema)+".lq_jobs").Scan(&sq, &cu) == nil && sq.Valid {
+		seq, role = sq.String, cu.String
+	}
+	return fmt.Errorf("litequeue: the move must set the job id sequence to continue after the file's ids, and this role may not: run it as the schema's owner, or have the owner run GRANT SELECT, UPDATE ON SEQUENCE %s TO %s; nothing was copied: %w", seq, role, err)
 }

@@ -218,3 +218,38 @@ func TestMoveFileReadsAFileOfAnOlderSchemaWithoutChangingIt(t *testing.T) {
 	require.Len(t, hist, 1)
 	require.True(t, strings.Contains(string(job.Payload), `"n":1`))
 }
+
+// A role granted only the tables' rows may not move the job id sequence
+// past the file's ids (new jobs would collide with the moved ones): the move
+// says what to grant and copies nothing; granted the sequence, it moves.
+func TestMoveFileAsARoleWithoutTheSequenceSaysWhatToGrant(t *testing.T) {
+	ctx := context.Background()
+	path, live, _ := queueFile(t)
+	u, admin := freshSchema(t)
+	schema := schemaOf(t, u)
+	role, ru := newRole(t, admin, u, schema)
+	ddl, err := MigrationSQL(0)
+	require.NoError(t, err)
+	applyMigrationSQL(t, admin, schema, ddl)
+	_, err = admin.Exec("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA " + quoteIdent(schema) + " TO " + quoteIdent(role))
+	require.NoError(t, err)
+
+	_, err = MoveFile(ctx, path, ru)
+	require.ErrorContains(t, err, "GRANT SELECT, UPDATE ON SEQUENCE "+schema+".lq_jobs_id_seq TO "+role)
+	require.ErrorContains(t, err, "nothing was copied")
+	var n int
+	require.NoError(t, admin.QueryRow(`SELECT count(*) FROM `+quoteIdent(schema)+`.lq_jobs`).Scan(&n))
+	require.Zero(t, n)
+
+	_, err = admin.Exec("GRANT SELECT, UPDATE ON SEQUENCE " + quoteIdent(schema) + ".lq_jobs_id_seq TO " + quoteIdent(role))
+	require.NoError(t, err)
+	m, err := MoveFile(ctx, path, ru)
+	require.NoError(t, err)
+	require.Equal(t, len(live), m.Pending)
+	q, err := Open(ctx, ru, &litequeue.Options{PollInterval: -1})
+	require.NoError(t, err)
+	defer q.Close()
+	id, err := q.Enqueue(ctx, moveJob{N: 99}, nil)
+	require.NoError(t, err, "a new job after the moved ones")
+	require.Greater(t, id, m.LastJobID)
+}
