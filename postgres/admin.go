@@ -176,6 +176,12 @@ func (s *pgStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err != nil {
 		return err
 	}
+	if s.asyncAll {
+		if _, err := tx.ExecContext(ctx, asyncCommitSQL); err != nil {
+			tx.Rollback()
+			return err
+		}
+	}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
 		return err

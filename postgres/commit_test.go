@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"slices"
 	"sync"
 	"testing"
@@ -108,5 +109,64 @@ func TestClaimsCommitAsynchronouslyAndEnqueuesDoNot(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// DurabilityProcess is set per transaction, not on the connection: each
+// write transaction commits without waiting for the flush, the
+// connection's own setting stays the server's (through a pooler a session
+// setting would reach other clients' transactions), and a URL that sets
+// synchronous_commit itself keeps it.
+func TestDurabilityProcessSetsTheCommitModePerTransaction(t *testing.T) {
+	u, _ := freshSchema(t)
+	ctx := context.Background()
+	s, err := openStore(ctx, u, false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var mu sync.Mutex
+	var batches [][]string
+	s.onBatch = func(sqls []string) {
+		mu.Lock()
+		batches = append(batches, sqls)
+		mu.Unlock()
+	}
+	if _, _, err := s.Insert(ctx, nil, []store.NewJob{job("q", "a", 0, 1, "")}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	for _, b := range batches {
+		if slices.Contains(b, s.q(insertOneKeylessSQL)) && !slices.Contains(b, asyncCommitSQL) {
+			t.Errorf("an insert batch of a DurabilityProcess store waits for the flush: %q", b)
+		}
+	}
+	mu.Unlock()
+	var inside string
+	if err := s.inTx(ctx, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `SHOW synchronous_commit`).Scan(&inside)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var session string
+	if err := s.db.QueryRowContext(ctx, `SHOW synchronous_commit`).Scan(&session); err != nil {
+		t.Fatal(err)
+	}
+	if inside != "off" || session != "on" {
+		t.Errorf("synchronous_commit %q in a transaction of the store, %q on its connection; want off, on", inside, session)
+	}
+
+	own, err := openStore(ctx, withParam(t, u, "synchronous_commit", "local"), false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	if err := own.inTx(ctx, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `SHOW synchronous_commit`).Scan(&inside)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if inside != "local" {
+		t.Errorf("synchronous_commit %q with the URL's local, want local", inside)
 	}
 }

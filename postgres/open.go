@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"net"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -54,13 +55,18 @@ var (
 // public; choose another with the URL parameter search_path=myschema, which
 // must exist), and returns a Queue on them. The queue owns the connection
 // pool: Close closes it. A nil opts means defaults. Options.Durability
-// DurabilityProcess opens the connections with synchronous_commit=off (a
-// commit survives a crash of the application's process; a crash of the
-// server may lose the last few hundred milliseconds of commits, never
-// consistency), unless the URL sets synchronous_commit itself; DurabilityFull follows the
+// DurabilityProcess makes each of the queue's write transactions set
+// synchronous_commit=off for itself (a commit survives a crash of the
+// application's process; a crash of the server may lose the last few
+// hundred milliseconds of commits, never consistency), unless the URL sets
+// synchronous_commit itself; a setting per transaction, not per
+// connection, so that it works through a pooler in transaction mode and
+// never reaches another client's transactions. DurabilityFull follows the
 // server's setting (on by default). BusyTimeout and Pragmas are SQLite
-// settings and are ignored. Options.ReadOnly opens every connection with
-// default_transaction_read_only and creates nothing.
+// settings and are ignored. Options.ReadOnly refuses every write with
+// ErrReadOnly and creates nothing; it also opens the connections with
+// default_transaction_read_only, unless a pooler refuses that startup
+// parameter.
 //
 // Errors: ErrUnreachable, ErrAuth, ErrNoDatabase, ErrNoSchema;
 // litequeue.ErrNotLitequeue when the schema has a table named lq_jobs (or
@@ -124,17 +130,37 @@ func newQueue(s *pgStore, opts *litequeue.Options) (*litequeue.Queue, error) {
 	return lq, nil
 }
 
-// openStore is Open without the Queue: the store alone.
+// openStore is Open without the Queue: the store alone. asyncCommit
+// (DurabilityProcess) makes every write transaction of the store commit
+// without waiting for the WAL flush, unless the URL sets
+// synchronous_commit itself.
 func openStore(ctx context.Context, url string, readOnly bool, asyncCommit ...bool) (*pgStore, error) {
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("litequeue: PostgreSQL URL: %w", err)
 	}
-	if readOnly {
-		cfg.RuntimeParams["default_transaction_read_only"] = "on"
+	_, urlSets := cfg.RuntimeParams["synchronous_commit"]
+	async := len(asyncCommit) > 0 && asyncCommit[0] && !urlSets
+	s, err := openStoreWith(ctx, cfg, readOnly, readOnly)
+	if err != nil && readOnly && refusedStartupParameter(err) {
+		// A pooler (PgBouncer) refuses startup parameters it does not
+		// pass on: without default_transaction_read_only the store's own
+		// refusal of every write (ErrReadOnly) stands alone.
+		s, err = openStoreWith(ctx, cfg, readOnly, false)
 	}
-	if _, set := cfg.RuntimeParams["synchronous_commit"]; !set && len(asyncCommit) > 0 && asyncCommit[0] {
-		cfg.RuntimeParams["synchronous_commit"] = "off"
+	if err != nil {
+		return nil, err
+	}
+	s.asyncAll = async
+	return s, nil
+}
+
+// openStoreWith opens the store on a pool of cfg's connections, opened with
+// default_transaction_read_only when readOnlyParam.
+func openStoreWith(ctx context.Context, cfg *pgx.ConnConfig, readOnly, readOnlyParam bool) (*pgStore, error) {
+	cfg = cfg.Copy()
+	if readOnlyParam {
+		cfg.RuntimeParams["default_transaction_read_only"] = "on"
 	}
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxIdleConns(8)
@@ -144,6 +170,15 @@ func openStore(ctx context.Context, url string, readOnly bool, asyncCommit ...bo
 		return nil, err
 	}
 	return s, nil
+}
+
+// refusedStartupParameter reports the refusal of a connection's startup
+// parameter by a connection pooler: PgBouncer passes on only the few it
+// knows (and those in its ignore_startup_parameters) and refuses the
+// connection for any other.
+func refusedStartupParameter(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "08P01" && strings.Contains(pe.Message, "unsupported startup parameter")
 }
 
 //go:embed migrations/*.sql

@@ -85,7 +85,8 @@ func InstalledVersion(ctx context.Context, url string) (version int, schema stri
 	if err != nil {
 		return 0, "", fmt.Errorf("litequeue: PostgreSQL URL: %w", err)
 	}
-	cfg.RuntimeParams["default_transaction_read_only"] = "on"
+	// A read-only transaction rather than the startup parameter
+	// default_transaction_read_only, which a pooler (PgBouncer) refuses.
 	db := stdlib.OpenDB(*cfg)
 	defer db.Close()
 	var cur sql.NullString

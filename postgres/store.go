@@ -22,6 +22,10 @@ type pgStore struct {
 	db       *sql.DB
 	owned    bool // Close closes db
 	readOnly bool
+	// asyncAll (DurabilityProcess) makes every write transaction commit
+	// without waiting for the WAL flush (asyncCommitSQL), set per
+	// transaction so that it passes a pooler in transaction mode.
+	asyncAll bool
 	schema   string
 	channel  string // LISTEN/NOTIFY channel of the schema's queues
 

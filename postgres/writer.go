@@ -254,7 +254,7 @@ func (w *writer) sendOnce(ops []*op, cs []store.Completion) (results []error, co
 		}
 	}
 
-	if asyncCommit(ops, cs) {
+	if s.asyncAll || asyncCommit(ops, cs) {
 		b.Queue(asyncCommitSQL)
 	}
 	// The merged insert of every op's jobs.
