@@ -1,0 +1,102 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/conformance"
+	"github.com/litequeue/litequeue/internal/pgtest"
+	"github.com/litequeue/litequeue/postgres"
+)
+
+// TestConformanceBehindPgBouncer runs the behaviour suite through a real
+// PgBouncer in transaction pooling mode: every transaction may get another
+// server connection, no session state (prepared statements, session
+// locks, settings, LISTEN) survives between them, and notifications never
+// reach the queue. One new database per test.
+func TestConformanceBehindPgBouncer(t *testing.T) {
+	needQueue(t)
+	b := pgtest.StartBouncer(t)
+	conformance.Run(t, conformance.Backend{
+		Fresh: func(t *testing.T) string {
+			u, _ := b.FreshDatabase(t)
+			return u
+		},
+		Open: func(t *testing.T, u string, opts *litequeue.Options) (*litequeue.Queue, error) {
+			return postgres.Open(context.Background(), u, opts)
+		},
+	})
+}
+
+type pooledJob struct{ N int }
+
+func (pooledJob) Kind() string { return "pooled" }
+
+// TestPgBouncerSettingsOfTheQueue opens queues through PgBouncer with the
+// options that change how the queue's connections are set up —
+// DurabilityProcess (synchronous_commit off) and ReadOnly — and uses them:
+// PgBouncer refuses startup parameters it does not know.
+func TestPgBouncerSettingsOfTheQueue(t *testing.T) {
+	needQueue(t)
+	ctx := context.Background()
+	b := pgtest.StartBouncer(t)
+	u, _ := b.FreshDatabase(t)
+
+	q, err := postgres.Open(ctx, u, &litequeue.Options{Durability: litequeue.DurabilityProcess})
+	require.NoError(t, err)
+	id, err := q.Enqueue(ctx, pooledJob{N: 1}, nil)
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+
+	ro, err := postgres.Open(ctx, u, &litequeue.Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer ro.Close()
+	job, err := ro.Job(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, `{"N":1}`, string(job.Payload))
+	_, err = ro.Enqueue(ctx, pooledJob{N: 2}, nil)
+	require.ErrorIs(t, err, litequeue.ErrReadOnly)
+}
+
+// TestPgBouncerStartsAnotherProcesssJobWithoutNotifications: through a
+// pooler in transaction mode no notification reaches a listening
+// connection, so a job enqueued by another queue (another process) starts
+// only because the queue looks for work after a quiet second (the
+// backstop). Real time: the bound is the backstop plus generous slack.
+func TestPgBouncerStartsAnotherProcesssJobWithoutNotifications(t *testing.T) {
+	needQueue(t)
+	ctx := context.Background()
+	b := pgtest.StartBouncer(t)
+	u, _ := b.FreshDatabase(t)
+
+	worker, err := postgres.Open(ctx, u, nil)
+	require.NoError(t, err)
+	defer worker.Close()
+	ran := make(chan int, 4)
+	litequeue.Register(worker, func(ctx context.Context, d *litequeue.Delivery[pooledJob]) error {
+		ran <- d.Job.N
+		return nil
+	})
+	require.NoError(t, worker.Start(ctx))
+	defer worker.Stop(ctx)
+
+	producer, err := postgres.Open(ctx, u, nil)
+	require.NoError(t, err)
+	defer producer.Close()
+	for n := 1; n <= 2; n++ {
+		start := time.Now()
+		_, err = producer.Enqueue(ctx, pooledJob{N: n}, nil)
+		require.NoError(t, err)
+		select {
+		case got := <-ran:
+			require.Equal(t, n, got)
+			t.Logf("job %d of the other queue started after %v", n, time.Since(start).Round(time.Millisecond))
+		case <-time.After(10 * time.Second):
+			t.Fatalf("job %d enqueued by another queue did not start within 10s (the backstop is one second)", n)
+		}
+	}
+}
