@@ -74,3 +74,26 @@ func sameOutput(t *testing.T, a, b string, cmds ...[]string) {
 		require.Equal(t, want.stdout, got.stdout, "lqinspect %v on %s and on %s", args, a, b)
 	}
 }
+
+// Through PgBouncer in transaction mode lqinspect moves a queue file in,
+// reads it as it reads the file (its read-only opens included), and
+// changes it.
+func TestCommandsThroughAPooler(t *testing.T) {
+	b := pgtest.StartBouncer(t)
+	pooled, _ := b.FreshDatabase(t)
+	path := scheduleFile(t)
+
+	r := lq(t, "", "migrate", path, pooled)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "3 schedules")
+	sameOutput(t, path, pooled, []string{"jobs", "--json"}, []string{"stats", "--json"}, []string{"schedules", "--json"})
+
+	r = lq(t, "", "schema", pooled)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout+r.stderr, "nothing to apply")
+
+	require.Equal(t, 0, lq(t, "", "pause", path, "reports").code)
+	r = lq(t, "", "pause", pooled, "reports")
+	require.Equal(t, 0, r.code, r.stderr)
+	sameOutput(t, path, pooled, []string{"stats", "--json"})
+}
