@@ -42,26 +42,17 @@ func TestOnlyABatchOfClaimsCommitsWithoutWaitingForTheFlush(t *testing.T) {
 func TestClaimsCommitAsynchronouslyAndEnqueuesDoNot(t *testing.T) {
 	s, _, _ := newTestStore(t)
 	ctx := context.Background()
-	var mu sync.Mutex
-	var batches [][]string
-	s.onBatch = func(sqls []string) {
-		mu.Lock()
-		batches = append(batches, sqls)
-		mu.Unlock()
-	}
+	sent := recordBatches(s)
 	// async reports, for every batch sent since the last call that holds
 	// statement (other batches, e.g. of the store's own upkeep, are not
 	// looked at), whether it commits asynchronously.
 	async := func(statement string) []bool {
-		mu.Lock()
-		defer mu.Unlock()
 		var out []bool
-		for _, b := range batches {
+		for _, b := range sent() {
 			if slices.Contains(b, statement) {
 				out = append(out, slices.Contains(b, asyncCommitSQL))
 			}
 		}
-		batches = nil
 		return out
 	}
 
@@ -125,23 +116,15 @@ func TestDurabilityProcessSetsTheCommitModePerTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var mu sync.Mutex
-	var batches [][]string
-	s.onBatch = func(sqls []string) {
-		mu.Lock()
-		batches = append(batches, sqls)
-		mu.Unlock()
-	}
+	sent := recordBatches(s)
 	if _, _, err := s.Insert(ctx, nil, []store.NewJob{job("q", "a", 0, 1, "")}); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	for _, b := range batches {
+	for _, b := range sent() {
 		if slices.Contains(b, s.q(insertOneKeylessSQL)) && !slices.Contains(b, asyncCommitSQL) {
 			t.Errorf("an insert batch of a DurabilityProcess store waits for the flush: %q", b)
 		}
 	}
-	mu.Unlock()
 	var inside string
 	if err := s.inTx(ctx, func(tx *sql.Tx) error {
 		return tx.QueryRowContext(ctx, `SHOW synchronous_commit`).Scan(&inside)
@@ -168,5 +151,24 @@ func TestDurabilityProcessSetsTheCommitModePerTransaction(t *testing.T) {
 	}
 	if inside != "local" {
 		t.Errorf("synchronous_commit %q with the URL's local, want local", inside)
+	}
+}
+
+// recordBatches records the statements of every batch s sends; sent
+// returns those sent since its last call.
+func recordBatches(s *pgStore) (sent func() [][]string) {
+	var mu sync.Mutex
+	var batches [][]string
+	s.onBatch = func(sqls []string) {
+		mu.Lock()
+		batches = append(batches, sqls)
+		mu.Unlock()
+	}
+	return func() [][]string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := batches
+		batches = nil
+		return out
 	}
 }
