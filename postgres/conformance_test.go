@@ -23,23 +23,7 @@ func TestConformance(t *testing.T) {
 		Open: func(t *testing.T, u string, opts *litequeue.Options) (*litequeue.Queue, error) {
 			return postgres.Open(context.Background(), u, opts)
 		},
-		FailJobDeletes: func(t *testing.T, u string) func() {
-			db, err := sql.Open("pgx", u) // the test's schema is on its search_path
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			exec := func(q string) {
-				if _, err := db.Exec(q); err != nil {
-					t.Fatal(err)
-				}
-			}
-			exec(`CREATE FUNCTION lq_test_refuse_delete() RETURNS trigger LANGUAGE plpgsql AS
-				$$BEGIN RAISE EXCEPTION 'refused by the test: the device failed'; END$$`)
-			exec(`CREATE TRIGGER lq_test_refuse_delete BEFORE DELETE ON lq_jobs
-				FOR EACH ROW EXECUTE FUNCTION lq_test_refuse_delete()`)
-			return func() { exec(`DROP TRIGGER lq_test_refuse_delete ON lq_jobs`) }
-		},
+		FailJobDeletes: refuseJobDeletes,
 	})
 }
 
@@ -59,4 +43,25 @@ func TestConformanceWithoutPreparedStatements(t *testing.T) {
 			return postgres.Open(context.Background(), u, opts)
 		},
 	})
+}
+
+// refuseJobDeletes makes the database at u (the queue's schema on its
+// search_path) refuse every delete of a job row, as a failing device
+// refuses a write, until the returned restore is called.
+func refuseJobDeletes(t *testing.T, u string) (restore func()) {
+	db, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	exec := func(q string) {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`CREATE FUNCTION lq_test_refuse_delete() RETURNS trigger LANGUAGE plpgsql AS
+		$$BEGIN RAISE EXCEPTION 'refused by the test: the device failed'; END$$`)
+	exec(`CREATE TRIGGER lq_test_refuse_delete BEFORE DELETE ON lq_jobs
+		FOR EACH ROW EXECUTE FUNCTION lq_test_refuse_delete()`)
+	return func() { exec(`DROP TRIGGER lq_test_refuse_delete ON lq_jobs`) }
 }

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,13 +22,24 @@ import (
 func TestConformanceBehindPgBouncer(t *testing.T) {
 	needQueue(t)
 	b := pgtest.StartBouncer(t)
+	var mu sync.Mutex
+	direct := map[string]string{} // pooled URL -> the database's own URL
 	conformance.Run(t, conformance.Backend{
 		Fresh: func(t *testing.T) string {
-			u, _ := b.FreshDatabase(t)
-			return u
+			pooled, own := b.FreshDatabase(t)
+			mu.Lock()
+			direct[pooled] = own
+			mu.Unlock()
+			return pooled
 		},
 		Open: func(t *testing.T, u string, opts *litequeue.Options) (*litequeue.Queue, error) {
 			return postgres.Open(context.Background(), u, opts)
+		},
+		FailJobDeletes: func(t *testing.T, u string) func() {
+			mu.Lock()
+			own := direct[u]
+			mu.Unlock()
+			return refuseJobDeletes(t, own)
 		},
 	})
 }
