@@ -149,7 +149,7 @@ func claimedEqual(a, b store.Claimed) bool {
 // openOther opens a second store on s's schema: another process.
 func openOther(t *testing.T, s *pgStore) *pgStore {
 	t.Helper()
-	o := startStore(s.db, false, false, s.schema)
+	o := startStore(s.db, false, false, false, s.schema)
 	t.Cleanup(func() { o.Close() })
 	return o
 }

@@ -98,7 +98,7 @@ func New(db *sql.DB, opts *litequeue.Options) (*litequeue.Queue, error) {
 	if m := db.Stats().MaxOpenConnections; m == 1 {
 		return nil, fmt.Errorf("%w: SetMaxOpenConns(%d); the queue keeps one connection for LISTEN and writes on others — allow at least 5 plus what the application needs, or 0 (no limit)", ErrPoolTooSmall, m)
 	}
-	s, err := newStore(context.Background(), db, false, opts != nil && opts.ReadOnly)
+	s, err := newStore(context.Background(), db, false, opts != nil && opts.ReadOnly, false)
 	if err != nil {
 		return nil, err
 	}
@@ -141,30 +141,26 @@ func openStore(ctx context.Context, url string, readOnly bool, asyncCommit ...bo
 	}
 	_, urlSets := cfg.RuntimeParams["synchronous_commit"]
 	async := len(asyncCommit) > 0 && asyncCommit[0] && !urlSets
-	s, err := openStoreWith(ctx, cfg, readOnly, readOnly)
+	s, err := openStoreWith(ctx, cfg, readOnly, async, readOnly)
 	if err != nil && readOnly && refusedStartupParameter(err) {
 		// A pooler (PgBouncer) refuses startup parameters it does not
 		// pass on: without default_transaction_read_only the store's own
 		// refusal of every write (ErrReadOnly) stands alone.
-		s, err = openStoreWith(ctx, cfg, readOnly, false)
+		s, err = openStoreWith(ctx, cfg, readOnly, async, false)
 	}
-	if err != nil {
-		return nil, err
-	}
-	s.asyncAll = async
-	return s, nil
+	return s, err
 }
 
 // openStoreWith opens the store on a pool of cfg's connections, opened with
 // default_transaction_read_only when readOnlyParam.
-func openStoreWith(ctx context.Context, cfg *pgx.ConnConfig, readOnly, readOnlyParam bool) (*pgStore, error) {
+func openStoreWith(ctx context.Context, cfg *pgx.ConnConfig, readOnly, asyncAll, readOnlyParam bool) (*pgStore, error) {
 	cfg = cfg.Copy()
 	if readOnlyParam {
 		cfg.RuntimeParams["default_transaction_read_only"] = "on"
 	}
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxIdleConns(8)
-	s, err := newStore(ctx, db, true, readOnly)
+	s, err := newStore(ctx, db, true, readOnly, asyncAll)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -320,7 +316,7 @@ func migrate(ctx context.Context, db *sql.DB, schema string, readOnly bool) erro
 
 // newStore checks db (reachable, pgx, a schema to use), migrates, and
 // starts the store's writer.
-func newStore(ctx context.Context, db *sql.DB, owned, readOnly bool) (*pgStore, error) {
+func newStore(ctx context.Context, db *sql.DB, owned, readOnly, asyncAll bool) (*pgStore, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, explainConnect(err)
@@ -343,5 +339,5 @@ func newStore(ctx context.Context, db *sql.DB, owned, readOnly bool) (*pgStore, 
 	if err := migrate(ctx, db, schema.String, readOnly); err != nil {
 		return nil, err
 	}
-	return startStore(db, owned, readOnly, schema.String), nil
+	return startStore(db, owned, readOnly, asyncAll, schema.String), nil
 }

@@ -68,11 +68,12 @@ var (
 	uniqueTwin = func(s *pgStore, ctx context.Context, tx *sql.Tx, id int64) error { return nil }
 )
 
-func startStore(db *sql.DB, owned, readOnly bool, schema string) *pgStore {
+func startStore(db *sql.DB, owned, readOnly, asyncAll bool, schema string) *pgStore {
 	s := &pgStore{
 		db:       db,
 		owned:    owned,
 		readOnly: readOnly,
+		asyncAll: asyncAll,
 		schema:   schema,
 		channel:  channelName(schema),
 		qual:     qualifier(schema),

@@ -105,7 +105,6 @@ max_client_conn = 1000
 default_pool_size = 40
 server_idle_timeout = 1
 ignore_startup_parameters = extra_float_digits
-admin_users = postgres
 %s
 `, host, port, serverUser, b.port, runAs)
 		if err := os.WriteFile(ini, []byte(conf), 0o644); err != nil {
@@ -128,7 +127,7 @@ admin_users = postgres
 				cmd.Process.Kill()
 				<-exited
 				b.dropAll(t)
-				if t.Failed() || os.Getenv("LQ_BOUNCER_LOG") != "" {
+				if t.Failed() {
 					log, _ := os.ReadFile(filepath.Join(dir, "log"))
 					t.Logf("PgBouncer's log:\n%s", log)
 				}
@@ -155,7 +154,7 @@ func (b *Bouncer) ready(exited <-chan error) error {
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		conn, err := pgx.Connect(ctx, b.url("test", "simple_protocol"))
+		conn, err := pgx.Connect(ctx, b.url("test"))
 		if err == nil {
 			_, err = conn.Exec(ctx, "SELECT 1")
 			conn.Close(ctx)
@@ -172,16 +171,16 @@ func (b *Bouncer) ready(exited <-chan error) error {
 }
 
 // url is the bouncer's URL of database db, with pgx's
-// default_query_exec_mode mode.
-func (b *Bouncer) url(db, mode string) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable&default_query_exec_mode=%s", b.port, url.PathEscape(db), mode)
+// default_query_exec_mode=simple_protocol: no prepared statements, which
+// PgBouncer before 1.21 cannot pool.
+func (b *Bouncer) url(db string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable&default_query_exec_mode=simple_protocol", b.port, url.PathEscape(db))
 }
 
 // FreshDatabase creates a database for the test on the server, dropped
-// when the bouncer's test ends, and returns the URL that reaches it through the
-// bouncer with pgx's default_query_exec_mode=simple_protocol (no prepared
-// statements, which PgBouncer before 1.21 cannot pool) and the database's
-// own URL on the server, bypassing the bouncer. A database rather than a
+// when the bouncer's test ends, and returns the URL that reaches it through
+// the bouncer (see url) and the database's own URL on the server, bypassing
+// the bouncer. A database rather than a
 // schema: PgBouncer does not pass a search_path startup parameter on.
 func (b *Bouncer) FreshDatabase(t testing.TB) (pooled, direct string) {
 	t.Helper()
@@ -200,7 +199,7 @@ func (b *Bouncer) FreshDatabase(t testing.TB) (pooled, direct string) {
 		t.Fatal(err)
 	}
 	du.Path = "/" + name
-	return b.url(name, "simple_protocol"), du.String()
+	return b.url(name), du.String()
 }
 
 // dropAll drops the databases FreshDatabase made. It runs once the bouncer
