@@ -79,6 +79,10 @@ func testPrefetch(t *testing.T, b Backend) {
 	proceed <- struct{}{}
 	require.Eventually(t, func() bool { return leased() > slots+batch }, WaitLimit, time.Millisecond,
 		"fast handlers: more than a ClaimBatch is claimed ahead (the next claim went out while one waited)")
+	// A finished job's row stays leased until its success is written (the
+	// successes go out in batches): wait for all 101, so that the leased
+	// rows are the two blocked handlers' and those held ahead only.
+	h.Ev.Wait(t, litequeue.EventSucceeded, 0, slow+101)
 	require.Never(t, func() bool { return leased() > slots+2*batch }, 100*time.Millisecond, 5*time.Millisecond,
 		"never more than Concurrency + 2 × ClaimBatch")
 }
