@@ -328,8 +328,10 @@ func (q *Queue) progressOf(ctx context.Context, info *JobInfo) error {
 // bar. Reports made in this process arrive at once; reports of other
 // processes are read from the job's row every Options.PollInterval of real
 // time (DefaultPollInterval when polling is disabled). The channel holds the
-// latest value only: a slow reader skips values, never the last. Each value
-// carries the job's State. The channel is closed when the job is finished
+// latest value only: a slow reader skips values, never the last. Values never
+// go back: the row, which gets this process's reports coalesced and later,
+// does not replace a newer report made here. Each value carries the job's
+// State. The channel is closed when the job is finished
 // (the last value then has State completed, dead or cancelled, when known), when it is
 // gone (deleted on success, cancelled, purged), when ctx ends or when the
 // queue is closed. It returns
@@ -356,7 +358,6 @@ func (q *Queue) WatchProgress(ctx context.Context, id int64) (<-chan Progress, e
 		defer hub.remove(id, w)
 		t := time.NewTicker(interval)
 		defer t.Stop()
-		last := first
 		for {
 			select {
 			case <-ctx.Done():
@@ -378,9 +379,8 @@ func (q *Queue) WatchProgress(ctx context.Context, id int64) (<-chan Progress, e
 			case err != nil:
 				continue
 			}
-			p := progressFromStore(jp, unixNanos(q.clock))
-			if p != last || finished(p.State) {
-				last = p
+			p, changed := w.fresher(progressFromStore(jp, unixNanos(q.clock)))
+			if changed || finished(p.State) {
 				w.send(p, finished(p.State))
 			}
 			if finished(p.State) {
@@ -442,6 +442,25 @@ type watcher struct {
 	closed bool
 	stop   chan struct{}
 	once   sync.Once
+	local  Progress // the last report of this process (zero if none)
+	sent   Progress // the last value sent
+}
+
+// fresher returns p, read from the job's row, with the progress of this
+// process's last report instead of the row's when the row's is not newer:
+// reports are written coalesced and after they are published, so the row
+// may hold an older report (or none), and a watcher must not go back to it.
+// The state is always the row's. A report of another process made at the
+// same instant as this one's (a clock that does not move) waits for a
+// later one. changed reports whether the result differs from the last
+// value sent.
+func (w *watcher) fresher(p Progress) (_ Progress, changed bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.local.UpdatedAt.IsZero() && !p.UpdatedAt.After(w.local.UpdatedAt) {
+		p.Fraction, p.Message, p.UpdatedAt = w.local.Fraction, w.local.Message, w.local.UpdatedAt
+	}
+	return p, p != w.sent
 }
 
 // send replaces the channel's value with p (a zero p only closes) and, when
@@ -458,6 +477,7 @@ func (w *watcher) send(p Progress, last bool) {
 		default:
 		}
 		w.ch <- p
+		w.sent = p
 	}
 	if last {
 		w.closed = true
@@ -516,6 +536,9 @@ func (h *hub) publish(id int64, p Progress, last bool) {
 	ws := append([]*watcher(nil), h.watchers[id]...)
 	h.mu.Unlock()
 	for _, w := range ws {
+		w.mu.Lock()
+		w.local = p
+		w.mu.Unlock()
 		w.send(p, last)
 	}
 }

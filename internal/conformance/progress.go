@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ func init() {
 		{"OutputAndProgressStayWithADeadLetter", testOutputOnDeadLetter},
 		{"WatchProgressSeesThisProcessAtOnceAndCloses", testWatchInProcess},
 		{"WatchProgressPollsAnotherProcess", testWatchOtherProcess},
+		{"WatchProgressNeverGoesBackToAnOlderWrite", testWatchNeverGoesBack},
 		{"WatchProgressClosesWithTheQueue", testWatchClose},
 	}...)
 }
@@ -225,6 +227,68 @@ func testWatchInProcess(t *testing.T, b Backend) {
 	require.Equal(t, 0.3, p.Fraction)
 	_, ok = next(t, ch)
 	require.False(t, ok, "the channel closes when the job finished")
+}
+
+// testWatchNeverGoesBack: the row holds an older report than the last one
+// this process published (reports are written coalesced, and after they are
+// published); the watcher's poll of the row must not show it again. Seen in
+// the dashboard's browser test as a bar at 80% beside the 30% message.
+func testWatchNeverGoesBack(t *testing.T, b Backend) {
+	h := setup(t, b, func(o *litequeue.Options) { o.PollInterval = 5 * time.Millisecond })
+	firstWritten, reported, finish := make(chanGate), make(chan struct{}), make(chanGate)
+	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
+		if err := d.SetProgress(0.3, "importing"); err != nil { // written at once
+			return err
+		}
+		firstWritten.wait(t)
+		if err := d.SetProgress(0.8, "summing up"); err != nil { // coalesced: the clock stands still
+			return err
+		}
+		close(reported)
+		finish.wait(t)
+		return nil
+	})
+	var once sync.Once
+	end := func() { once.Do(func() { close(finish) }) }
+	defer end() // a failed check does not leave the handler waiting
+	ctx := context.Background()
+	id, err := h.Q.Enqueue(ctx, Email{To: "x"}, nil)
+	require.NoError(t, err)
+	ch, err := h.Q.WatchProgress(ctx, id)
+	require.NoError(t, err)
+	p, _ := next(t, ch)
+	require.Equal(t, litequeue.StateReady, p.State)
+	h.start(t)
+	h.Ev.Wait(t, litequeue.EventProgress, id, 1)
+	close(firstWritten)
+	<-reported
+	// The row holds 0.3 now, and will until the handler returns. Polls of
+	// the row for 40 intervals must not bring it back once 0.8 was seen.
+	seen := false
+	deadline := time.After(40 * 5 * time.Millisecond)
+	for done := false; !done; {
+		select {
+		case p := <-ch:
+			require.Equal(t, litequeue.StateRunning, p.State, "%+v", p)
+			if p.Fraction == 0.8 {
+				seen = true
+				require.Equal(t, "summing up", p.Message)
+			} else {
+				require.False(t, seen, "after 0.8 the watcher went back to %+v", p)
+			}
+		case <-deadline:
+			done = true
+		}
+	}
+	require.True(t, seen, "the in-process report reached the watcher")
+	end()
+	for {
+		p, ok := next(t, ch)
+		if !ok {
+			break
+		}
+		require.Equal(t, 0.8, p.Fraction, "%+v", p)
+	}
 }
 
 func testWatchOtherProcess(t *testing.T, b Backend) {
