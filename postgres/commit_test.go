@@ -9,7 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/litequeue/litequeue"
 	"github.com/litequeue/litequeue/internal/store"
+	"github.com/litequeue/litequeue/internal/testbridge"
 )
 
 func TestOnlyABatchOfClaimsCommitsWithoutWaitingForTheFlush(t *testing.T) {
@@ -151,6 +153,42 @@ func TestDurabilityProcessSetsTheCommitModePerTransaction(t *testing.T) {
 	}
 	if inside != "local" {
 		t.Errorf("synchronous_commit %q with the URL's local, want local", inside)
+	}
+}
+
+func TestNewWithDurabilityProcessSetsTheCommitModePerTransaction(t *testing.T) {
+	u, _ := freshSchema(t)
+	ctx := context.Background()
+	for _, d := range []litequeue.Durability{litequeue.DurabilityFull, litequeue.DurabilityProcess} {
+		name := map[litequeue.Durability]string{litequeue.DurabilityFull: "DurabilityFull", litequeue.DurabilityProcess: "DurabilityProcess"}[d]
+		db, err := sql.Open("pgx", u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		q, err := New(db, &litequeue.Options{Durability: d, PollInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Close()
+		s := testbridge.StoreOf(q).(*pgStore)
+		sent := recordBatches(s)
+		if _, err := q.Enqueue(ctx, roleJob{N: 1}, nil); err != nil {
+			t.Fatal(err)
+		}
+		inserts := 0
+		for _, b := range sent() {
+			if !slices.Contains(b, s.q(insertOneKeylessSQL)) {
+				continue
+			}
+			inserts++
+			if async := slices.Contains(b, asyncCommitSQL); async != (d == litequeue.DurabilityProcess) {
+				t.Errorf("%s: the enqueue's batch sets synchronous_commit off: %v, want %v: %q", name, async, !async, b)
+			}
+		}
+		if inserts != 1 {
+			t.Errorf("%s: %d insert batches, want 1", name, inserts)
+		}
 	}
 }
 

@@ -49,7 +49,8 @@
 // Every operation costs at least one network round trip; one-at-a-time
 // enqueues are bound by the server's commit latency. Options.BusyTimeout and
 // Options.Pragmas are SQLite settings and are ignored; Options.Durability
-// DurabilityProcess means synchronous_commit=off on Open's connections.
+// DurabilityProcess means synchronous_commit=off in each of the queue's own
+// write transactions (set per transaction, so it works through a pooler).
 // Under DurabilityFull a transaction that only claims commits without
 // waiting for the WAL flush: a server crash can undo a claim (its jobs are
 // pending again, the attempt not counted), never an enqueue or an outcome,

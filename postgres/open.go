@@ -91,6 +91,10 @@ func Open(ctx context.Context, url string, opts *litequeue.Options) (*litequeue.
 // SetMaxOpenConns of at least 5 plus what the application itself needs. A db
 // limited to one connection is refused with ErrPoolTooSmall, writing
 // nothing: the LISTEN connection would leave the writers none.
+// Options.Durability DurabilityProcess makes each of the queue's own write
+// transactions set synchronous_commit=off for itself, as for Open (db's
+// DSN cannot be read to let a synchronous_commit there win); an EnqueueTx
+// or CompleteTx commits as the application's transaction does.
 func New(db *sql.DB, opts *litequeue.Options) (*litequeue.Queue, error) {
 	if db == nil {
 		return nil, errors.New("litequeue: postgres.New: db is nil")
@@ -98,7 +102,7 @@ func New(db *sql.DB, opts *litequeue.Options) (*litequeue.Queue, error) {
 	if m := db.Stats().MaxOpenConnections; m == 1 {
 		return nil, fmt.Errorf("%w: SetMaxOpenConns(%d); the queue keeps one connection for LISTEN and writes on others — allow at least 5 plus what the application needs, or 0 (no limit)", ErrPoolTooSmall, m)
 	}
-	s, err := newStore(context.Background(), db, false, opts != nil && opts.ReadOnly, false)
+	s, err := newStore(context.Background(), db, false, opts != nil && opts.ReadOnly, opts != nil && opts.Durability == litequeue.DurabilityProcess)
 	if err != nil {
 		return nil, err
 	}
