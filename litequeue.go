@@ -195,9 +195,10 @@ type Options struct {
 	// times wake workers at once regardless. Default DefaultPollInterval
 	// (200ms); negative disables polling. On PostgreSQL the queue LISTENs
 	// instead: PollInterval is its poll while the listening connection is
-	// down, and while it listens the queue still looks for work after
-	// 5×PollInterval (at least a second) without a notification, in case
-	// one was lost. Negative disables both.
+	// down or hears nothing (not even its own probe: a pooler in
+	// transaction mode), and while it listens the queue still looks for
+	// work after 5×PollInterval (at least a second) without a notification,
+	// in case one was lost. Negative disables both.
 	PollInterval time.Duration
 	// ClaimBatch is the most jobs one claim statement takes. Default
 	// DefaultClaimBatch (400). A queue holds claimed beyond its busy

@@ -41,8 +41,12 @@
 // back to polling every Options.PollInterval while that connection is down,
 // and reconnects with backoff; while it listens, a second (or five poll
 // intervals) without a notification also makes it look for work, since a
-// pooling proxy or a silently dead connection can lose one. A batch whose connection was lost before it
-// could commit is sent again on a new connection.
+// silently dead connection can lose one. Each time it listens it sends
+// itself a probe notification from another connection; when nothing
+// arrives (a pooler in transaction mode passes no notification on) it logs
+// a warning and polls every PollInterval until one does. A batch whose
+// connection was lost before it could commit is sent again on a new
+// connection.
 //
 // # Caveats
 //

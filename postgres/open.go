@@ -114,6 +114,9 @@ func newQueue(s *pgStore, opts *litequeue.Options) (*litequeue.Queue, error) {
 		s.Close()
 		return nil, errors.New("litequeue: this build's litequeue package does not run queues on other stores yet (store.NewQueue is not set); update github.com/litequeue/litequeue")
 	}
+	if opts != nil && opts.Logger != nil {
+		s.log = opts.Logger
+	}
 	// The store enforces ReadOnly itself (it refuses every write with
 	// ErrReadOnly); the queue's own constructor takes it for Open only.
 	if opts != nil && opts.ReadOnly {

@@ -2,6 +2,8 @@ package postgres_test
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -76,16 +78,18 @@ func TestPgBouncerSettingsOfTheQueue(t *testing.T) {
 
 // TestPgBouncerStartsAnotherProcesssJobWithoutNotifications: through a
 // pooler in transaction mode no notification reaches a listening
-// connection, so a job enqueued by another queue (another process) starts
-// only because the queue looks for work after a quiet second (the
-// backstop). Real time: the bound is the backstop plus generous slack.
+// connection, not even the queue's own probe; the queue warns and looks for
+// work every PollInterval (default 200ms), so a job enqueued by another
+// queue (another process) starts within one. Real time: the bound is
+// generous slack.
 func TestPgBouncerStartsAnotherProcesssJobWithoutNotifications(t *testing.T) {
 	needQueue(t)
 	ctx := context.Background()
 	b := pgtest.StartBouncer(t)
 	u, _ := b.FreshDatabase(t)
 
-	worker, err := postgres.Open(ctx, u, nil)
+	warned := make(chan string, 10)
+	worker, err := postgres.Open(ctx, u, &litequeue.Options{Logger: slog.New(warnings(warned))})
 	require.NoError(t, err)
 	defer worker.Close()
 	ran := make(chan int, 4)
@@ -95,6 +99,14 @@ func TestPgBouncerStartsAnotherProcesssJobWithoutNotifications(t *testing.T) {
 	})
 	require.NoError(t, worker.Start(ctx))
 	defer worker.Stop(ctx)
+	for deaf := false; !deaf; {
+		select {
+		case msg := <-warned: // also the warning that the queue has no QueueConfig
+			deaf = strings.Contains(msg, "receives no notifications")
+		case <-time.After(30 * time.Second):
+			t.Fatal("the queue did not warn that its listening connection hears nothing")
+		}
+	}
 
 	producer, err := postgres.Open(ctx, u, nil)
 	require.NoError(t, err)
@@ -108,7 +120,22 @@ func TestPgBouncerStartsAnotherProcesssJobWithoutNotifications(t *testing.T) {
 			require.Equal(t, n, got)
 			t.Logf("job %d of the other queue started after %v", n, time.Since(start).Round(time.Millisecond))
 		case <-time.After(10 * time.Second):
-			t.Fatalf("job %d enqueued by another queue did not start within 10s (the backstop is one second)", n)
+			t.Fatalf("job %d enqueued by another queue did not start within 10s (the poll is every 200ms)", n)
 		}
 	}
 }
+
+// warnings is a slog handler that sends the message of each warning (and
+// anything more severe) to a channel, dropping them when it is full.
+type warnings chan string
+
+func (h warnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (h warnings) Handle(_ context.Context, r slog.Record) error {
+	select {
+	case h <- r.Message:
+	default:
+	}
+	return nil
+}
+func (h warnings) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h warnings) WithGroup(string) slog.Handler      { return h }

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -46,6 +47,9 @@ type pgStore struct {
 	// onBatch, when set (by tests), sees each batch's statements before it
 	// is sent.
 	onBatch func(sqls []string)
+	// log gets the store's own warnings: the queue's Options.Logger (set
+	// before the queue starts), discarding by default.
+	log *slog.Logger
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -78,6 +82,7 @@ func startStore(db *sql.DB, owned, readOnly, asyncAll bool, schema string) *pgSt
 		channel:  channelName(schema),
 		qual:     qualifier(schema),
 		qualQ:    map[string]string{},
+		log:      slog.New(slog.DiscardHandler),
 	}
 	s.watchCtx, s.stopWatch = context.WithCancel(context.Background())
 	s.claims = newWriter(s, 1)

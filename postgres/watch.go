@@ -2,7 +2,10 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,6 +16,21 @@ const (
 	listenFirstBackoff = 50 * time.Millisecond
 	listenMaxBackoff   = 5 * time.Second
 )
+
+// Keys of the store's log records.
+const (
+	logSchema       = "schema"
+	logPollInterval = "poll_interval"
+)
+
+// probeWait is how long after its probe notification was committed the
+// listening connection may go without any notification before the queue
+// takes it for deaf (see listen).
+var probeWait = time.Second
+
+// probePrefix starts the payload of a probe notification; queue names are
+// the payload of the others, and hold no control character.
+const probePrefix = "\x01litequeue probe "
 
 // backstop is how long the listening connection may stay silent before the
 // queue looks for work anyway: at least a second, five poll intervals when
@@ -31,9 +49,16 @@ func backstop(interval time.Duration) time.Duration {
 // the connection is re-made with backoff; once it listens again, wake is
 // called once more for what was written meanwhile. While it listens, wake
 // is also called after each backstop(interval) without a notification, in
-// case one was lost. Watch returns once the
-// channel is listened to (or, when that failed, once the fallback poll
-// runs).
+// case one was lost.
+//
+// A connection can listen and still never hear: through a pooler in
+// transaction mode the LISTEN lands on a server connection that goes back
+// to the pool. So each time it listens, the store sends a probe
+// notification from another connection; if nothing at all arrives within
+// probeWait of its commit, the connection is taken for deaf, a warning is
+// logged, and wake is called every interval, as while the connection is
+// lost, until a notification arrives. Watch returns once the channel is
+// listened to (or, when that failed, once the fallback poll runs).
 func (s *pgStore) Watch(ctx context.Context, interval time.Duration, wake func()) error {
 	if interval <= 0 {
 		return nil
@@ -84,14 +109,41 @@ func (s *pgStore) listen(ctx context.Context, interval time.Duration, wake func(
 			}
 			signal()
 			quiet := backstop(interval)
+			// Until a notification arrives: the probe's deadline, or zero
+			// when the probe could not be sent (nothing to conclude).
+			deadline := s.probe(ctx)
+			heard, deaf := false, false
 			for {
+				wait := quiet
+				if !heard && !deaf && !deadline.IsZero() {
+					wait = max(min(wait, time.Until(deadline)), 0)
+				}
 				// A deadline interrupts the read without closing the
 				// connection (pgconn keeps it on a timeout).
-				wctx, cancel := context.WithTimeout(ctx, quiet)
-				_, err := c.WaitForNotification(wctx)
+				wctx, cancel := context.WithTimeout(ctx, wait)
+				n, err := c.WaitForNotification(wctx)
 				cancel()
 				if err != nil && (ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) || c.IsClosed()) {
 					return err
+				}
+				if err == nil {
+					if !heard {
+						heard = true
+						if deaf {
+							deaf, quiet = false, backstop(interval)
+							s.log.Info("litequeue: notifications reach the listening connection again; the queue stops polling", logSchema, s.schema)
+						}
+					}
+					if strings.HasPrefix(n.Payload, probePrefix) {
+						continue
+					}
+				} else if wait < quiet && !heard && !deaf {
+					if time.Until(deadline) > 0 {
+						continue
+					}
+					deaf, quiet = true, interval
+					s.log.Warn("litequeue: the listening connection receives no notifications, not even its own probe (a pooler in transaction mode?); the queue polls for work every PollInterval instead. For wake-ups within milliseconds, give the queue a direct connection or a pooler in session mode",
+						logSchema, s.schema, logPollInterval, interval)
 				}
 				wake()
 			}
@@ -125,4 +177,20 @@ func (s *pgStore) listen(ctx context.Context, interval time.Duration, wake func(
 			}
 		}
 	}
+}
+
+// probe sends, from a connection of the pool, a probe notification (a
+// payload starting with probePrefix, which wakes nobody) on the schema's
+// channel, and returns when the listening connection should have heard
+// something: probeWait after the probe committed. A probe that failed
+// returns the zero time.
+func (s *pgStore) probe(ctx context.Context) time.Time {
+	var b [8]byte
+	rand.Read(b[:])
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := s.db.ExecContext(pctx, `SELECT pg_notify($1, $2)`, s.channel, probePrefix+hex.EncodeToString(b[:])); err != nil {
+		return time.Time{}
+	}
+	return time.Now().Add(probeWait)
 }

@@ -3,11 +3,13 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/litequeue/litequeue/internal/pgtest"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -173,4 +175,76 @@ func TestWatchLooksForWorkOnceASecondWhileTheListenerIsSilent(t *testing.T) {
 	require.GreaterOrEqual(t, at[0].Sub(start), 900*time.Millisecond)
 	require.GreaterOrEqual(t, at[1].Sub(at[0]), 900*time.Millisecond)
 	require.Equal(t, pid, listenerPID(t, admin, a), "the listening connection was re-made")
+}
+
+// logRecords is a slog handler that sends each record's message (Info and
+// above) to a channel, dropping them when it is full.
+type logRecords chan string
+
+func (h logRecords) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+func (h logRecords) Handle(_ context.Context, r slog.Record) error {
+	select {
+	case h <- r.Message:
+	default:
+	}
+	return nil
+}
+func (h logRecords) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h logRecords) WithGroup(string) slog.Handler      { return h }
+
+// TestWatchPollsWhenTheListenerHearsNothing: through PgBouncer in
+// transaction mode the listening connection hears no notification, not
+// even the store's probe; the store says so and looks for work every
+// interval instead of after each quiet second.
+func TestWatchPollsWhenTheListenerHearsNothing(t *testing.T) {
+	b := pgtest.StartBouncer(t)
+	pooled, _ := b.FreshDatabase(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := openStore(ctx, pooled, false)
+	require.NoError(t, err)
+	defer s.Close()
+	logs := make(logRecords, 10)
+	s.log = slog.New(logs)
+	woke := make(chan time.Time, 100)
+	require.NoError(t, s.Watch(ctx, 20*time.Millisecond, func() {
+		select {
+		case woke <- time.Now():
+		default:
+		}
+	}))
+	select {
+	case msg := <-logs:
+		require.Contains(t, msg, "receives no notifications")
+	case <-time.After(30 * time.Second):
+		t.Fatal("no warning that the listening connection hears nothing")
+	}
+	// Every 20ms now; the quiet-second backstop alone would take 9s or more
+	// for ten.
+	start := time.Now()
+	for n := range 10 {
+		select {
+		case <-woke:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%d wake-ups in 30s", n)
+		}
+	}
+	require.Less(t, time.Since(start), 5*time.Second, "ten wake-ups took the backstop's pace")
+}
+
+// TestWatchHearsItsProbeOnADirectConnection: on a direct connection the
+// probe is heard: no warning, and the probe wakes nobody.
+func TestWatchHearsItsProbeOnADirectConnection(t *testing.T) {
+	s, _, _ := newTestStore(t)
+	logs := make(logRecords, 10)
+	s.log = slog.New(logs)
+	woke := watcher(t, s)
+	// Past the probe's deadline: the next quiet-second wake-up comes after it.
+	select {
+	case <-woke:
+		t.Fatal("woken within the probe's wait, with nothing written")
+	case msg := <-logs:
+		t.Fatalf("logged %q on a direct connection", msg)
+	case <-time.After(probeWait + 200*time.Millisecond):
+	}
 }
