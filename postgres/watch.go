@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"strings"
 	"time"
@@ -26,11 +24,11 @@ const (
 // probeWait is how long after its probe notification was committed the
 // listening connection may go without any notification before the queue
 // takes it for deaf (see listen).
-var probeWait = time.Second
+const probeWait = time.Second
 
 // probePrefix starts the payload of a probe notification; queue names are
 // the payload of the others, and hold no control character.
-const probePrefix = "\x01litequeue probe "
+const probePrefix = "\x01litequeue probe"
 
 // backstop is how long the listening connection may stay silent before the
 // queue looks for work anyway: at least a second, five poll intervals when
@@ -185,11 +183,9 @@ func (s *pgStore) listen(ctx context.Context, interval time.Duration, wake func(
 // something: probeWait after the probe committed. A probe that failed
 // returns the zero time.
 func (s *pgStore) probe(ctx context.Context) time.Time {
-	var b [8]byte
-	rand.Read(b[:])
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := s.db.ExecContext(pctx, `SELECT pg_notify($1, $2)`, s.channel, probePrefix+hex.EncodeToString(b[:])); err != nil {
+	if _, err := s.db.ExecContext(pctx, `SELECT pg_notify($1, $2)`, s.channel, probePrefix); err != nil {
 		return time.Time{}
 	}
 	return time.Now().Add(probeWait)
