@@ -379,11 +379,7 @@ func (q *Queue) WatchProgress(ctx context.Context, id int64) (<-chan Progress, e
 			case err != nil:
 				continue
 			}
-			p, changed := w.fresher(progressFromStore(jp, unixNanos(q.clock)))
-			if changed || finished(p.State) {
-				w.send(p, finished(p.State))
-			}
-			if finished(p.State) {
+			if p := w.offer(progressFromStore(jp, unixNanos(q.clock))); finished(p.State) {
 				return
 			}
 		}
@@ -446,21 +442,24 @@ type watcher struct {
 	sent   Progress // the last value sent
 }
 
-// fresher returns p, read from the job's row, with the progress of this
-// process's last report instead of the row's when the row's is not newer:
-// reports are written coalesced and after they are published, so the row
-// may hold an older report (or none), and a watcher must not go back to it.
-// The state is always the row's. A report of another process made at the
+// offer sends p, read from the job's row, unless it is the value last
+// sent, and returns what it sent (or would have). When the row's report is
+// not newer than this process's last one it keeps that report's progress
+// and takes only the row's state: reports are written coalesced and after
+// they are published, so the row may hold an older report (or none), and a
+// watcher must not go back to it. A report of another process made at the
 // same instant as this one's (a clock that does not move) waits for a
-// later one. changed reports whether the result differs from the last
-// value sent.
-func (w *watcher) fresher(p Progress) (_ Progress, changed bool) {
+// later one. A finished state closes the channel.
+func (w *watcher) offer(p Progress) Progress {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.local.UpdatedAt.IsZero() && !p.UpdatedAt.After(w.local.UpdatedAt) {
 		p.Fraction, p.Message, p.UpdatedAt = w.local.Fraction, w.local.Message, w.local.UpdatedAt
 	}
-	return p, p != w.sent
+	if p != w.sent || finished(p.State) {
+		w.sendLocked(p, finished(p.State))
+	}
+	return p
 }
 
 // send replaces the channel's value with p (a zero p only closes) and, when
@@ -468,6 +467,19 @@ func (w *watcher) fresher(p Progress) (_ Progress, changed bool) {
 func (w *watcher) send(p Progress, last bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.sendLocked(p, last)
+}
+
+// publish is send of a report of this process.
+func (w *watcher) publish(p Progress, last bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.local = p
+	w.sendLocked(p, last)
+}
+
+// sendLocked is send with w.mu held.
+func (w *watcher) sendLocked(p Progress, last bool) {
 	if w.closed {
 		return
 	}
@@ -536,9 +548,6 @@ func (h *hub) publish(id int64, p Progress, last bool) {
 	ws := append([]*watcher(nil), h.watchers[id]...)
 	h.mu.Unlock()
 	for _, w := range ws {
-		w.mu.Lock()
-		w.local = p
-		w.mu.Unlock()
-		w.send(p, last)
+		w.publish(p, last)
 	}
 }
