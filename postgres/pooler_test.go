@@ -89,7 +89,7 @@ func TestPgBouncerStartsAnotherProcesssJobWithoutNotifications(t *testing.T) {
 	u, _ := b.FreshDatabase(t)
 
 	warned := make(chan string, 10)
-	worker, err := postgres.Open(ctx, u, &litequeue.Options{Logger: slog.New(warnings(warned))})
+	worker, err := postgres.Open(ctx, u, &litequeue.Options{Logger: pgtest.Messages{Ch: warned, Level: slog.LevelWarn}.Logger()})
 	require.NoError(t, err)
 	defer worker.Close()
 	ran := make(chan int, 4)
@@ -124,18 +124,3 @@ func TestPgBouncerStartsAnotherProcesssJobWithoutNotifications(t *testing.T) {
 		}
 	}
 }
-
-// warnings is a slog handler that sends the message of each warning (and
-// anything more severe) to a channel, dropping them when it is full.
-type warnings chan string
-
-func (h warnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
-func (h warnings) Handle(_ context.Context, r slog.Record) error {
-	select {
-	case h <- r.Message:
-	default:
-	}
-	return nil
-}
-func (h warnings) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h warnings) WithGroup(string) slog.Handler      { return h }

@@ -177,21 +177,6 @@ func TestWatchLooksForWorkOnceASecondWhileTheListenerIsSilent(t *testing.T) {
 	require.Equal(t, pid, listenerPID(t, admin, a), "the listening connection was re-made")
 }
 
-// logRecords is a slog handler that sends each record's message (Info and
-// above) to a channel, dropping them when it is full.
-type logRecords chan string
-
-func (h logRecords) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
-func (h logRecords) Handle(_ context.Context, r slog.Record) error {
-	select {
-	case h <- r.Message:
-	default:
-	}
-	return nil
-}
-func (h logRecords) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h logRecords) WithGroup(string) slog.Handler      { return h }
-
 // TestWatchPollsWhenTheListenerHearsNothing: through PgBouncer in
 // transaction mode the listening connection hears no notification, not
 // even the store's probe; the store says so and looks for work every
@@ -204,8 +189,8 @@ func TestWatchPollsWhenTheListenerHearsNothing(t *testing.T) {
 	s, err := openStore(ctx, pooled, false)
 	require.NoError(t, err)
 	defer s.Close()
-	logs := make(logRecords, 10)
-	s.log = slog.New(logs)
+	logs := make(chan string, 10)
+	s.log = pgtest.Messages{Ch: logs, Level: slog.LevelInfo}.Logger()
 	woke := make(chan time.Time, 100)
 	require.NoError(t, s.Watch(ctx, 20*time.Millisecond, func() {
 		select {
@@ -236,8 +221,8 @@ func TestWatchPollsWhenTheListenerHearsNothing(t *testing.T) {
 // probe is heard: no warning, and the probe wakes nobody.
 func TestWatchHearsItsProbeOnADirectConnection(t *testing.T) {
 	s, _, _ := newTestStore(t)
-	logs := make(logRecords, 10)
-	s.log = slog.New(logs)
+	logs := make(chan string, 10)
+	s.log = pgtest.Messages{Ch: logs, Level: slog.LevelInfo}.Logger()
 	woke := watcher(t, s)
 	// Past the probe's deadline: the next quiet-second wake-up comes after it.
 	select {
