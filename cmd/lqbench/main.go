@@ -733,7 +733,7 @@ func (b *bench) settings() map[string]any {
 		s["pg_url"] = redact(b.pg.admin)
 		s["connections"] = "writer: one pooled connection per batch (all writes, group commit, one round trip per batch); LISTEN: 1; reads: pool"
 		s["group_commit"] = "every waiting write (enqueues merged into one INSERT, claims, failures, lease extensions) plus all pending successes share one implicit transaction, up to 256 ops"
-		s["wakeups"] = "in-process on enqueue and on freed slots; cross-process LISTEN/NOTIFY (poll every 200ms only while the listener is down)"
+		s["wakeups"] = "in-process on enqueue and on freed slots; cross-process LISTEN/NOTIFY (poll every 200ms only while the listener is down or hears nothing, as behind a transaction pooler; else a look after each quiet second)"
 		s["pragmas"] = nil
 		s["options"] = "defaults except Queues[default].Concurrency = -workers; durability = server settings"
 		s["pg_settings_effective"] = pgSettings(b.pg)
