@@ -160,6 +160,8 @@ func (d *delivery) reportProgress(fraction *float64, message string) error {
 	r.cur.Message, r.cur.UpdatedAt = message, now
 	r.has, r.dirty = true, true
 	p := r.cur
+	p.State = StateRunning
+	q.progressHub().setCurrent(d.id, p)
 	write := false
 	if !r.writing && r.timer == nil && q.store != nil {
 		wait := r.last.Add(q.progressInterval()).Sub(now)
@@ -171,7 +173,6 @@ func (d *delivery) reportProgress(fraction *float64, message string) error {
 		}
 	}
 	r.mu.Unlock()
-	p.State = StateRunning
 	q.progressHub().publish(d.id, p, false)
 	if write {
 		go d.writeProgress()
@@ -263,6 +264,7 @@ func (p *pool) finishReports(d *delivery, succeeded bool) {
 	r := d.rep
 	r.mu.Lock()
 	r.done = true
+	q.progressHub().clearCurrent(d.id)
 	if r.timer != nil {
 		r.timer.Stop()
 		r.timer = nil
@@ -330,7 +332,8 @@ func (q *Queue) progressOf(ctx context.Context, info *JobInfo) error {
 // time (DefaultPollInterval when polling is disabled). The channel holds the
 // latest value only: a slow reader skips values, never the last. Values never
 // go back: the row, which gets this process's reports coalesced and later,
-// does not replace a newer report made here. Each value carries the job's
+// does not replace a newer report made here, and a watch opened while the
+// job runs here starts from its latest report. Each value carries the job's
 // State. The channel is closed when the job is finished
 // (the last value then has State completed, dead or cancelled, when known), when it is
 // gone (deleted on success, cancelled, purged), when ctx ends or when the
@@ -344,8 +347,9 @@ func (q *Queue) WatchProgress(ctx context.Context, id int64) (<-chan Progress, e
 	w := &watcher{ch: make(chan Progress, 1)}
 	hub := q.progressHub()
 	hub.add(id, w)
-	first := progressFromStore(jp, unixNanos(q.clock))
-	w.send(first, finished(first.State))
+	// The row lags behind a report of this process not written yet: the
+	// first value has the latest.
+	w.offer(progressFromStore(jp, unixNanos(q.clock)))
 	if w.isClosed() {
 		hub.remove(id, w)
 		return w.ch, nil
@@ -512,17 +516,44 @@ func (w *watcher) isClosed() bool {
 type hub struct {
 	mu       sync.Mutex
 	watchers map[int64][]*watcher
+	// current holds the last report of each attempt running here whose
+	// handler reported, until the handler returns: a watcher that starts
+	// then begins with it, not with the row's older value.
+	current map[int64]Progress
 }
 
 func (q *Queue) progressHub() *hub {
-	q.hubOnce.Do(func() { q.hub = &hub{watchers: map[int64][]*watcher{}} })
+	q.hubOnce.Do(func() { q.hub = &hub{watchers: map[int64][]*watcher{}, current: map[int64]Progress{}} })
 	return q.hub
 }
 
+// add registers w for job id's reports; w starts from the job's current
+// report in this process, if any.
 func (h *hub) add(id int64, w *watcher) {
 	w.stop = make(chan struct{})
 	h.mu.Lock()
 	h.watchers[id] = append(h.watchers[id], w)
+	if p, ok := h.current[id]; ok {
+		w.mu.Lock()
+		w.local = p
+		w.mu.Unlock()
+	}
+	h.mu.Unlock()
+}
+
+// setCurrent records p as job id's latest report in this process; the
+// reporter's lock is held, so that it cannot follow clearCurrent.
+func (h *hub) setCurrent(id int64, p Progress) {
+	h.mu.Lock()
+	h.current[id] = p
+	h.mu.Unlock()
+}
+
+// clearCurrent forgets job id's report: its handler returned (the
+// reporter's lock is held).
+func (h *hub) clearCurrent(id int64) {
+	h.mu.Lock()
+	delete(h.current, id)
 	h.mu.Unlock()
 }
 

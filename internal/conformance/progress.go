@@ -28,6 +28,7 @@ func init() {
 		{"WatchProgressSeesThisProcessAtOnceAndCloses", testWatchInProcess},
 		{"WatchProgressPollsAnotherProcess", testWatchOtherProcess},
 		{"WatchProgressNeverGoesBackToAnOlderWrite", testWatchNeverGoesBack},
+		{"WatchProgressOpenedMidRunStartsFromTheLatestReport", testWatchMidRun},
 		{"WatchProgressClosesWithTheQueue", testWatchClose},
 	}...)
 }
@@ -289,6 +290,48 @@ func testWatchNeverGoesBack(t *testing.T, b Backend) {
 		}
 		require.Equal(t, 0.8, p.Fraction, "%+v", p)
 	}
+}
+
+// testWatchMidRun: a watcher opened while the row holds an older report
+// than this process's latest (coalesced, not written yet) starts from the
+// latest.
+func testWatchMidRun(t *testing.T, b Backend) {
+	h := setup(t, b, nil)
+	firstWritten, reported, finish := make(chanGate), make(chan struct{}), make(chanGate)
+	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
+		if err := d.SetProgress(0.3, "importing"); err != nil { // written at once
+			return err
+		}
+		firstWritten.wait(t)
+		if err := d.SetProgress(0.8, "summing up"); err != nil { // coalesced: the clock stands still
+			return err
+		}
+		close(reported)
+		finish.wait(t)
+		return nil
+	})
+	var once sync.Once
+	end := func() { once.Do(func() { close(finish) }) }
+	defer end()
+	ctx := context.Background()
+	id, err := h.Q.Enqueue(ctx, Email{To: "x"}, nil)
+	require.NoError(t, err)
+	h.start(t)
+	h.Ev.Wait(t, litequeue.EventProgress, id, 1)
+	close(firstWritten)
+	<-reported
+	j, err := h.Q.Job(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, 0.3, j.Progress.Fraction, "the row still holds the first report")
+	ch, err := h.Q.WatchProgress(ctx, id)
+	require.NoError(t, err)
+	p, ok := next(t, ch)
+	require.True(t, ok)
+	require.Equal(t, litequeue.StateRunning, p.State)
+	require.Equal(t, 0.8, p.Fraction, "the first value is the latest report, not the row's")
+	require.Equal(t, "summing up", p.Message)
+	end()
+	h.Ev.Wait(t, litequeue.EventSucceeded, id, 1)
 }
 
 func testWatchOtherProcess(t *testing.T, b Backend) {
