@@ -230,19 +230,20 @@ func testWatchInProcess(t *testing.T, b Backend) {
 	require.False(t, ok, "the channel closes when the job finished")
 }
 
-// testWatchNeverGoesBack: the row holds an older report than the last one
-// this process published (reports are written coalesced, and after they are
-// published); the watcher's poll of the row must not show it again. Seen in
-// the dashboard's browser test as a bar at 80% beside the 30% message.
-func testWatchNeverGoesBack(t *testing.T, b Backend) {
-	h := setup(t, b, func(o *litequeue.Options) { o.PollInterval = 5 * time.Millisecond })
+// registerTwoReports registers on h a handler that reports 0.3 "importing"
+// (written at once), then, once second is called, 0.8 "summing up"
+// (coalesced: the clock stands still, so the row keeps 0.3 until the
+// handler returns); second returns once it was made. The handler returns
+// when end is called, or when the test ends, so that a failed check does
+// not leave it waiting.
+func registerTwoReports(t *testing.T, h *Harness) (second, end func()) {
 	firstWritten, reported, finish := make(chanGate), make(chan struct{}), make(chanGate)
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
-		if err := d.SetProgress(0.3, "importing"); err != nil { // written at once
+		if err := d.SetProgress(0.3, "importing"); err != nil {
 			return err
 		}
 		firstWritten.wait(t)
-		if err := d.SetProgress(0.8, "summing up"); err != nil { // coalesced: the clock stands still
+		if err := d.SetProgress(0.8, "summing up"); err != nil {
 			return err
 		}
 		close(reported)
@@ -250,8 +251,18 @@ func testWatchNeverGoesBack(t *testing.T, b Backend) {
 		return nil
 	})
 	var once sync.Once
-	end := func() { once.Do(func() { close(finish) }) }
-	defer end() // a failed check does not leave the handler waiting
+	end = func() { once.Do(func() { close(finish) }) }
+	t.Cleanup(end)
+	return func() { close(firstWritten); <-reported }, end
+}
+
+// testWatchNeverGoesBack: the row holds an older report than the last one
+// this process published (reports are written coalesced, and after they are
+// published); the watcher's poll of the row must not show it again. Seen in
+// the dashboard's browser test as a bar at 80% beside the 30% message.
+func testWatchNeverGoesBack(t *testing.T, b Backend) {
+	h := setup(t, b, func(o *litequeue.Options) { o.PollInterval = 5 * time.Millisecond })
+	second, end := registerTwoReports(t, h)
 	ctx := context.Background()
 	id, err := h.Q.Enqueue(ctx, Email{To: "x"}, nil)
 	require.NoError(t, err)
@@ -261,8 +272,7 @@ func testWatchNeverGoesBack(t *testing.T, b Backend) {
 	require.Equal(t, litequeue.StateReady, p.State)
 	h.start(t)
 	h.Ev.Wait(t, litequeue.EventProgress, id, 1)
-	close(firstWritten)
-	<-reported
+	second()
 	// The row holds 0.3 now, and will until the handler returns. Polls of
 	// the row for 40 intervals must not bring it back once 0.8 was seen.
 	seen := false
@@ -297,29 +307,13 @@ func testWatchNeverGoesBack(t *testing.T, b Backend) {
 // latest.
 func testWatchMidRun(t *testing.T, b Backend) {
 	h := setup(t, b, nil)
-	firstWritten, reported, finish := make(chanGate), make(chan struct{}), make(chanGate)
-	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
-		if err := d.SetProgress(0.3, "importing"); err != nil { // written at once
-			return err
-		}
-		firstWritten.wait(t)
-		if err := d.SetProgress(0.8, "summing up"); err != nil { // coalesced: the clock stands still
-			return err
-		}
-		close(reported)
-		finish.wait(t)
-		return nil
-	})
-	var once sync.Once
-	end := func() { once.Do(func() { close(finish) }) }
-	defer end()
+	second, end := registerTwoReports(t, h)
 	ctx := context.Background()
 	id, err := h.Q.Enqueue(ctx, Email{To: "x"}, nil)
 	require.NoError(t, err)
 	h.start(t)
 	h.Ev.Wait(t, litequeue.EventProgress, id, 1)
-	close(firstWritten)
-	<-reported
+	second()
 	j, err := h.Q.Job(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, 0.3, j.Progress.Fraction, "the row still holds the first report")
