@@ -161,7 +161,9 @@ func (d *delivery) reportProgress(fraction *float64, message string) error {
 	r.has, r.dirty = true, true
 	p := r.cur
 	p.State = StateRunning
-	q.progressHub().setCurrent(d.id, p)
+	if d.lease != 0 { // a claimed attempt, which finishReports ends (the test kit's Work claims nothing)
+		q.progressHub().setCurrent(d.id, p)
+	}
 	write := false
 	if !r.writing && r.timer == nil && q.store != nil {
 		wait := r.last.Add(q.progressInterval()).Sub(now)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/litequeue/litequeue/internal/testbridge"
 )
 
 // TestProgressHubForgetsAnAttemptWhenItsHandlerReturns: the latest report
@@ -53,4 +55,22 @@ func TestProgressHubForgetsAnAttemptWhenItsHandlerReturns(t *testing.T) {
 	h.ev.wait(t, EventSucceeded, id, 1)
 	_, ok = current(id)
 	require.False(t, ok, "kept after the success")
+}
+
+// TestProgressHubKeepsNothingOfAnUnclaimedRun: the test kit's Work runs a
+// handler with a queue's configuration but no claim, so no attempt ends to
+// forget its report; the hub must not keep it (a later watch of a job with
+// the same id would start from it).
+func TestProgressHubKeepsNothingOfAnUnclaimedRun(t *testing.T) {
+	h := setup(t, nil)
+	hv, _, _ := captureHandler(func(q any) {
+		Register(q.(*Queue), func(ctx context.Context, d *Delivery[SendEmail]) error {
+			return d.SetProgress(0.5, "half")
+		})
+	})
+	require.NoError(t, runHandler(context.Background(), hv, h.q, []byte(`{"to":"x"}`), testbridge.Spec{ID: 1, Attempt: 1}))
+	hub := h.q.progressHub()
+	hub.mu.Lock()
+	defer hub.mu.Unlock()
+	require.Empty(t, hub.current)
 }
