@@ -304,3 +304,24 @@ func TestOpenReadOnlyFileSaysSoAndCanBeInspected(t *testing.T) {
 	require.NoError(t, q.Close())
 	require.Equal(t, before, snapshotFile(t, path))
 }
+
+// TestListenURLIsRefusedOnSQLite: Options.ListenURL names a PostgreSQL
+// listening connection; the SQLite Open and New refuse it and say so, and
+// Open creates no file.
+func TestListenURLIsRefusedOnSQLite(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "q.db")
+	opts := &Options{ListenURL: "postgres://db.internal:5432/app"}
+	_, err := Open(path, opts)
+	require.ErrorContains(t, err, "ListenURL is for queues on PostgreSQL")
+	require.Empty(t, dirNames(t, dir), "the refused Open left a file")
+
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "app.db")+"?_pragma=busy_timeout(5000)")
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = New(db, opts)
+	require.ErrorContains(t, err, "ListenURL is for queues on PostgreSQL")
+	var n int
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM sqlite_master`).Scan(&n))
+	require.Zero(t, n, "the refused New created tables")
+}

@@ -258,6 +258,16 @@ type Options struct {
 	// Default DefaultProgressInterval (1s); zero or negative means the
 	// default.
 	ProgressInterval time.Duration
+	// ListenURL is for queues on PostgreSQL (package postgres): where the
+	// queue's listening connection, which hears the LISTEN/NOTIFY wake-ups,
+	// connects instead of taking a connection of the queue's pool — a
+	// postgres:// URL or key=value DSN that reaches the queue's database
+	// directly when the pool goes through a pooler in transaction mode,
+	// which passes no notifications on. That one connection stays open
+	// while the queue runs; every other statement still uses the pool.
+	// Default empty: one of the pool's connections listens. The SQLite
+	// Open and New refuse it.
+	ListenURL string
 }
 
 func (o *Options) withDefaults() Options {
@@ -324,6 +334,10 @@ func (o *Options) validate() error {
 	return nil
 }
 
+// errListenURLOnSQLite is the SQLite Open's and New's refusal of
+// Options.ListenURL.
+var errListenURLOnSQLite = errors.New("litequeue: Options.ListenURL is for queues on PostgreSQL (package postgres); a queue file has no listening connection, leave it empty")
+
 // Queue is a job queue on one SQLite file. It is safe for concurrent use.
 type Queue struct {
 	opts  Options
@@ -377,6 +391,9 @@ func open(name string, opts *Options, f testbridge.Faults) (*Queue, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	if o.ListenURL != "" {
+		return nil, errListenURLOnSQLite
+	}
 	st, err := sqlite.Open(name, o.sqliteOptions())
 	if err != nil {
 		return nil, wrapf("%w", err)
@@ -413,6 +430,9 @@ func New(db *sql.DB, opts *Options) (*Queue, error) {
 	}
 	if o.ReadOnly {
 		return nil, errors.New("litequeue: New: Options.ReadOnly applies to Open only")
+	}
+	if o.ListenURL != "" {
+		return nil, errListenURLOnSQLite
 	}
 	st, err := sqlite.New(db, o.sqliteOptions())
 	if err != nil {

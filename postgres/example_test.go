@@ -40,6 +40,21 @@ func ExampleOpen() {
 	}
 }
 
+// Behind PgBouncer in transaction mode the pool prepares nothing, and the
+// one listening connection goes around the pooler, so that jobs enqueued by
+// other processes start within milliseconds. (Compiled, not run: it needs
+// a server and a pooler.)
+func ExampleOpen_behindAPooler() {
+	ctx := context.Background()
+	q, err := postgres.Open(ctx, "postgres://app@pgbouncer:6432/app?default_query_exec_mode=simple_protocol",
+		&litequeue.Options{ListenURL: "postgres://app@db.internal:5432/app"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer q.Close()
+}
+
 // A database whose schema only its owner may change gets the queue's tables
 // from its own migrations; the queue's role then only reads and writes rows.
 func ExampleMigrationSQL() {

@@ -47,6 +47,9 @@ var (
 	// connection, which the queue's LISTEN would hold for good, leaving
 	// none for its writes.
 	ErrPoolTooSmall = errors.New("litequeue: the *sql.DB allows too few open connections for the queue")
+	// ErrListenElsewhere: Options.ListenURL reaches another database than
+	// the queue's, where the queue's notifications never arrive.
+	ErrListenElsewhere = errors.New("litequeue: Options.ListenURL reaches another database than the queue's")
 )
 
 // Open connects to the PostgreSQL database at url (a postgres:// URL or a
@@ -66,19 +69,28 @@ var (
 // settings and are ignored. Options.ReadOnly refuses every write with
 // ErrReadOnly and creates nothing; it also opens the connections with
 // default_transaction_read_only, unless a pooler refuses that startup
-// parameter.
+// parameter. Options.ListenURL, when set, is where the queue's listening
+// connection connects instead of taking one of the pool's (for a url that
+// goes through a pooler in transaction mode, which passes no notifications
+// on); Open connects to it once and refuses one that reaches another
+// database than url's with ErrListenElsewhere.
 //
-// Errors: ErrUnreachable, ErrAuth, ErrNoDatabase, ErrNoSchema;
+// Errors: ErrUnreachable, ErrAuth, ErrNoDatabase (of url or of
+// Options.ListenURL), ErrNoSchema, ErrListenElsewhere;
 // litequeue.ErrNotLitequeue when the schema has a table named lq_jobs (or
 // lq_meta, lq_attempts) that litequeue did not create;
 // litequeue.ErrSchemaTooNew when a newer build migrated it. Nothing is
 // written on any of them.
 func Open(ctx context.Context, url string, opts *litequeue.Options) (*litequeue.Queue, error) {
-	s, err := openStore(ctx, url, opts != nil && opts.ReadOnly, opts != nil && opts.Durability == litequeue.DurabilityProcess)
+	var o litequeue.Options
+	if opts != nil {
+		o = *opts
+	}
+	s, err := openStoreListen(ctx, url, o.ReadOnly, o.Durability == litequeue.DurabilityProcess, o.ListenURL)
 	if err != nil {
 		return nil, err
 	}
-	return newQueue(s, opts)
+	return newQueue(ctx, s, opts)
 }
 
 // New returns a Queue on db, an application's own database opened with
@@ -94,7 +106,10 @@ func Open(ctx context.Context, url string, opts *litequeue.Options) (*litequeue.
 // Options.Durability DurabilityProcess makes each of the queue's own write
 // transactions set synchronous_commit=off for itself, as for Open (db's
 // DSN cannot be read to let a synchronous_commit there win); an EnqueueTx
-// or CompleteTx commits as the application's transaction does.
+// or CompleteTx commits as the application's transaction does. When db
+// goes through a pooler in transaction mode, give Options.ListenURL a
+// direct URL of its database, as for Open; the listening connection then
+// is not one of db's.
 func New(db *sql.DB, opts *litequeue.Options) (*litequeue.Queue, error) {
 	if db == nil {
 		return nil, errors.New("litequeue: postgres.New: db is nil")
@@ -102,14 +117,19 @@ func New(db *sql.DB, opts *litequeue.Options) (*litequeue.Queue, error) {
 	if m := db.Stats().MaxOpenConnections; m == 1 {
 		return nil, fmt.Errorf("%w: SetMaxOpenConns(%d); the queue keeps one connection for LISTEN and writes on others — allow at least 5 plus what the application needs, or 0 (no limit)", ErrPoolTooSmall, m)
 	}
-	s, err := newStore(context.Background(), db, false, opts != nil && opts.ReadOnly, opts != nil && opts.Durability == litequeue.DurabilityProcess)
+	ctx := context.Background()
+	var o litequeue.Options
+	if opts != nil {
+		o = *opts
+	}
+	s, err := newStore(ctx, db, false, o.ReadOnly, o.Durability == litequeue.DurabilityProcess, o.ListenURL)
 	if err != nil {
 		return nil, err
 	}
-	return newQueue(s, opts)
+	return newQueue(ctx, s, opts)
 }
 
-func newQueue(s *pgStore, opts *litequeue.Options) (*litequeue.Queue, error) {
+func newQueue(ctx context.Context, s *pgStore, opts *litequeue.Options) (*litequeue.Queue, error) {
 	if store.NewQueue == nil {
 		s.Close()
 		return nil, errors.New("litequeue: this build's litequeue package does not run queues on other stores yet (store.NewQueue is not set); update github.com/litequeue/litequeue")
@@ -142,32 +162,38 @@ func newQueue(s *pgStore, opts *litequeue.Options) (*litequeue.Queue, error) {
 // without waiting for the WAL flush, unless the URL sets
 // synchronous_commit itself.
 func openStore(ctx context.Context, url string, readOnly bool, asyncCommit ...bool) (*pgStore, error) {
+	return openStoreListen(ctx, url, readOnly, len(asyncCommit) > 0 && asyncCommit[0], "")
+}
+
+// openStoreListen is openStore with the listening connection at listenURL
+// (Options.ListenURL; empty for one of the pool's).
+func openStoreListen(ctx context.Context, url string, readOnly, asyncCommit bool, listenURL string) (*pgStore, error) {
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("litequeue: PostgreSQL URL: %w", err)
 	}
 	_, urlSets := cfg.RuntimeParams["synchronous_commit"]
-	async := len(asyncCommit) > 0 && asyncCommit[0] && !urlSets
-	s, err := openStoreWith(ctx, cfg, readOnly, async, readOnly)
+	async := asyncCommit && !urlSets
+	s, err := openStoreWith(ctx, cfg, readOnly, async, readOnly, listenURL)
 	if err != nil && readOnly && refusedStartupParameter(err) {
 		// A pooler (PgBouncer) refuses startup parameters it does not
 		// pass on: without default_transaction_read_only the store's own
 		// refusal of every write (ErrReadOnly) stands alone.
-		s, err = openStoreWith(ctx, cfg, readOnly, async, false)
+		s, err = openStoreWith(ctx, cfg, readOnly, async, false, listenURL)
 	}
 	return s, err
 }
 
 // openStoreWith opens the store on a pool of cfg's connections, opened with
 // default_transaction_read_only when readOnlyParam.
-func openStoreWith(ctx context.Context, cfg *pgx.ConnConfig, readOnly, asyncAll, readOnlyParam bool) (*pgStore, error) {
+func openStoreWith(ctx context.Context, cfg *pgx.ConnConfig, readOnly, asyncAll, readOnlyParam bool, listenURL string) (*pgStore, error) {
 	cfg = cfg.Copy()
 	if readOnlyParam {
 		cfg.RuntimeParams["default_transaction_read_only"] = "on"
 	}
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxIdleConns(8)
-	s, err := newStore(ctx, db, true, readOnly, asyncAll)
+	s, err := newStore(ctx, db, true, readOnly, asyncAll, listenURL)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -321,20 +347,22 @@ func migrate(ctx context.Context, db *sql.DB, schema string, readOnly bool) erro
 	return tx.Commit()
 }
 
-// newStore checks db (reachable, pgx, a schema to use), migrates, and
-// starts the store's writer.
-func newStore(ctx context.Context, db *sql.DB, owned, readOnly, asyncAll bool) (*pgStore, error) {
+// newStore checks db (reachable, pgx, a schema to use) and listenURL (when
+// not empty: it reaches db's database), migrates, and starts the store's
+// writer.
+func newStore(ctx context.Context, db *sql.DB, owned, readOnly, asyncAll bool, listenURL string) (*pgStore, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, explainConnect(err)
 	}
 	var schema sql.NullString
+	var database string
 	err = conn.Raw(func(dc any) error {
 		c, ok := dc.(*stdlib.Conn)
 		if !ok {
 			return fmt.Errorf("%w (its driver connection is %T); open it with stdlib.OpenDB or sql.Open(\"pgx\", url)", ErrNotPgx, dc)
 		}
-		return c.Conn().QueryRow(ctx, "SELECT current_schema()").Scan(&schema)
+		return c.Conn().QueryRow(ctx, "SELECT current_schema(), current_database()").Scan(&schema, &database)
 	})
 	conn.Close()
 	if err != nil {
@@ -343,8 +371,16 @@ func newStore(ctx context.Context, db *sql.DB, owned, readOnly, asyncAll bool) (
 	if !schema.Valid {
 		return nil, errNoSchema()
 	}
+	var listen *pgx.ConnConfig
+	if listenURL != "" {
+		if listen, err = checkListenURL(ctx, listenURL, database); err != nil {
+			return nil, err
+		}
+	}
 	if err := migrate(ctx, db, schema.String, readOnly); err != nil {
 		return nil, err
 	}
-	return startStore(db, owned, readOnly, asyncAll, schema.String), nil
+	s := startStore(db, owned, readOnly, asyncAll, schema.String)
+	s.listenCfg = listen
+	return s, nil
 }

@@ -215,3 +215,57 @@ func TestNewRefusesAPoolOfOneConnectionAndWritesNothing(t *testing.T) {
 		t.Fatal("a queue on two connections did not run its job")
 	}
 }
+
+// TestOpenChecksTheListenURLAndWritesNothing: an Options.ListenURL that does
+// not parse, reaches no server, or reaches another database than the
+// queue's (where its notifications would never arrive) is refused by Open
+// and New with an error that names it, before any table is written.
+func TestOpenChecksTheListenURLAndWritesNothing(t *testing.T) {
+	u, admin := freshSchema(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	other, _ := url.Parse(u)
+	other.Path = "/postgres"
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed, _ := url.Parse(u)
+	closed.Host = l.Addr().String()
+	l.Close()
+
+	db, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, c := range []struct {
+		name, listen string
+		want         error
+		says         string
+	}{
+		{"another database", other.String(), ErrListenElsewhere, "point ListenURL at"},
+		{"no server", closed.String(), ErrUnreachable, "Options.ListenURL"},
+		{"not a URL", "postgres://[::1", nil, "Options.ListenURL"},
+	} {
+		opts := &litequeue.Options{ListenURL: c.listen}
+		_, errOpen := Open(ctx, u, opts)
+		_, errNew := New(db, opts)
+		for _, err := range []error{errOpen, errNew} {
+			if err == nil || !strings.Contains(err.Error(), c.says) || (c.want != nil && !errors.Is(err, c.want)) {
+				t.Errorf("%s: %v, want %v saying %q", c.name, err, c.want, c.says)
+			}
+		}
+		if got := tables(t, admin, schemaOf(t, u)); len(got) != 0 {
+			t.Fatalf("%s: tables written: %v", c.name, got)
+		}
+	}
+
+	// The queue's own database, reached directly: accepted.
+	q, err := Open(ctx, u, &litequeue.Options{ListenURL: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Close()
+}

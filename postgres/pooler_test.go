@@ -124,3 +124,86 @@ func TestPgBouncerStartsAnotherProcesssJobWithoutNotifications(t *testing.T) {
 		}
 	}
 }
+
+// TestPgBouncerWithListenURLStartsAnotherProcesssJobAtOnce: a queue whose
+// pool goes through PgBouncer in transaction mode, with Options.ListenURL
+// reaching the database directly, hears the other queue's enqueues: with
+// a PollInterval of a minute (and so a backstop of five), only a
+// notification can start each job within the test's ten seconds, and the
+// queue does not warn that it hears nothing.
+func TestPgBouncerWithListenURLStartsAnotherProcesssJobAtOnce(t *testing.T) {
+	needQueue(t)
+	ctx := context.Background()
+	b := pgtest.StartBouncer(t)
+	pooled, direct := b.FreshDatabase(t)
+
+	warned := make(chan string, 10)
+	worker, err := postgres.Open(ctx, pooled, &litequeue.Options{ListenURL: direct, PollInterval: time.Minute,
+		Logger: pgtest.Messages{Ch: warned, Level: slog.LevelWarn}.Logger()})
+	require.NoError(t, err)
+	defer worker.Close()
+	ran := make(chan int, 4)
+	litequeue.Register(worker, func(ctx context.Context, d *litequeue.Delivery[pooledJob]) error {
+		ran <- d.Job.N
+		return nil
+	})
+	require.NoError(t, worker.Start(ctx))
+	defer worker.Stop(ctx)
+
+	producer, err := postgres.Open(ctx, pooled, nil)
+	require.NoError(t, err)
+	defer producer.Close()
+	for n := 1; n <= 3; n++ {
+		start := time.Now()
+		_, err = producer.Enqueue(ctx, pooledJob{N: n}, nil)
+		require.NoError(t, err)
+		select {
+		case got := <-ran:
+			require.Equal(t, n, got)
+			t.Logf("job %d of the other queue started after %v", n, time.Since(start).Round(time.Millisecond))
+		case <-time.After(10 * time.Second):
+			t.Fatalf("job %d enqueued by another queue did not start within 10s: the ListenURL connection heard no notification (the poll is every minute)", n)
+		}
+	}
+	// Past the probe's wait (a second): a listener taken for deaf would
+	// have warned by then.
+	for done := time.After(1500 * time.Millisecond); ; {
+		select {
+		case msg := <-warned:
+			require.NotContains(t, msg, "receives no notifications")
+			continue
+		case <-done:
+		}
+		break
+	}
+}
+
+// TestPgBouncerListenURLThroughThePoolerIsReported: a ListenURL that goes
+// through the pooler too reaches the right database, so Open accepts it,
+// but its LISTEN hears nothing: the queue says that of the ListenURL.
+func TestPgBouncerListenURLThroughThePoolerIsReported(t *testing.T) {
+	needQueue(t)
+	ctx := context.Background()
+	b := pgtest.StartBouncer(t)
+	pooled, _ := b.FreshDatabase(t)
+	warned := make(chan string, 10)
+	q, err := postgres.Open(ctx, pooled, &litequeue.Options{ListenURL: pooled,
+		Logger: pgtest.Messages{Ch: warned, Level: slog.LevelWarn}.Logger()})
+	require.NoError(t, err)
+	defer q.Close()
+	litequeue.Register(q, func(ctx context.Context, d *litequeue.Delivery[pooledJob]) error { return nil })
+	require.NoError(t, q.Start(ctx))
+	defer q.Stop(ctx)
+	for {
+		select {
+		case msg := <-warned: // also the warning that the queue has no QueueConfig
+			if !strings.Contains(msg, "receives no notifications") {
+				continue
+			}
+			require.Contains(t, msg, "Options.ListenURL")
+			return
+		case <-time.After(30 * time.Second):
+			t.Fatal("the queue did not warn that its ListenURL connection hears nothing")
+		}
+	}
+}

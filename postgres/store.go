@@ -29,6 +29,9 @@ type pgStore struct {
 	asyncAll bool
 	schema   string
 	channel  string // LISTEN/NOTIFY channel of the schema's queues
+	// listenCfg, when set (Options.ListenURL), is where the listening
+	// connection connects instead of taking one of db's.
+	listenCfg *pgx.ConnConfig
 
 	qual  *strings.Replacer
 	qmu   sync.RWMutex

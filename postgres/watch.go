@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -96,7 +97,7 @@ func (s *pgStore) listen(ctx context.Context, interval time.Duration, wake func(
 	first := true
 	for ctx.Err() == nil {
 		up := false
-		s.withConn(ctx, func(c *pgx.Conn) error {
+		s.listenOn(ctx, func(c *pgx.Conn) error {
 			if _, err := c.Exec(ctx, "LISTEN "+quoteIdent(s.channel)); err != nil {
 				return err
 			}
@@ -140,8 +141,13 @@ func (s *pgStore) listen(ctx context.Context, interval time.Duration, wake func(
 						continue
 					}
 					deaf, quiet = true, interval
-					s.log.Warn("litequeue: the listening connection receives no notifications, not even its own probe (a pooler in transaction mode?); the queue polls for work every PollInterval instead. For wake-ups within milliseconds, give the queue a direct connection or a pooler in session mode",
-						logSchema, s.schema, logPollInterval, interval)
+					if s.listenCfg != nil {
+						s.log.Warn("litequeue: the listening connection of Options.ListenURL receives no notifications, not even its own probe: does it reach the server the queue's pool writes to, not a pooler in transaction mode or another server? The queue polls for work every PollInterval instead",
+							logSchema, s.schema, logPollInterval, interval)
+					} else {
+						s.log.Warn("litequeue: the listening connection receives no notifications, not even its own probe (a pooler in transaction mode?); the queue polls for work every PollInterval instead. For wake-ups within milliseconds, set Options.ListenURL to a direct connection to the database, or use a pooler in session mode",
+							logSchema, s.schema, logPollInterval, interval)
+					}
 				}
 				wake()
 			}
@@ -189,4 +195,43 @@ func (s *pgStore) probe(ctx context.Context) time.Time {
 		return time.Time{}
 	}
 	return time.Now().Add(probeWait)
+}
+
+// checkListenURL parses url (Options.ListenURL) and connects once to check
+// that it reaches database, the pool's: a notification is delivered only
+// within its database. A url that reaches a database of the same name on
+// another server passes; the probe then hears nothing, and the queue warns
+// and polls.
+func checkListenURL(ctx context.Context, url, database string) (*pgx.ConnConfig, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("litequeue: Options.ListenURL: %w", err)
+	}
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("litequeue: Options.ListenURL: %w", explainConnect(err))
+	}
+	defer c.Close(context.Background())
+	var there string
+	if err := c.QueryRow(ctx, `SELECT current_database()`).Scan(&there); err != nil {
+		return nil, fmt.Errorf("litequeue: Options.ListenURL: %w", err)
+	}
+	if there != database {
+		return nil, fmt.Errorf("%w: it reaches database %q, the queue is in %q; notifications stay within their database, so point ListenURL at %q", ErrListenElsewhere, there, database, database)
+	}
+	return cfg, nil
+}
+
+// listenOn runs fn on the listening connection: a connection of its own
+// to Options.ListenURL when one was given, else one of the pool's.
+func (s *pgStore) listenOn(ctx context.Context, fn func(c *pgx.Conn) error) error {
+	if s.listenCfg == nil {
+		return s.withConn(ctx, fn)
+	}
+	c, err := pgx.ConnectConfig(ctx, s.listenCfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	return fn(c)
 }

@@ -233,3 +233,51 @@ func TestWatchHearsItsProbeOnADirectConnection(t *testing.T) {
 	case <-time.After(probeWait + 200*time.Millisecond):
 	}
 }
+
+// TestWatchListensOnTheListenURL: with Options.ListenURL the LISTEN runs on
+// a connection of that URL (told apart here by its application_name), not
+// on one of the pool's; another store's insert wakes it, and so does a
+// write once that connection was killed and re-made with the same URL.
+func TestWatchListensOnTheListenURL(t *testing.T) {
+	u, admin := freshSchema(t)
+	ctx := context.Background()
+	s, err := openStoreListen(ctx, u, false, false, withParam(t, u, "application_name", "lq_listen_url_test"))
+	require.NoError(t, err)
+	defer s.Close()
+	b, err := openStore(ctx, u, false)
+	require.NoError(t, err)
+	defer b.Close()
+	woke := watcher(t, s)
+
+	listenerApp := func() (int, string) {
+		var pid int
+		var app string
+		err := admin.QueryRow(`SELECT pid, application_name FROM pg_stat_activity WHERE query = $1`,
+			"LISTEN "+quoteIdent(s.channel)).Scan(&pid, &app)
+		require.NoError(t, err, "one connection listens")
+		return pid, app
+	}
+	pid, app := listenerApp()
+	require.Equal(t, "lq_listen_url_test", app, "the listening connection is not the ListenURL's")
+
+	drain(woke)
+	_, _, err = b.Insert(ctx, nil, []store.NewJob{job("q", "a", 0, 1, "")})
+	require.NoError(t, err)
+	waitWake(t, woke, "another store's insert")
+
+	_, err = admin.Exec(`SELECT pg_terminate_backend($1)`, pid)
+	require.NoError(t, err)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if p := listenerPID(t, admin, s); p != 0 && p != pid {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the listening connection was not re-made within 30s")
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, app = listenerApp()
+	require.Equal(t, "lq_listen_url_test", app, "the re-made listening connection is not the ListenURL's")
+	drain(woke)
+	_, _, err = b.Insert(ctx, nil, []store.NewJob{job("q", "a", 0, 1, "")})
+	require.NoError(t, err)
+	waitWake(t, woke, "an insert after the listening connection was re-made")
+}
