@@ -88,17 +88,7 @@ func TestPgBouncerStartsAnotherProcesssJobWithoutNotifications(t *testing.T) {
 	b := pgtest.StartBouncer(t)
 	u, _ := b.FreshDatabase(t)
 
-	warned := make(chan string, 10)
-	worker, err := postgres.Open(ctx, u, &litequeue.Options{Logger: pgtest.Messages{Ch: warned, Level: slog.LevelWarn}.Logger()})
-	require.NoError(t, err)
-	defer worker.Close()
-	ran := make(chan int, 4)
-	litequeue.Register(worker, func(ctx context.Context, d *litequeue.Delivery[pooledJob]) error {
-		ran <- d.Job.N
-		return nil
-	})
-	require.NoError(t, worker.Start(ctx))
-	defer worker.Stop(ctx)
+	ran, warned := startPooledWorker(t, u, litequeue.Options{})
 	for deaf := false; !deaf; {
 		select {
 		case msg := <-warned: // also the warning that the queue has no QueueConfig
@@ -111,16 +101,45 @@ func TestPgBouncerStartsAnotherProcesssJobWithoutNotifications(t *testing.T) {
 	producer, err := postgres.Open(ctx, u, nil)
 	require.NoError(t, err)
 	defer producer.Close()
-	for n := 1; n <= 2; n++ {
+	requireEachStarts(t, producer, ran, 2, "the poll is every 200ms")
+}
+
+// startPooledWorker opens a queue at u with opts and a logger of its
+// warnings, and starts it with a handler of pooledJob that sends each job's
+// N on ran. The queue stops and closes when the test ends.
+func startPooledWorker(t *testing.T, u string, opts litequeue.Options) (ran chan int, warned chan string) {
+	t.Helper()
+	ctx := context.Background()
+	warned = make(chan string, 10)
+	opts.Logger = pgtest.Messages{Ch: warned, Level: slog.LevelWarn}.Logger()
+	worker, err := postgres.Open(ctx, u, &opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { worker.Close() })
+	ran = make(chan int, 4)
+	litequeue.Register(worker, func(ctx context.Context, d *litequeue.Delivery[pooledJob]) error {
+		ran <- d.Job.N
+		return nil
+	})
+	require.NoError(t, worker.Start(ctx))
+	t.Cleanup(func() { worker.Stop(ctx) })
+	return ran, warned
+}
+
+// requireEachStarts enqueues pooledJobs 1 to n on producer, one at a time,
+// and requires each to start (its N on ran) within ten seconds; why says
+// what else would have to start it.
+func requireEachStarts(t *testing.T, producer *litequeue.Queue, ran chan int, n int, why string) {
+	t.Helper()
+	for i := 1; i <= n; i++ {
 		start := time.Now()
-		_, err = producer.Enqueue(ctx, pooledJob{N: n}, nil)
+		_, err := producer.Enqueue(context.Background(), pooledJob{N: i}, nil)
 		require.NoError(t, err)
 		select {
 		case got := <-ran:
-			require.Equal(t, n, got)
-			t.Logf("job %d of the other queue started after %v", n, time.Since(start).Round(time.Millisecond))
+			require.Equal(t, i, got)
+			t.Logf("job %d of the other queue started after %v", i, time.Since(start).Round(time.Millisecond))
 		case <-time.After(10 * time.Second):
-			t.Fatalf("job %d enqueued by another queue did not start within 10s (the poll is every 200ms)", n)
+			t.Fatalf("job %d enqueued by another queue did not start within 10s (%s)", i, why)
 		}
 	}
 }
@@ -137,34 +156,12 @@ func TestPgBouncerWithListenURLStartsAnotherProcesssJobAtOnce(t *testing.T) {
 	b := pgtest.StartBouncer(t)
 	pooled, direct := b.FreshDatabase(t)
 
-	warned := make(chan string, 10)
-	worker, err := postgres.Open(ctx, pooled, &litequeue.Options{ListenURL: direct, PollInterval: time.Minute,
-		Logger: pgtest.Messages{Ch: warned, Level: slog.LevelWarn}.Logger()})
-	require.NoError(t, err)
-	defer worker.Close()
-	ran := make(chan int, 4)
-	litequeue.Register(worker, func(ctx context.Context, d *litequeue.Delivery[pooledJob]) error {
-		ran <- d.Job.N
-		return nil
-	})
-	require.NoError(t, worker.Start(ctx))
-	defer worker.Stop(ctx)
+	ran, warned := startPooledWorker(t, pooled, litequeue.Options{ListenURL: direct, PollInterval: time.Minute})
 
 	producer, err := postgres.Open(ctx, pooled, nil)
 	require.NoError(t, err)
 	defer producer.Close()
-	for n := 1; n <= 3; n++ {
-		start := time.Now()
-		_, err = producer.Enqueue(ctx, pooledJob{N: n}, nil)
-		require.NoError(t, err)
-		select {
-		case got := <-ran:
-			require.Equal(t, n, got)
-			t.Logf("job %d of the other queue started after %v", n, time.Since(start).Round(time.Millisecond))
-		case <-time.After(10 * time.Second):
-			t.Fatalf("job %d enqueued by another queue did not start within 10s: the ListenURL connection heard no notification (the poll is every minute)", n)
-		}
-	}
+	requireEachStarts(t, producer, ran, 3, "the ListenURL connection heard no notification, and the poll is every minute")
 	// Past the probe's wait (a second): a listener taken for deaf would
 	// have warned by then.
 	for done := time.After(1500 * time.Millisecond); ; {
@@ -183,17 +180,9 @@ func TestPgBouncerWithListenURLStartsAnotherProcesssJobAtOnce(t *testing.T) {
 // but its LISTEN hears nothing: the queue says that of the ListenURL.
 func TestPgBouncerListenURLThroughThePoolerIsReported(t *testing.T) {
 	needQueue(t)
-	ctx := context.Background()
 	b := pgtest.StartBouncer(t)
 	pooled, _ := b.FreshDatabase(t)
-	warned := make(chan string, 10)
-	q, err := postgres.Open(ctx, pooled, &litequeue.Options{ListenURL: pooled,
-		Logger: pgtest.Messages{Ch: warned, Level: slog.LevelWarn}.Logger()})
-	require.NoError(t, err)
-	defer q.Close()
-	litequeue.Register(q, func(ctx context.Context, d *litequeue.Delivery[pooledJob]) error { return nil })
-	require.NoError(t, q.Start(ctx))
-	defer q.Stop(ctx)
+	_, warned := startPooledWorker(t, pooled, litequeue.Options{ListenURL: pooled})
 	for {
 		select {
 		case msg := <-warned: // also the warning that the queue has no QueueConfig
