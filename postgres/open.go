@@ -90,7 +90,7 @@ func Open(ctx context.Context, url string, opts *litequeue.Options) (*litequeue.
 	if err != nil {
 		return nil, err
 	}
-	return newQueue(ctx, s, opts)
+	return newQueue(s, opts)
 }
 
 // New returns a Queue on db, an application's own database opened with
@@ -126,10 +126,10 @@ func New(db *sql.DB, opts *litequeue.Options) (*litequeue.Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newQueue(ctx, s, opts)
+	return newQueue(s, opts)
 }
 
-func newQueue(ctx context.Context, s *pgStore, opts *litequeue.Options) (*litequeue.Queue, error) {
+func newQueue(s *pgStore, opts *litequeue.Options) (*litequeue.Queue, error) {
 	if store.NewQueue == nil {
 		s.Close()
 		return nil, errors.New("litequeue: this build's litequeue package does not run queues on other stores yet (store.NewQueue is not set); update github.com/litequeue/litequeue")
