@@ -23,8 +23,9 @@ import (
 //     moment it would have been, shifted by the jump (03:30); on the night
 //     they fall back, a time that comes twice runs the first time only.
 //   - A schedule whose hour field is “*” (“*/15 * * * *”, @hourly) follows
-//     real time: the repeated hour of the fall-back night runs again, and the
-//     skipped hour of the spring-forward night has nothing to run.
+//     real time: the repeated hour of the fall-back night runs again, every
+//     step in both passes (“*/30”: 01:00, 01:30 EDT, 01:00, 01:30 EST), and
+//     the skipped hour of the spring-forward night has nothing to run.
 //   - Every and “@every D” are fixed intervals of real time, unaffected by
 //     time zones.
 type Schedule struct {

@@ -234,6 +234,26 @@ func TestScheduleWeekAcrossDSTAndRestartEnqueuesExactlyTheExpectedOccurrences(t 
 	t.Logf("%d scheduler wake-ups for a week", wakeups)
 }
 
+// The scheduler, moved from wake-up to wake-up across New York's fall-back
+// night, enqueues a */30 schedule's every half hour of real time: both
+// passes of the repeated hour, none twice.
+func TestScheduleMinuteStepRunsBothPassesOfTheRepeatedHour(t *testing.T) {
+	ctx := context.Background()
+	h := setup(t, nil)
+	h.clock.Set(utc(2026, 11, 1, 4, 0)) // 00:00 EDT; 02:00 EDT becomes 01:00 EST at 06:00 UTC
+	_, err := h.q.RegisterSchedule(ctx, Schedule{Name: "half-hourly", Cron: "*/30 * * * *", TimeZone: "America/New_York", Job: Tick{"half"}})
+	require.NoError(t, err)
+	p := probeScheduler(t, h.q)
+	h.start(t)
+	h.runUntil(t, p, utc(2026, 11, 1, 8, 0))
+	require.NoError(t, h.q.Stop(ctx))
+	var want []time.Time
+	for at := utc(2026, 11, 1, 4, 30); !at.After(utc(2026, 11, 1, 8, 0)); at = at.Add(30 * time.Minute) {
+		want = append(want, at) // 00:30 EDT … 01:30 EDT, 01:00 EST … 03:00 EST
+	}
+	require.Equal(t, want, scheduledRunAts(t, h.q, "half-hourly"))
+}
+
 func TestRegisterScheduleIsIdempotentAndUpdatesAChangedDefinition(t *testing.T) {
 	ctx := context.Background()
 	var logs bytes.Buffer

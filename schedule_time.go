@@ -121,19 +121,37 @@ func (t *timing) next(after time.Time) time.Time {
 	if offsetAt(after.Add(-3*time.Hour), t.loc) != offsetAt(after.Add(3*time.Hour), t.loc) {
 		start = start.Add(-3 * time.Hour)
 	}
+	// Wall times come in order, their instants not always: in a repeated
+	// hour an hour-* schedule's 01:00 runs a second time after the first
+	// pass's 01:30. So keep the earliest instant found, and stop at the
+	// first wall time that cannot run before it.
+	var best, limit time.Time
 	w := start
 	for range 100000 {
 		w = t.spec.Next(w)
-		if w.IsZero() {
-			return time.Time{}
+		if w.IsZero() || (!best.IsZero() && w.After(limit)) {
+			break
 		}
 		for _, at := range t.instants(w) {
-			if at.After(after) {
-				return at
+			if at.After(after) && (best.IsZero() || at.Before(best)) {
+				best = at
+				// A wall time runs no earlier than itself read at the
+				// largest offset around.
+				limit = time.Unix(best.Unix()+int64(maxOffsetAround(best, t.loc)), int64(best.Nanosecond())).UTC()
 			}
 		}
 	}
-	return time.Time{}
+	return best
+}
+
+// maxOffsetAround returns the largest offset of loc within 36 hours of at,
+// sampled as instants samples them.
+func maxOffsetAround(at time.Time, loc *time.Location) int {
+	m := offsetAt(at, loc)
+	for _, h := range []time.Duration{-36, -24, -12, 12, 24, 36} {
+		m = max(m, offsetAt(at.Add(h*time.Hour), loc))
+	}
+	return m
 }
 
 // instants returns the moments, in order, at which the matching wall time w
