@@ -46,7 +46,12 @@ type Schedule struct {
 	TimeZone string
 	// Job is the job each occurrence enqueues, stored as its JSON encoding
 	// at registration. Its type's RetryPolicy method, if any, applies as
-	// for any job. Required.
+	// for any job. Its UniqueOptions, if any, are read at registration and
+	// stored with the schedule: each occurrence (and TriggerSchedule) is
+	// enqueued under them as Enqueue would enqueue the job — a twin that
+	// blocks it is reported with an EventDuplicate and a "duplicate" event
+	// in the schedule's history naming the twin, and nothing is enqueued
+	// for that occurrence. Required.
 	Job Job
 	// Queue overrides the job type's QueueName. Empty means the job's own.
 	Queue string
@@ -204,6 +209,9 @@ type ScheduleInfo struct {
 	Revision    int64 // raised by every change of definition or pause state
 	Created     time.Time
 	Updated     time.Time
+	// Unique is the uniqueness of the schedule's jobs, read from the job's
+	// UniqueOptions at registration; nil for none.
+	Unique *UniqueOptions
 
 	timing *timing
 }
@@ -229,8 +237,9 @@ func (s ScheduleInfo) NextRuns(from time.Time, n int) []time.Time {
 // ScheduleEvent is one record of a schedule's history. Type is one of
 // "registered", "updated", "paused", "resumed", "enqueued" (Occurrence,
 // JobID; Detail "late" when past the grace), "triggered", "skipped"
-// (Count occurrences from Occurrence to Last, Detail says why) and
-// "waiting" (OverlapWait holds Occurrence).
+// (Count occurrences from Occurrence to Last, Detail says why), "waiting"
+// (OverlapWait holds Occurrence) and "duplicate" (the job's uniqueness:
+// JobID is the twin that blocked the occurrence; nothing was enqueued).
 type ScheduleEvent struct {
 	ID         int64
 	Time       time.Time
@@ -311,10 +320,15 @@ func (q *Queue) validateSchedule(s Schedule, now time.Time) (store.Schedule, *ti
 	if err != nil {
 		return store.Schedule{}, nil, bad("Job", err)
 	}
+	uniq, err := encodeUnique(uniqueOptionsOf(s.Job, nil))
+	if err != nil {
+		return store.Schedule{}, nil, bad("Job", err)
+	}
 	st := store.Schedule{
 		Name: s.Name, Cron: s.Cron, Every: int64(s.Every), Anchor: now.UnixNano(), TZ: tz,
 		Queue: nj.Queue, Kind: nj.Kind, Payload: nj.Payload, Priority: s.Priority,
 		Missed: int(s.Missed), CatchUp: s.CatchUp, Overlap: int(s.Overlap), Grace: int64(s.Grace), NextAt: next.UnixNano(),
+		Unique: uniq,
 	}
 	if t.spec != nil {
 		st.Anchor = 0 // a cron schedule has no anchor; "@every D" counts from now like Every
@@ -328,8 +342,12 @@ func summary(s *store.Schedule) string {
 	if s.Cron == "" {
 		when = "every " + time.Duration(s.Every).String()
 	}
-	return fmt.Sprintf("%s tz %s; job %s on queue %s, priority %d, payload %s; missed %s, overlap %s",
+	out := fmt.Sprintf("%s tz %s; job %s on queue %s, priority %d, payload %s; missed %s, overlap %s",
 		when, s.TZ, s.Kind, s.Queue, s.Priority, s.Payload, describeMissed(MissedPolicy(s.Missed), s.CatchUp), OverlapPolicy(s.Overlap))
+	if s.Unique != "" {
+		out += "; unique " + s.Unique
+	}
+	return out
 }
 
 func describeMissed(p MissedPolicy, n int) string {
@@ -357,6 +375,7 @@ func diff(s, o *store.Schedule) string {
 	add("missed", describeMissed(MissedPolicy(s.Missed), s.CatchUp), describeMissed(MissedPolicy(o.Missed), o.CatchUp))
 	add("overlap", OverlapPolicy(s.Overlap), OverlapPolicy(o.Overlap))
 	add("grace", time.Duration(s.Grace), time.Duration(o.Grace))
+	add("unique", s.Unique, o.Unique)
 	return strings.Join(d, "; ")
 }
 
@@ -472,17 +491,43 @@ func (q *Queue) setPaused(ctx context.Context, name string, paused bool) error {
 // TriggerSchedule enqueues one extra occurrence of the named schedule now,
 // whatever its overlap policy and even when paused, and returns the job's
 // id. The schedule's next occurrence stays as it was.
-// ErrScheduleNotFound if there is none.
+//
+// Errors: ErrScheduleNotFound if there is none; when the schedule's job is
+// unique (see Schedule.Job) and a twin blocks it, what Enqueue returns for
+// the job: the twin's id with a *UniqueError (errors.Is ErrDuplicate), or
+// id 0 and ErrUniqueRejected with ConflictReject; nothing is enqueued, an
+// EventDuplicate is emitted and the history records a "duplicate" event.
 func (q *Queue) TriggerSchedule(ctx context.Context, name string) (int64, error) {
 	if err := q.writable(); err != nil {
 		return 0, err
 	}
 	now := q.clock.Now()
-	id, queue, kind, err := q.store.TriggerSchedule(ctx, name, now.UnixNano())
+	var u *UniqueOptions
+	var nj store.NewJob
+	id, queue, kind, err := q.store.TriggerSchedule(ctx, name, now.UnixNano(), func(s *store.Schedule, j *store.NewJob) error {
+		var err error
+		if u, err = scheduleUnique(s, j); err != nil {
+			return err
+		}
+		nj = *j
+		return nil
+	})
+	var ue *UniqueError
+	if errors.As(err, &ue) {
+		q.log.Info("litequeue: schedule trigger is a duplicate; nothing enqueued", LogSchedule, name, LogJobID, ue.ID)
+		q.emit(Event{Type: EventDuplicate, JobID: ue.ID, Queue: queue, Kind: kind, Err: err})
+		if u != nil && u.OnConflict == ConflictReject {
+			return 0, wrapf("litequeue: trigger schedule %q: %w: %w", name, ErrUniqueRejected, ue)
+		}
+		return ue.ID, wrapf("litequeue: trigger schedule %q: %w", name, err)
+	}
 	if err != nil {
 		return 0, wrapf("litequeue: trigger schedule: %w", err)
 	}
 	q.log.Info("litequeue: schedule triggered", LogSchedule, name, LogJobID, id)
+	if nj.Unique != nil && nj.Unique.Replaced != 0 {
+		q.emit(Event{Type: EventReplaced, JobID: nj.Unique.Replaced, Queue: queue, Kind: kind})
+	}
 	q.emit(Event{Type: EventEnqueued, JobID: id, Queue: queue, Kind: kind})
 	q.wake(queue)
 	return id, nil
@@ -520,6 +565,7 @@ func (q *Queue) ScheduleHistory(ctx context.Context, name string, limit int) ([]
 
 func publicSchedule(s *store.Schedule) ScheduleInfo {
 	t, _ := scheduleTiming(s)
+	u, _ := decodeUnique(s.Unique)
 	tz := s.TZ
 	outcome := ""
 	switch s.LastState {
@@ -542,6 +588,6 @@ func publicSchedule(s *store.Schedule) ScheduleInfo {
 		Overlap: OverlapPolicy(s.Overlap), Grace: time.Duration(s.Grace), Paused: s.Paused, Waiting: s.Waiting,
 		NextRun: nanoTime(s.NextAt), LastRun: nanoTime(s.LastAt), LastJobID: s.LastJob, LastOutcome: outcome,
 		MissedCount: s.MissedCount, Revision: s.Revision, Created: nanoTime(s.CreatedAt), Updated: nanoTime(s.UpdatedAt),
-		timing: t,
+		Unique: u, timing: t,
 	}
 }

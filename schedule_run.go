@@ -3,6 +3,7 @@ package litequeue
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,13 @@ type scheduler struct {
 	wakeCh chan struct{}
 	alarm  *alarm
 	wakes  atomic.Uint64 // calls of wake, for tests to tell which rounds saw which changes
+	// events are the events of the round under way, emitted once its
+	// alarm is set (the alarm's contract: a test that waits for an event
+	// and then advances a mock clock must find the alarm set); wakeQueues
+	// are the queues that got jobs, woken after the events (so a job's
+	// EventEnqueued comes before its EventStarted).
+	events     []Event
+	wakeQueues []string
 }
 
 // newScheduler makes the scheduler of run r; start starts it.
@@ -88,6 +96,7 @@ func (s *scheduler) loop() {
 		next, err := s.round(ctx, now)
 		if ctx.Err() != nil {
 			s.alarm.stop()
+			s.emitEvents()
 			return
 		}
 		if err != nil {
@@ -99,6 +108,7 @@ func (s *scheduler) loop() {
 		} else {
 			s.alarm.set(next, false)
 		}
+		s.emitEvents()
 		if h, ok := scheduleRoundHooks.Load(s.q); ok {
 			h.(func(now, next time.Time, wakes uint64))(now, next, wakes)
 		}
@@ -144,7 +154,11 @@ func (s *scheduler) round(ctx context.Context, now time.Time) (time.Time, error)
 				s.q.log.Error("litequeue: schedule has an unreadable definition; remove or register it again", LogSchedule, ss.Name, LogError, err.Error())
 				continue
 			}
-			f := plan(ss, t, now)
+			f, err := plan(ss, t, now)
+			if err != nil {
+				s.q.log.Error("litequeue: schedule has an unreadable definition; remove or register it again", LogSchedule, ss.Name, LogError, err.Error())
+				continue
+			}
 			res, err := st.FireSchedule(ctx, f)
 			switch {
 			case err != nil:
@@ -172,8 +186,20 @@ func (s *scheduler) round(ctx context.Context, now time.Time) (time.Time, error)
 	}
 }
 
-// report logs a firing and tells the queue's dispatchers and OnEvent about
-// its jobs.
+// emitEvents emits the events the round kept, then wakes the queues that
+// got jobs.
+func (s *scheduler) emitEvents() {
+	for _, ev := range s.events {
+		s.q.emit(ev)
+	}
+	for _, name := range s.wakeQueues {
+		s.q.wake(name)
+	}
+	s.events, s.wakeQueues = s.events[:0], s.wakeQueues[:0]
+}
+
+// report logs a firing, wakes the queue's dispatchers for its jobs and
+// keeps its events for the end of the round.
 func (s *scheduler) report(ss *store.Schedule, f *store.Firing, res store.FireResult) {
 	q := s.q
 	if f.Skipped > 0 {
@@ -187,14 +213,24 @@ func (s *scheduler) report(ss *store.Schedule, f *store.Firing, res store.FireRe
 		return
 	}
 	for i, id := range res.IDs {
+		if i < len(res.Dups) && res.Dups[i] != nil {
+			// As Enqueue reports a unique job's twin.
+			q.log.Info("litequeue: schedule occurrence is a duplicate of a unique job; nothing enqueued", LogSchedule, ss.Name,
+				"occurrence", time.Unix(0, f.Jobs[i].VisibleAt), LogJobID, id)
+			s.events = append(s.events, Event{Type: EventDuplicate, JobID: id, Queue: ss.Queue, Kind: ss.Kind, Err: res.Dups[i]})
+			continue
+		}
 		if !res.New[i] {
 			continue
 		}
 		q.log.Info("litequeue: schedule enqueued", LogSchedule, ss.Name, "occurrence", time.Unix(0, f.Jobs[i].VisibleAt), LogJobID, id)
-		q.emit(Event{Type: EventEnqueued, JobID: id, Queue: ss.Queue, Kind: ss.Kind})
+		if u := f.Jobs[i].Unique; u != nil && u.Replaced != 0 {
+			s.events = append(s.events, Event{Type: EventReplaced, JobID: u.Replaced, Queue: ss.Queue, Kind: ss.Kind})
+		}
+		s.events = append(s.events, Event{Type: EventEnqueued, JobID: id, Queue: ss.Queue, Kind: ss.Kind})
 	}
-	if len(res.IDs) > 0 {
-		q.wake(ss.Queue)
+	if len(res.IDs) > 0 && !slices.Contains(s.wakeQueues, ss.Queue) {
+		s.wakeQueues = append(s.wakeQueues, ss.Queue)
 	}
 }
 
@@ -212,7 +248,9 @@ const scheduleKeep = 2*MaxCatchUp + 1
 // plan decides, at now, what to do with the schedule's due occurrences
 // (those from NextAt up to now). Occurrences at most Grace old are on time
 // and all enqueued; older ones were missed and go by the Missed policy.
-func plan(s *store.Schedule, t *timing, now time.Time) store.Firing {
+// Each job carries the schedule's uniqueness; an error says the stored
+// uniqueness is unreadable.
+func plan(s *store.Schedule, t *timing, now time.Time) (store.Firing, error) {
 	first := time.Unix(0, s.NextAt)
 	latest, dropped, d0, d1, next := t.dueSlots(first, now, scheduleKeep)
 	grace := time.Duration(s.Grace)
@@ -262,9 +300,14 @@ func plan(s *store.Schedule, t *timing, now time.Time) store.Firing {
 		f.SkipDetail = fmt.Sprintf("missed: %d occurrences from %s to %s were more than %s late (no process ran the schedule); missed policy %s",
 			f.Skipped, first.In(t.loc).Format(time.RFC3339), last.In(t.loc).Format(time.RFC3339), grace, describeMissed(MissedPolicy(s.Missed), s.CatchUp))
 	}
+	var uerr error
 	add := func(at time.Time, isLate bool) {
-		f.Jobs = append(f.Jobs, store.NewJob{Queue: s.Queue, Kind: s.Kind, Priority: s.Priority,
-			VisibleAt: at.UnixNano(), CreatedAt: now.UnixNano(), Payload: s.Payload, Key: occurrenceKey(s.Name, at)})
+		nj := store.NewJob{Queue: s.Queue, Kind: s.Kind, Priority: s.Priority,
+			VisibleAt: at.UnixNano(), CreatedAt: now.UnixNano(), Payload: s.Payload, Key: occurrenceKey(s.Name, at)}
+		if _, err := scheduleUnique(s, &nj); err != nil && uerr == nil {
+			uerr = err
+		}
+		f.Jobs = append(f.Jobs, nj)
 		f.Late = append(f.Late, isLate)
 	}
 	for _, at := range fireLate {
@@ -273,5 +316,5 @@ func plan(s *store.Schedule, t *timing, now time.Time) store.Firing {
 	for _, at := range fire {
 		add(at, false)
 	}
-	return f
+	return f, uerr
 }

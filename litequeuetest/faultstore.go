@@ -240,8 +240,8 @@ func (f *faultStore) FireSchedule(ctx context.Context, fi store.Firing) (store.F
 	return guarded(f, func() (store.FireResult, error) { return f.Store.FireSchedule(ctx, fi) })
 }
 
-func (f *faultStore) TriggerSchedule(ctx context.Context, name string, now int64) (id int64, queue, kind string, err error) {
-	err = f.guard(func() error { id, queue, kind, err = f.Store.TriggerSchedule(ctx, name, now); return err })
+func (f *faultStore) TriggerSchedule(ctx context.Context, name string, now int64, unique func(*store.Schedule, *store.NewJob) error) (id int64, queue, kind string, err error) {
+	err = f.guard(func() error { id, queue, kind, err = f.Store.TriggerSchedule(ctx, name, now, unique); return err })
 	return id, queue, kind, err
 }
 

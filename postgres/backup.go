@@ -85,11 +85,11 @@ var backupTables = []struct{ name, read, write string }{
 		`INSERT INTO lq_queues (queue, paused_at) VALUES (?, ?)`},
 	{"schedules",
 		`SELECT name, cron, every, anchor, tz, queue, kind, payload, priority, missed, catch_up, overlap, grace,
-			paused::int, waiting::int, next_at, revision, last_at, last_job, missed_count, created_at, updated_at
+			paused::int, waiting::int, next_at, revision, last_at, last_job, missed_count, created_at, updated_at, uniq
 		FROM lq_schedules ORDER BY name`,
 		`INSERT INTO lq_schedules (name, cron, every, anchor, tz, queue, kind, payload, priority, missed, catch_up, overlap, grace,
-			paused, waiting, next_at, revision, last_at, last_job, missed_count, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, coalesce(?, x''), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+			paused, waiting, next_at, revision, last_at, last_job, missed_count, created_at, updated_at, uniq)
+		VALUES (?, ?, ?, ?, ?, ?, ?, coalesce(?, x''), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 	{"schedule history",
 		`SELECT id, schedule, at, event, occurrence, last, job_id, count, detail FROM lq_schedule_events ORDER BY id`,
 		`INSERT INTO lq_schedule_events (id, schedule, at, event, occurrence, last, job_id, count, detail)

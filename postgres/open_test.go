@@ -56,7 +56,7 @@ func TestOpenCreatesTheSchemaOnceAndReopens(t *testing.T) {
 		t.Fatalf("tables %s", got)
 	}
 	var v string
-	if err := admin.QueryRow(`SELECT value FROM ` + quoteIdent(schema) + `.lq_meta WHERE key = 'schema_version'`).Scan(&v); err != nil || v != "1" {
+	if err := admin.QueryRow(`SELECT value FROM ` + quoteIdent(schema) + `.lq_meta WHERE key = 'schema_version'`).Scan(&v); err != nil || v != strconv.Itoa(SchemaVersion) {
 		t.Fatalf("schema_version %q %v", v, err)
 	}
 	// Nothing of the queue's lands in public.

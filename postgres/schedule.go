@@ -30,11 +30,11 @@ func (s *pgStore) scheduleTx(ctx context.Context, name string, fn func(tx *sql.T
 var scheduleSQL = &store.ScheduleSQL{
 	Select: `SELECT ` + store.ScheduleColumns + ` FROM lq_schedules s WHERE s.name = $1`,
 	Insert: `INSERT INTO lq_schedules (name, cron, every, anchor, tz, queue, kind, payload, priority,
-		missed, catch_up, overlap, grace, next_at, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)`,
+		missed, catch_up, overlap, grace, next_at, created_at, updated_at, uniq)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15, $16)`,
 	Update: `UPDATE lq_schedules SET cron = $2, every = $3, anchor = $4, tz = $5, queue = $6, kind = $7,
 		payload = $8, priority = $9, missed = $10, catch_up = $11, overlap = $12, grace = $13, next_at = $14, waiting = false,
-		revision = revision + 1, updated_at = $15 WHERE name = $1`,
+		revision = revision + 1, updated_at = $15, uniq = $16 WHERE name = $1`,
 	Delete:       `DELETE FROM lq_schedules WHERE name = $1`,
 	DeleteEvents: `DELETE FROM lq_schedule_events WHERE schedule = $1`,
 	SelectPaused: `SELECT paused FROM lq_schedules WHERE name = $1`,
@@ -70,7 +70,12 @@ func (t scheduleTx) QueryRowContext(ctx context.Context, query string, args ...a
 	return t.tx.QueryRowContext(ctx, t.s.q(query), args...)
 }
 
+// InsertJobs inserts as Insert on a caller's transaction does: unique jobs
+// one at a time.
 func (t scheduleTx) InsertJobs(ctx context.Context, jobs []store.NewJob) ([]int64, []error, error) {
+	if slowPath(jobs) {
+		return insertSlow(t.s, ctx, t.tx, jobs)
+	}
 	return t.s.insertTx(ctx, t.tx, jobs)
 }
 
@@ -129,15 +134,16 @@ func (s *pgStore) FireSchedule(ctx context.Context, f store.Firing) (store.FireR
 }
 
 // TriggerSchedule implements store.Store.
-func (s *pgStore) TriggerSchedule(ctx context.Context, name string, now int64) (id int64, queue, kind string, err error) {
+func (s *pgStore) TriggerSchedule(ctx context.Context, name string, now int64, unique func(*store.Schedule, *store.NewJob) error) (id int64, queue, kind string, err error) {
+	var dup error
 	err = s.scheduleTx(ctx, name, func(tx *sql.Tx) error {
-		id, queue, kind, err = scheduleSQL.Trigger(ctx, scheduleTx{s, tx}, name, now)
+		id, queue, kind, dup, err = scheduleSQL.Trigger(ctx, scheduleTx{s, tx}, name, now, unique)
 		return err
 	})
 	if err != nil {
 		return 0, "", "", err
 	}
-	return id, queue, kind, nil
+	return id, queue, kind, dup
 }
 
 // ScheduleHistory implements store.Store.

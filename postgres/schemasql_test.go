@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -76,7 +77,7 @@ func TestMigrationSQLBuildsTheSchemaOpenBuilds(t *testing.T) {
 
 	want := catalog(t, admin, schemaOf(t, opened))
 	require.Greater(t, len(want), 40, "the catalog query found the schema: %v", want)
-	require.Contains(t, want, "schema_version=1")
+	require.Contains(t, want, fmt.Sprintf("schema_version=%d", SchemaVersion))
 	require.Equal(t, want, catalog(t, admin, schemaOf(t, applied)))
 
 	// Open takes the applied schema as its own and changes nothing.
@@ -95,6 +96,46 @@ func TestMigrationSQLBuildsTheSchemaOpenBuilds(t *testing.T) {
 	require.Error(t, err)
 	tx.Rollback()
 	require.Equal(t, want, catalog(t, admin, schemaOf(t, applied)))
+}
+
+// A schema at version 1 (before schedules stored their job's uniqueness)
+// is migrated by Open, or by MigrationSQL(1), to the catalog a new schema
+// gets; its schedules keep running, with no uniqueness until registered
+// again.
+func TestSchemaAtVersion1MigratesToTheCurrentCatalog(t *testing.T) {
+	ctx := context.Background()
+	fresh, admin := freshSchema(t)
+	s, err := openStore(ctx, fresh, false)
+	require.NoError(t, err)
+	s.Close()
+	want := catalog(t, admin, schemaOf(t, fresh))
+
+	ms, err := migrations()
+	require.NoError(t, err)
+	atV1 := func() string {
+		u, _ := freshSchema(t)
+		applyMigrationSQL(t, admin, schemaOf(t, u), ms[0].SQL+`;
+INSERT INTO lq_meta (key, value) VALUES ('format', 'litequeue'), ('schema_version', '1');
+INSERT INTO lq_schedules (name, cron, queue, kind, payload, next_at, created_at, updated_at)
+VALUES ('nightly', '0 2 * * *', 'default', 'role_job', '{"N":1}', 1, 1, 1)`)
+		return u
+	}
+
+	byOpen := atV1()
+	q, err := Open(ctx, byOpen, nil)
+	require.NoError(t, err)
+	all, err := q.Schedules(ctx)
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	require.Nil(t, all[0].Unique)
+	require.NoError(t, q.Close())
+	require.Equal(t, want, catalog(t, admin, schemaOf(t, byOpen)))
+
+	byTool := atV1()
+	sql, err := MigrationSQL(1)
+	require.NoError(t, err)
+	applyMigrationSQL(t, admin, schemaOf(t, byTool), sql)
+	require.Equal(t, want, catalog(t, admin, schemaOf(t, byTool)))
 }
 
 func TestMigrationSQLRefusesVersionsItDoesNotKnow(t *testing.T) {

@@ -30,6 +30,8 @@ func init() {
 		{"TwoQueuesOnOneDatabaseEnqueueEachOccurrenceOnce", testScheduleTwoQueues},
 		{"ScheduleBadInputStoresNothing", testScheduleBadInput},
 		{"FiringPlannedBeforeAChangeOrPauseEnqueuesNothing", testFiringIsConditional},
+		{"ScheduleKeepsItsJobTypesUniqueness", testScheduleUnique},
+		{"ScheduleOfAReplacingUniqueJobReplacesItsPendingTwin", testScheduleUniqueReplace},
 	}...)
 }
 
@@ -278,4 +280,114 @@ func testFiringIsConditional(t *testing.T, b Backend) {
 	require.False(t, res.Stale)
 	require.Len(t, res.IDs, 1)
 	require.Len(t, tickRunAts(t, h.Q), 1, "the current plan enqueues its occurrence")
+}
+
+// Digest is a job type unique by its whole payload (ConflictReturnExisting).
+type Digest struct {
+	User string `json:"user"`
+}
+
+func (Digest) Kind() string { return "conformance_digest" }
+
+func (Digest) UniqueOptions() *litequeue.UniqueOptions { return &litequeue.UniqueOptions{} }
+
+// Refresh is a job type whose newest enqueue replaces a pending twin.
+type Refresh struct {
+	Of string `json:"of"`
+}
+
+func (Refresh) Kind() string { return "conformance_refresh" }
+
+func (Refresh) UniqueOptions() *litequeue.UniqueOptions {
+	return &litequeue.UniqueOptions{OnConflict: litequeue.ConflictReplace}
+}
+
+// jobsOfKind lists the ids of the jobs of kind, oldest first.
+func jobsOfKind(t *testing.T, q *litequeue.Queue, kind string) []int64 {
+	t.Helper()
+	jobs, err := q.Jobs(context.Background(), litequeue.JobFilter{Kind: kind})
+	require.NoError(t, err)
+	var ids []int64
+	for _, j := range jobs {
+		ids = append(ids, j.ID)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// testScheduleUnique: a schedule's occurrences go through its job type's
+// uniqueness as a direct Enqueue does: while the first occurrence's job is
+// pending, the next ones enqueue nothing and are reported as duplicates
+// naming it (EventDuplicate, a "duplicate" history event); a trigger and
+// a direct Enqueue meet the same twin; a job enqueued directly blocks the
+// schedule's occurrence too.
+func testScheduleUnique(t *testing.T, b Backend) {
+	ctx := context.Background()
+	h := setup(t, b, nil)
+	_, err := h.Q.RegisterSchedule(ctx, litequeue.Schedule{Name: "digest", Cron: "0 * * * *", Job: Digest{"ann"}})
+	require.NoError(t, err)
+	require.Equal(t, &litequeue.UniqueOptions{}, scheduleNamed(t, h.Q, "digest").Unique)
+	h.start(t)
+	h.Clock.Set(Start.Add(time.Hour))
+	first := h.Ev.Wait(t, litequeue.EventEnqueued, 0, 1).JobID
+	for i := 2; i <= 3; i++ {
+		h.Clock.Set(Start.Add(time.Duration(i) * time.Hour))
+		ev := h.Ev.Wait(t, litequeue.EventDuplicate, first, i-1)
+		require.ErrorIs(t, ev.Err, litequeue.ErrUnique)
+		require.Equal(t, Digest{}.Kind(), ev.Kind)
+	}
+	require.Equal(t, []int64{first}, jobsOfKind(t, h.Q, Digest{}.Kind()), "no twins pile up")
+	require.Equal(t, 1, h.Ev.Count(litequeue.EventEnqueued, 0))
+	info := scheduleNamed(t, h.Q, "digest")
+	require.Equal(t, first, info.LastJobID)
+	require.Equal(t, Start.Add(4*time.Hour), info.NextRun.UTC(), "a duplicate occurrence is handled: the schedule moves on")
+	hist, err := h.Q.ScheduleHistory(ctx, "digest", 2)
+	require.NoError(t, err)
+	for i, e := range hist {
+		require.Equal(t, "duplicate", e.Type)
+		require.Equal(t, first, e.JobID, "the event names the twin")
+		require.Equal(t, Start.Add(time.Duration(3-i)*time.Hour), e.Occurrence.UTC())
+		require.Contains(t, e.Detail, "uniqueness")
+	}
+
+	// The same rule for a direct Enqueue and a trigger of the schedule.
+	id, err := h.Q.Enqueue(ctx, Digest{"ann"}, nil)
+	require.ErrorIs(t, err, litequeue.ErrUnique)
+	require.Equal(t, first, id)
+	id, err = h.Q.TriggerSchedule(ctx, "digest")
+	require.ErrorIs(t, err, litequeue.ErrUnique)
+	var ue *litequeue.UniqueError
+	require.ErrorAs(t, err, &ue)
+	require.Equal(t, first, id)
+	require.Equal(t, first, ue.ID)
+	h.Ev.Wait(t, litequeue.EventDuplicate, first, 4)
+	require.Equal(t, []int64{first}, jobsOfKind(t, h.Q, Digest{}.Kind()))
+
+	// A job enqueued directly is the twin of a schedule's occurrence.
+	bob, err := h.Q.Enqueue(ctx, Digest{"bob"}, nil)
+	require.NoError(t, err)
+	_, err = h.Q.RegisterSchedule(ctx, litequeue.Schedule{Name: "bob", Cron: "30 * * * *", Job: Digest{"bob"}})
+	require.NoError(t, err)
+	h.Clock.Set(Start.Add(3*time.Hour + 30*time.Minute))
+	h.Ev.Wait(t, litequeue.EventDuplicate, bob, 1)
+	require.Equal(t, []int64{first, bob}, jobsOfKind(t, h.Q, Digest{}.Kind()))
+	require.Zero(t, scheduleNamed(t, h.Q, "bob").LastJobID, "the schedule enqueued nothing")
+}
+
+// testScheduleUniqueReplace: with ConflictReplace each occurrence replaces
+// the pending job of the one before, as a direct Enqueue would.
+func testScheduleUniqueReplace(t *testing.T, b Backend) {
+	ctx := context.Background()
+	h := setup(t, b, nil)
+	_, err := h.Q.RegisterSchedule(ctx, litequeue.Schedule{Name: "refresh", Every: time.Hour, Job: Refresh{"cache"}})
+	require.NoError(t, err)
+	h.start(t)
+	h.Clock.Set(Start.Add(time.Hour))
+	first := h.Ev.Wait(t, litequeue.EventEnqueued, 0, 1).JobID
+	h.Clock.Set(Start.Add(2 * time.Hour))
+	h.Ev.Wait(t, litequeue.EventReplaced, first, 1)
+	second := h.Ev.Wait(t, litequeue.EventEnqueued, 0, 2).JobID
+	require.NotEqual(t, first, second)
+	require.Equal(t, []int64{second}, jobsOfKind(t, h.Q, Refresh{}.Kind()), "the pending twin was replaced")
+	require.Equal(t, second, scheduleNamed(t, h.Q, "refresh").LastJobID)
 }

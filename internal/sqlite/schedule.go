@@ -22,11 +22,11 @@ func (st *Store) write(ctx context.Context, fn func(ctx context.Context, tx Exec
 var scheduleSQL = &store.ScheduleSQL{
 	Select: `SELECT ` + store.ScheduleColumns + ` FROM lq_schedules s WHERE s.name = ?1`,
 	Insert: `INSERT INTO lq_schedules (name, cron, every, anchor, tz, queue, kind, payload, priority,
-		missed, catch_up, overlap, grace, next_at, created_at, updated_at)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?15)`,
+		missed, catch_up, overlap, grace, next_at, created_at, updated_at, uniq)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?15, ?16)`,
 	Update: `UPDATE lq_schedules SET cron = ?2, every = ?3, anchor = ?4, tz = ?5, queue = ?6, kind = ?7,
 		payload = ?8, priority = ?9, missed = ?10, catch_up = ?11, overlap = ?12, grace = ?13, next_at = ?14, waiting = 0,
-		revision = revision + 1, updated_at = ?15 WHERE name = ?1`,
+		revision = revision + 1, updated_at = ?15, uniq = ?16 WHERE name = ?1`,
 	Delete:       `DELETE FROM lq_schedules WHERE name = ?1`,
 	DeleteEvents: `DELETE FROM lq_schedule_events WHERE schedule = ?1`,
 	SelectPaused: `SELECT paused FROM lq_schedules WHERE name = ?1`,
@@ -104,15 +104,16 @@ func (st *Store) FireSchedule(ctx context.Context, f store.Firing) (store.FireRe
 	return res, nil
 }
 
-func (st *Store) TriggerSchedule(ctx context.Context, name string, now int64) (id int64, queue, kind string, err error) {
+func (st *Store) TriggerSchedule(ctx context.Context, name string, now int64, unique func(*store.Schedule, *store.NewJob) error) (id int64, queue, kind string, err error) {
+	var dup error
 	err = st.write(ctx, func(ctx context.Context, tx Execer) error {
-		id, queue, kind, err = scheduleSQL.Trigger(ctx, scheduleTx{tx}, name, now)
+		id, queue, kind, dup, err = scheduleSQL.Trigger(ctx, scheduleTx{tx}, name, now, unique)
 		return err
 	})
 	if err != nil {
 		return 0, "", "", err
 	}
-	return id, queue, kind, nil
+	return id, queue, kind, dup
 }
 
 func (st *Store) ScheduleHistory(ctx context.Context, name string, limit int) ([]store.ScheduleEvent, error) {

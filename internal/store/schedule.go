@@ -17,7 +17,11 @@ import (
 //     jobs (keys set by the caller) as Insert does, records the history and
 //     moves NextAt — so processes racing on one occurrence enqueue one job.
 //     A job whose key a live job holds is not inserted; its IDs entry is the
-//     holder's and New is false.
+//     holder's and New is false. A job whose Unique a twin blocks is not
+//     inserted either: its IDs entry is the twin's, New is false, Dups
+//     holds the *UniqueError, the history records a "duplicate" event
+//     naming the twin, and LastAt and LastJob stay. A replaced twin is
+//     reported on the job's Unique.Replaced, as Insert reports it.
 //   - The overlap check is made inside that transaction: a schedule has a
 //     live job when a pending or running job's key starts with
 //     ScheduleKeyPrefix(name). OverlapWait with a live job: nothing is
@@ -52,9 +56,13 @@ type ScheduleStore interface {
 	FireSchedule(ctx context.Context, f Firing) (FireResult, error)
 	// TriggerSchedule enqueues one extra occurrence now, with the key
 	// ScheduleKeyPrefix(name)+"t"+now, whatever the overlap policy and
-	// pause, sets LastAt and LastJob and records a "triggered" event;
-	// NextAt stays. ErrScheduleNotFound for an unknown name.
-	TriggerSchedule(ctx context.Context, name string, now int64) (id int64, queue, kind string, err error)
+	// pause (unique, if not nil, sets the job's Unique from the stored
+	// schedule, in the transaction; its error aborts), sets LastAt and LastJob
+	// and records a "triggered" event; NextAt stays. When a twin blocks the
+	// job, nothing is enqueued, a "duplicate" event names the twin, and the
+	// twin's id is returned with its *UniqueError (committed: the event
+	// stays). ErrScheduleNotFound for an unknown name.
+	TriggerSchedule(ctx context.Context, name string, now int64, unique func(*Schedule, *NewJob) error) (id int64, queue, kind string, err error)
 	// ScheduleHistory returns a schedule's newest events, newest first; limit
 	// <= 0 means all that are kept.
 	ScheduleHistory(ctx context.Context, name string, limit int) ([]ScheduleEvent, error)
@@ -106,6 +114,9 @@ type Schedule struct {
 	MissedCount int64 // occurrences skipped as missed
 	CreatedAt   int64
 	UpdatedAt   int64
+	// Unique is the uniqueness of the schedule's jobs, encoded by the
+	// caller ("" for none): part of the definition.
+	Unique string
 }
 
 // SameTiming reports whether s and o have the same cron, interval and zone.
@@ -117,7 +128,8 @@ func (s *Schedule) SameTiming(o *Schedule) bool {
 // job and policies.
 func (s *Schedule) SameDefinition(o *Schedule) bool {
 	return s.SameTiming(o) && s.Queue == o.Queue && s.Kind == o.Kind && bytes.Equal(s.Payload, o.Payload) &&
-		s.Priority == o.Priority && s.Missed == o.Missed && s.CatchUp == o.CatchUp && s.Overlap == o.Overlap && s.Grace == o.Grace
+		s.Priority == o.Priority && s.Missed == o.Missed && s.CatchUp == o.CatchUp && s.Overlap == o.Overlap && s.Grace == o.Grace &&
+		s.Unique == o.Unique
 }
 
 // ScheduleChange says what UpsertSchedule did.
@@ -155,13 +167,14 @@ type FireResult struct {
 	OverlapHit bool    // overlap skip with a live job: the jobs were skipped
 	IDs        []int64 // the jobs of Firing.Jobs that were enqueued or found live
 	New        []bool  // IDs[i] was inserted by this firing
+	Dups       []error // Dups[i]: the *UniqueError of a job its twin blocked; nil otherwise
 }
 
 // ScheduleEvent is one record of a schedule's history. Zero times mean none.
 type ScheduleEvent struct {
 	ID         int64
 	At         int64
-	Type       string // registered, updated, paused, resumed, enqueued, triggered, skipped, waiting
+	Type       string // registered, updated, paused, resumed, enqueued, triggered, skipped, waiting, duplicate
 	Occurrence int64
 	Last       int64
 	JobID      int64

@@ -21,7 +21,7 @@ type ScheduleSQL struct {
 	Select string
 	// Insert: 1 name, 2 cron, 3 every, 4 anchor, 5 tz, 6 queue, 7 kind,
 	// 8 payload, 9 priority, 10 missed, 11 catch_up, 12 overlap, 13 grace,
-	// 14 next_at, 15 now (created_at and updated_at).
+	// 14 next_at, 15 now (created_at and updated_at), 16 uniq.
 	Insert string
 	// Update: the Insert parameters, 15 now as updated_at; it clears
 	// waiting and raises revision.
@@ -64,14 +64,14 @@ type ScheduleTx interface {
 // aliased s.
 const ScheduleColumns = `s.name, s.cron, s.every, s.anchor, s.tz, s.queue, s.kind, s.payload, s.priority,
     s.missed, s.catch_up, s.overlap, s.grace, s.paused, s.waiting, s.next_at, s.revision,
-    coalesce(s.last_at, 0), coalesce(s.last_job, 0), s.missed_count, s.created_at, s.updated_at`
+    coalesce(s.last_at, 0), coalesce(s.last_job, 0), s.missed_count, s.created_at, s.updated_at, s.uniq`
 
 // ScanSchedule reads ScheduleColumns, then extra.
 func ScanSchedule(sc interface{ Scan(...any) error }, extra ...any) (Schedule, error) {
 	var s Schedule
 	args := []any{&s.Name, &s.Cron, &s.Every, &s.Anchor, &s.TZ, &s.Queue, &s.Kind, &s.Payload, &s.Priority,
 		&s.Missed, &s.CatchUp, &s.Overlap, &s.Grace, &s.Paused, &s.Waiting, &s.NextAt, &s.Revision,
-		&s.LastAt, &s.LastJob, &s.MissedCount, &s.CreatedAt, &s.UpdatedAt}
+		&s.LastAt, &s.LastJob, &s.MissedCount, &s.CreatedAt, &s.UpdatedAt, &s.Unique}
 	err := sc.Scan(append(args, extra...)...)
 	return s, err
 }
@@ -123,7 +123,7 @@ func (q *ScheduleSQL) Upsert(ctx context.Context, tx ScheduleTx, def Schedule, n
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		if _, err := tx.ExecContext(ctx, q.Insert, def.Name, def.Cron, def.Every, def.Anchor, def.TZ, def.Queue, def.Kind,
-			payload, int64(def.Priority), def.Missed, def.CatchUp, def.Overlap, def.Grace, def.NextAt, now); err != nil {
+			payload, int64(def.Priority), def.Missed, def.CatchUp, def.Overlap, def.Grace, def.NextAt, now, def.Unique); err != nil {
 			return nil, ScheduleUnchanged, err
 		}
 		return nil, ScheduleCreated, q.addEvent(ctx, tx, def.Name, now, "registered", 0, 0, 0, 0, detail)
@@ -138,7 +138,7 @@ func (q *ScheduleSQL) Upsert(ctx context.Context, tx ScheduleTx, def Schedule, n
 		next, anchor = def.NextAt, def.Anchor
 	}
 	if _, err := tx.ExecContext(ctx, q.Update, def.Name, def.Cron, def.Every, anchor, def.TZ, def.Queue, def.Kind,
-		payload, int64(def.Priority), def.Missed, def.CatchUp, def.Overlap, def.Grace, next, now); err != nil {
+		payload, int64(def.Priority), def.Missed, def.CatchUp, def.Overlap, def.Grace, next, now, def.Unique); err != nil {
 		return nil, ScheduleUnchanged, err
 	}
 	return &old, ScheduleUpdated, q.addEvent(ctx, tx, def.Name, now, "updated", 0, 0, 0, 0, detail)
@@ -237,6 +237,17 @@ func (q *ScheduleSQL) Fire(ctx context.Context, tx ScheduleTx, f Firing) (FireRe
 		for i := range jobs {
 			res.IDs = append(res.IDs, ids[i])
 			res.New = append(res.New, dups[i] == nil)
+			var ue *UniqueError
+			if errors.As(dups[i], &ue) {
+				// The job type's uniqueness: a twin (enqueued by the
+				// schedule or not) stands for the occurrence.
+				res.Dups = append(res.Dups, ue)
+				if err := q.addEvent(ctx, tx, f.Name, f.Now, "duplicate", jobs[i].VisibleAt, 0, ue.ID, 1, duplicateDetail(ue)); err != nil {
+					return res, err
+				}
+				continue
+			}
+			res.Dups = append(res.Dups, nil)
 			detail := ""
 			if i < len(f.Late) && f.Late[i] {
 				detail = "late"
@@ -254,29 +265,48 @@ func (q *ScheduleSQL) Fire(ctx context.Context, tx ScheduleTx, f Firing) (FireRe
 	return res, err
 }
 
-// Trigger is ScheduleStore.TriggerSchedule inside tx.
-func (q *ScheduleSQL) Trigger(ctx context.Context, tx ScheduleTx, name string, now int64) (id int64, queue, kind string, err error) {
+// duplicateDetail is the detail of a "duplicate" event.
+func duplicateDetail(ue *UniqueError) string {
+	return fmt.Sprintf("unique: job %d (%s) has the same uniqueness; nothing enqueued", ue.ID, ue.State)
+}
+
+// Trigger is ScheduleStore.TriggerSchedule inside tx. A twin that blocks
+// the job is returned as dup (a *UniqueError), with the twin's id and
+// err nil: the "duplicate" event is to be committed.
+func (q *ScheduleSQL) Trigger(ctx context.Context, tx ScheduleTx, name string, now int64, unique func(*Schedule, *NewJob) error) (id int64, queue, kind string, dup, err error) {
 	s, err := ScanSchedule(tx.QueryRowContext(ctx, q.Select, name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, "", "", notFound(name)
+		return 0, "", "", nil, notFound(name)
 	}
 	if err != nil {
-		return 0, "", "", err
+		return 0, "", "", nil, err
 	}
 	nj := NewJob{Queue: s.Queue, Kind: s.Kind, Priority: s.Priority, VisibleAt: now, CreatedAt: now,
 		Payload: s.Payload, Key: fmt.Sprintf("%st%d", ScheduleKeyPrefix(name), now)}
+	if unique != nil {
+		if err := unique(&s, &nj); err != nil {
+			return 0, "", "", nil, err
+		}
+	}
 	ids, dups, err := tx.InsertJobs(ctx, []NewJob{nj})
 	if err != nil {
-		return 0, "", "", err
+		return 0, "", "", nil, err
+	}
+	var ue *UniqueError
+	if errors.As(dups[0], &ue) {
+		if err := q.addEvent(ctx, tx, name, now, "duplicate", now, 0, ue.ID, 1, duplicateDetail(ue)); err != nil {
+			return 0, "", "", nil, err
+		}
+		return ue.ID, s.Queue, s.Kind, ue, nil
 	}
 	if dups[0] != nil {
-		return 0, "", "", dups[0]
+		return 0, "", "", nil, dups[0]
 	}
 	if _, err := tx.ExecContext(ctx, q.Triggered, name, now, ids[0]); err != nil {
-		return 0, "", "", err
+		return 0, "", "", nil, err
 	}
 	if err := q.addEvent(ctx, tx, name, now, "triggered", now, 0, ids[0], 1, ""); err != nil {
-		return 0, "", "", err
+		return 0, "", "", nil, err
 	}
-	return ids[0], s.Queue, s.Kind, nil
+	return ids[0], s.Queue, s.Kind, nil, nil
 }
