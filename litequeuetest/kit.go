@@ -237,7 +237,10 @@ func (k *Kit) record(e litequeue.Event) {
 		}
 		k.open[e.JobID]++
 		k.openN++
-	case litequeue.EventSucceeded, litequeue.EventRetrying, litequeue.EventDead, litequeue.EventStale, litequeue.EventReleased:
+	case litequeue.EventSucceeded, litequeue.EventRetrying, litequeue.EventDead, litequeue.EventStale, litequeue.EventReleased,
+		litequeue.EventSnoozed, litequeue.EventCancelled:
+		// The attempt's outcome. (EventCancelled of a job that was not
+		// running closes nothing: it has no open attempt.)
 		if k.open[e.JobID] > 0 {
 			k.open[e.JobID]--
 			k.openN--
@@ -506,8 +509,11 @@ func (k *Kit) countSince(from int, typ litequeue.EventType) int {
 
 // Drain runs every due job through the registered handlers and moves the
 // clock to each next due time, until no job of a registered handler is due,
-// scheduled or running. Retries run on their real schedule and jobs that
-// handlers enqueue run too. A job whose outcome was lost (LoseOutcome,
+// scheduled or running. Retries run on their real schedule, a snoozed job
+// runs again at its snoozed due time (a job that snoozes forever ends as
+// QueueConfig.MaxSnoozes says: its snoozes past the limit are failed
+// attempts, until the retry policy gives up), and jobs that handlers
+// enqueue run too. A job whose outcome was lost (LoseOutcome,
 // DeliverTwice, a write failed by FailWrites) is due at the end of its
 // lease, as its redelivery is. It starts the queue if the kit has not.
 //
