@@ -2,6 +2,7 @@ package litequeuetest
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/store"
 	"github.com/litequeue/litequeue/internal/testbridge"
 )
 
@@ -26,7 +28,13 @@ type faults struct {
 	twiceKinds map[string]bool // DeliverEachTwice: the first success of every job of these kinds is lost
 	kindUsed   map[string]bool // the kinds whose rule lost a success
 	twiceDone  map[int64]bool  // jobs whose success a kind's rule lost already
+	crashed    map[int64]bool  // jobs whose running attempt crashed at CompleteTx: its outcome is lost
 }
+
+// ErrSimulatedCrash is what Delivery.CompleteTx returns (wrapped) in the
+// attempt that Kit.DeliverTwice or Kit.DeliverEachTwice crashes before its
+// transaction's commit: the transaction is rolled back already.
+var ErrSimulatedCrash = errors.New("litequeuetest: simulated crash before the transaction's commit (Kit.DeliverTwice); the transaction was rolled back")
 
 // LoseOutcome makes the next attempt of job id end as if its process died
 // the moment its handler returned: the handler runs to the end — its
@@ -39,7 +47,9 @@ type faults struct {
 // a dead letter instead, with reason "attempts used up: attempt N of N was
 // lost with its process (lease expired)", without running again. Drain,
 // Next and Settle treat the lease's end as the job's due time, and
-// DrainResult.Lost counts the loss.
+// DrainResult.Lost counts the loss. (A handler that completed with
+// Delivery.CompleteTx and committed has completed its job by then: nothing
+// comes back. DeliverTwice crashes such a handler before its commit.)
 //
 // Arm it before the attempt starts: before Drain, Next, Settle or Start for
 // a job due now (a started queue may run a job before Enqueue returns). A
@@ -55,6 +65,18 @@ func (k *Kit) LoseOutcome(id int64) {
 // effects. A handler that is not idempotent shows its effect twice; one
 // that is (a key checked in the same transaction as the effect, say) does
 // not. Attempts that fail before the first success are recorded as usual.
+//
+// A handler that completes its job with Delivery.CompleteTx cannot be
+// delivered again once its transaction committed: the commit completed the
+// job. Its duplicate is the other one at-least-once delivery makes: the
+// process dies before the commit. So when the handler of the next attempt
+// calls CompleteTx, the kit crashes it there: the transaction is rolled
+// back (the handler's writes in it are undone), CompleteTx returns an
+// error wrapping ErrSimulatedCrash (return it, as after any failed
+// CompleteTx; what the handler does after it, a real crash would not have
+// done), and the attempt's outcome, whatever the handler returns, is lost.
+// The job comes back when its lease ends and runs again; what the first run
+// did outside its transaction before CompleteTx happened twice.
 //
 // The second delivery needs an attempt left in the job's retry policy.
 // When the success comes on the policy's last attempt, a lost success would
@@ -122,6 +144,55 @@ func (k *Kit) ClearFaults() {
 	k.writes.arm(nil, 0)
 }
 
+// crashTx decides, when a handler calls CompleteTx on tx for the attempt
+// holding l, whether DeliverTwice or DeliverEachTwice crashes the attempt
+// there: then it rolls tx back and returns the error CompleteTx returns.
+func (k *Kit) crashTx(ctx context.Context, tx *sql.Tx, l store.Lease) error {
+	k.mu.Lock()
+	f := &k.faults
+	armed := f.twice[l.ID] || len(f.twiceKinds) > 0
+	k.mu.Unlock()
+	if !armed {
+		return nil
+	}
+	j, err := k.Queue.Job(ctx, l.ID)
+	if err != nil {
+		return nil // CompleteTx reports what is wrong
+	}
+	k.mu.Lock()
+	if !k.takeTwice(l.ID, j.Kind) {
+		k.mu.Unlock()
+		return nil
+	}
+	if f.crashed == nil {
+		f.crashed = map[int64]bool{}
+	}
+	f.crashed[l.ID] = true
+	k.mu.Unlock()
+	tx.Rollback()
+	return ErrSimulatedCrash
+}
+
+// takeTwice consumes the DeliverTwice or DeliverEachTwice fault armed for
+// job id of kind, under k.mu, and reports whether there was one.
+func (k *Kit) takeTwice(id int64, kind string) bool {
+	f := &k.faults
+	byID := f.twice[id]
+	byKind := f.twiceKinds[kind] && !f.twiceDone[id]
+	if !byID && !byKind {
+		return false
+	}
+	delete(f.twice, id)
+	if byKind {
+		if f.twiceDone == nil {
+			f.twiceDone, f.kindUsed = map[int64]bool{}, map[string]bool{}
+		}
+		f.twiceDone[id] = true
+		f.kindUsed[kind] = true
+	}
+	return true
+}
+
 // drop decides, when a handler has returned, whether its outcome is lost.
 func (k *Kit) drop(o testbridge.Outcome) bool {
 	k.mu.Lock()
@@ -131,22 +202,33 @@ func (k *Kit) drop(o testbridge.Outcome) bool {
 		k.mu.Unlock()
 		return true
 	}
-	byID := f.twice[o.ID]
-	byKind := f.twiceKinds[o.Kind] && !f.twiceDone[o.ID]
-	if o.Err != nil || (!byID && !byKind) {
+	last := o.Attempt >= o.MaxAttempts
+	if f.crashed[o.ID] {
+		// Crashed at CompleteTx: the process is gone, whatever the handler
+		// returned.
+		delete(f.crashed, o.ID)
+		k.mu.Unlock()
+		if last {
+			k.t.Errorf("litequeuetest: DeliverTwice: job %d (%s) crashed before its CompleteTx commit on its last attempt (%d of %d), so it becomes a dead letter, not a second delivery. Give the queue %q (or the job type) a RetryPolicy with more attempts",
+				o.ID, o.Kind, o.Attempt, o.MaxAttempts, o.Queue)
+		}
+		return true
+	}
+	if o.Err != nil || (!f.twice[o.ID] && !(f.twiceKinds[o.Kind] && !f.twiceDone[o.ID])) {
 		k.mu.Unlock()
 		return false
 	}
-	delete(f.twice, o.ID)
-	if byKind {
-		if f.twiceDone == nil {
-			f.twiceDone, f.kindUsed = map[int64]bool{}, map[string]bool{}
+	if last {
+		// Leave the fault armed for nothing: the success is recorded.
+		delete(f.twice, o.ID)
+		if f.twiceKinds[o.Kind] {
+			if f.twiceDone == nil {
+				f.twiceDone, f.kindUsed = map[int64]bool{}, map[string]bool{}
+			}
+			f.twiceDone[o.ID] = true
 		}
-		f.twiceDone[o.ID] = true
-	}
-	last := o.Attempt >= o.MaxAttempts
-	if byKind && !last {
-		f.kindUsed[o.Kind] = true
+	} else {
+		k.takeTwice(o.ID, o.Kind)
 	}
 	k.mu.Unlock()
 	if last {

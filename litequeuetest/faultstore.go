@@ -112,6 +112,9 @@ func injected(err error) error {
 type faultStore struct {
 	store.Store
 	w *writeFault
+	// crashTx, if set, may crash an attempt at its CompleteTx (see
+	// Kit.DeliverTwice): it rolls tx back and returns the error.
+	crashTx func(ctx context.Context, tx *sql.Tx, l store.Lease) error
 }
 
 // guarded runs the write do unless the write fault fails it: then it
@@ -196,7 +199,14 @@ func (f *faultStore) Complete(c store.Completion) {
 }
 
 func (f *faultStore) CompleteTx(ctx context.Context, tx *sql.Tx, l store.Lease, keepAt int64) error {
-	return f.guard(func() error { return f.Store.CompleteTx(ctx, tx, l, keepAt) })
+	return f.guard(func() error {
+		if f.crashTx != nil {
+			if err := f.crashTx(ctx, tx, l); err != nil {
+				return err
+			}
+		}
+		return f.Store.CompleteTx(ctx, tx, l, keepAt)
+	})
 }
 
 func (f *faultStore) Retry(ctx context.Context, r store.Retry) error {

@@ -20,7 +20,8 @@
 //     code enqueued.
 //   - Fault injection proves handlers idempotent and callers careful:
 //     Kit.DeliverTwice and Kit.DeliverEachTwice deliver a job again after
-//     its first success, Kit.LoseOutcome loses the process between a
+//     its first success (a CompleteTx handler's, after a crash before its
+//     commit), Kit.LoseOutcome loses the process between a
 //     handler's return and the commit of its outcome, Kit.FailWrites makes
 //     the store fail writes as on a full disk.
 //
@@ -173,7 +174,7 @@ func New(t testing.TB, opts *litequeue.Options) *Kit {
 	k.Path = filepath.Join(t.TempDir(), "queue.db")
 	k.writes.notify = k.tick
 	qv, err := testbridge.Open(k.Path, &o, testbridge.Faults{
-		Wrap: func(s store.Store) store.Store { return &faultStore{Store: s, w: &k.writes} },
+		Wrap: func(s store.Store) store.Store { return &faultStore{Store: s, w: &k.writes, crashTx: k.crashTx} },
 		Drop: k.drop,
 		Lost: k.noteLost,
 	})
