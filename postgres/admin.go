@@ -83,50 +83,39 @@ func (s *pgStore) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, err
 	if f.Offset > 0 {
 		query += " OFFSET " + a.add(f.Offset)
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(query), a...)
+	out, err := readAll(s, ctx, s.q(query), a, func(rows *sql.Rows, j *store.Job) error {
+		var err error
+		*j, err = scanJob(rows)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("litequeue: list jobs: %w", err)
 	}
-	defer rows.Close()
-	var out []store.Job
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, j)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Job implements store.Store.
 func (s *pgStore) Job(ctx context.Context, id int64) (store.Job, []store.Attempt, error) {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
-	if err != nil {
-		return store.Job{}, nil, err
-	}
-	defer tx.Rollback()
-	j, err := scanJob(tx.QueryRowContext(ctx, s.q("SELECT "+jobColumns+" FROM lq_jobs WHERE id = $1"), id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Job{}, nil, fmt.Errorf("litequeue: job %d: %w", id, store.ErrNotFound)
-	}
-	if err != nil {
-		return store.Job{}, nil, err
-	}
-	rows, err := tx.QueryContext(ctx, s.q(attemptsSQL), id)
-	if err != nil {
-		return store.Job{}, nil, err
-	}
-	defer rows.Close()
+	var j store.Job
 	var as []store.Attempt
-	for rows.Next() {
-		var at store.Attempt
-		if err := rows.Scan(&at.Attempt, &at.StartedAt, &at.FinishedAt, &at.Error, &at.Decision, &at.Delay); err != nil {
-			return store.Job{}, nil, err
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		j, err = scanJob(tx.QueryRowContext(ctx, s.q("SELECT "+jobColumns+" FROM lq_jobs WHERE id = $1"), id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("litequeue: job %d: %w", id, store.ErrNotFound)
 		}
-		as = append(as, at)
+		if err != nil {
+			return err
+		}
+		as, err = store.QueryAll(ctx, tx, s.q(attemptsSQL), []any{id}, func(rows *sql.Rows, at *store.Attempt) error {
+			return rows.Scan(&at.Attempt, &at.StartedAt, &at.FinishedAt, &at.Error, &at.Decision, &at.Delay)
+		})
+		return err
+	})
+	if err != nil {
+		return store.Job{}, nil, err
 	}
-	return j, as, rows.Err()
+	return j, as, nil
 }
 
 // locked is one row an admin operation locked.
@@ -375,22 +364,18 @@ func (s *pgStore) PurgeDead(ctx context.Context, f store.DeadFilter) (int, error
 
 // Stats implements store.Store.
 func (s *pgStore) Stats(ctx context.Context, now int64) ([]store.QueueStats, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(statsSQL), now)
-	if err != nil {
-		return nil, fmt.Errorf("litequeue: stats: %w", err)
-	}
-	defer rows.Close()
-	var out []store.QueueStats
-	for rows.Next() {
-		var st store.QueueStats
+	out, err := readAll(s, ctx, s.q(statsSQL), []any{now}, func(rows *sql.Rows, st *store.QueueStats) error {
 		var oldest, next sql.NullInt64
 		var cancelled int
 		if err := rows.Scan(&st.Queue, &st.Ready, &st.Scheduled, &st.Running, &st.Completed, &st.Dead, &oldest, &next, &cancelled); err != nil {
-			return nil, err
+			return err
 		}
-		setCancelled(&st, cancelled)
+		setCancelled(st, cancelled)
 		st.OldestReadySince, st.NextDue = oldest.Int64, next.Int64
-		out = append(out, st)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("litequeue: stats: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -67,7 +67,9 @@ func (s *pgStore) Resume(ctx context.Context, queue string) (bool, error) {
 
 // Paused implements store.Store.
 func (s *pgStore) Paused(ctx context.Context) (map[string]int64, error) {
-	return store.QueryPaused(ctx, s.db, s.q(`SELECT queue, paused_at FROM lq_queues WHERE paused_at IS NOT NULL`))
+	return readValue(s, ctx, func() (map[string]int64, error) {
+		return store.QueryPaused(ctx, s.db, s.q(`SELECT queue, paused_at FROM lq_queues WHERE paused_at IS NOT NULL`))
+	})
 }
 
 // Cancel implements store.Store.
@@ -148,21 +150,9 @@ func (s *pgStore) WhichCancelled(ctx context.Context, leases []store.Lease) ([]i
 		return nil, nil
 	}
 	ids, ls := leaseArrays(leases)
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT c.i - 1 FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS c(id, lease, i)
-		JOIN lq_jobs j ON j.id = c.id AND j.lease = c.lease AND j.state = 4 ORDER BY c.i`), ids, ls)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int
-	for rows.Next() {
-		var i int
-		if err := rows.Scan(&i); err != nil {
-			return nil, err
-		}
-		out = append(out, i)
-	}
-	return out, rows.Err()
+	return readAll(s, ctx, s.q(`SELECT c.i - 1 FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS c(id, lease, i)
+		JOIN lq_jobs j ON j.id = c.id AND j.lease = c.lease AND j.state = 4 ORDER BY c.i`), []any{ids, ls},
+		func(rows *sql.Rows, i *int) error { return rows.Scan(i) })
 }
 
 // PurgeCancelled implements store.Store.

@@ -71,14 +71,17 @@ func and(where []string) string {
 	return strings.Join(where, " AND ")
 }
 
-// readTx runs fn in a read-only transaction with one snapshot.
+// readTx runs fn in a read-only transaction with one snapshot, as a read
+// (see read): fn may run twice.
 func (s *pgStore) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	return fn(tx)
+	return s.read(ctx, func() error {
+		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		return fn(tx)
+	})
 }
 
 // Search implements store.Store.
@@ -137,9 +140,11 @@ func (s *pgStore) Count(ctx context.Context, q store.JobQuery, limit int) (int, 
 	if limit > 0 {
 		query += " LIMIT " + a.add(limit)
 	}
-	var n int
-	err = s.db.QueryRowContext(ctx, s.q("SELECT count(*) FROM ("+query+") c"), a...).Scan(&n)
-	return n, err
+	return readValue(s, ctx, func() (int, error) {
+		var n int
+		err := s.db.QueryRowContext(ctx, s.q("SELECT count(*) FROM ("+query+") c"), a...).Scan(&n)
+		return n, err
+	})
 }
 
 const (
@@ -173,8 +178,9 @@ ORDER BY d.visible_at LIMIT 1`
 
 // Summaries implements store.Store.
 func (s *pgStore) Summaries(ctx context.Context, now int64, limit int) ([]store.QueueSummary, error) {
-	sums := store.Summaries{}
+	var sums store.Summaries
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		sums = store.Summaries{}
 		live, err := store.QueryAll(ctx, tx, s.q(liveQueuesSQL), nil, func(r *sql.Rows, name *string) error { return r.Scan(name) })
 		if err != nil {
 			return err
@@ -308,7 +314,7 @@ func (s *pgStore) DeadBefore(ctx context.Context, f store.DeadFilter, before int
 }
 
 func (s *pgStore) deadMessages(ctx context.Context, query string, a args) ([]store.DeadMessage, error) {
-	return store.QueryAll(ctx, s.db, s.q(query), a, store.ScanDeadMessage)
+	return readAll(s, ctx, s.q(query), a, store.ScanDeadMessage)
 }
 
 // addHistorySQL adds per-(queue, minute) counts, given as parallel arrays
@@ -368,7 +374,7 @@ func (s *pgStore) History(ctx context.Context, queue string, since int64) ([]sto
 	if queue != "" {
 		query += ` AND queue = ` + a.add(queue)
 	}
-	return store.QueryAll(ctx, s.db, s.q(query+` ORDER BY minute, queue`), a, store.ScanHistoryCount)
+	return readAll(s, ctx, s.q(query+` ORDER BY minute, queue`), a, store.ScanHistoryCount)
 }
 
 const loadSQL = `WITH h AS (SELECT * FROM unnest($1::text[], $2::text[]) AS h(queue, kind))
@@ -385,13 +391,15 @@ func (s *pgStore) LoadOf(ctx context.Context, handled []store.Handled, now int64
 	for i, h := range handled {
 		queues[i], kinds[i] = h.Queue, h.Kind
 	}
-	var l store.Load
-	var next sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, s.q(loadSQL), queues, kinds, now).Scan(&l.Busy, &next, &l.Unhandled); err != nil {
-		return store.Load{}, err
-	}
-	l.Next, l.HasNext = next.Int64, next.Valid
-	return l, nil
+	return readValue(s, ctx, func() (store.Load, error) {
+		var l store.Load
+		var next sql.NullInt64
+		if err := s.db.QueryRowContext(ctx, s.q(loadSQL), queues, kinds, now).Scan(&l.Busy, &next, &l.Unhandled); err != nil {
+			return store.Load{}, err
+		}
+		l.Next, l.HasNext = next.Int64, next.Valid
+		return l, nil
+	})
 }
 
 // InsertRunning implements store.Store.

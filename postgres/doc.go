@@ -48,7 +48,9 @@
 // gives the listening connection a URL of its own — the database reached
 // directly — while everything else goes through the pool. A batch whose
 // connection was lost before it could commit is sent again on a new
-// connection.
+// connection, and so is a read whose connection the server ended while it
+// ran (pg_terminate_backend, a restart): once, after a ping that drops the
+// pool's dead connections.
 //
 // # Caveats
 //

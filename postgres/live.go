@@ -60,8 +60,10 @@ func (s *pgStore) Progress(ctx context.Context, id int64) (store.JobProgress, er
 	var frac sql.NullFloat64
 	var msg sql.NullString
 	var at sql.NullInt64
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT state, visible_at, progress, progress_msg, progress_at, output FROM lq_jobs WHERE id = $1`), id).
-		Scan(&state, &p.VisibleAt, &frac, &msg, &at, &p.Output)
+	err := s.read(ctx, func() error {
+		return s.db.QueryRowContext(ctx, s.q(`SELECT state, visible_at, progress, progress_msg, progress_at, output FROM lq_jobs WHERE id = $1`), id).
+			Scan(&state, &p.VisibleAt, &frac, &msg, &at, &p.Output)
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.JobProgress{}, fmt.Errorf("litequeue: job %d: %w", id, store.ErrNotFound)
 	}

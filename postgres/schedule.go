@@ -116,7 +116,7 @@ func (s *pgStore) Schedules(ctx context.Context, name string) ([]store.Schedule,
 	if name != "" {
 		query += ` WHERE s.name = ` + a.add(name)
 	}
-	return store.QueryAll(ctx, s.db, s.q(query+` ORDER BY s.name`), a, store.ScanScheduleWithLast)
+	return readAll(s, ctx, s.q(query+` ORDER BY s.name`), a, store.ScanScheduleWithLast)
 }
 
 // FireSchedule implements store.Store.
@@ -151,6 +151,6 @@ func (s *pgStore) ScheduleHistory(ctx context.Context, name string, limit int) (
 	if limit <= 0 {
 		limit = store.ScheduleHistoryKeep
 	}
-	return store.QueryAll(ctx, s.db, s.q(`SELECT id, at, event, coalesce(occurrence, 0), coalesce(last, 0), coalesce(job_id, 0), count, detail
+	return readAll(s, ctx, s.q(`SELECT id, at, event, coalesce(occurrence, 0), coalesce(last, 0), coalesce(job_id, 0), count, detail
 		FROM lq_schedule_events WHERE schedule = $1 ORDER BY id DESC LIMIT $2`), []any{name, limit}, store.ScanScheduleEvent)
 }

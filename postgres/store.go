@@ -491,11 +491,12 @@ func (s *pgStore) NextDue(ctx context.Context, queue string, kinds []string, _ s
 	if kinds == nil {
 		kinds = []string{}
 	}
-	var due sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, s.q(nextDueSQL), queue, kinds).Scan(&due); err != nil {
-		return 0, false, err
-	}
-	return due.Int64, due.Valid, nil
+	due, err := readValue(s, ctx, func() (sql.NullInt64, error) {
+		var due sql.NullInt64
+		err := s.db.QueryRowContext(ctx, s.q(nextDueSQL), queue, kinds).Scan(&due)
+		return due, err
+	})
+	return due.Int64, due.Valid, err
 }
 
 func leaseArrays(leases []store.Lease) (ids, ls []int64) {
@@ -599,9 +600,11 @@ func (s *pgStore) CompleteTx(ctx context.Context, tx *sql.Tx, l store.Lease, kee
 
 // Holds implements store.Store.
 func (s *pgStore) Holds(ctx context.Context, l store.Lease) (bool, error) {
-	var held bool
-	err := s.db.QueryRowContext(ctx, s.q(holdsSQL), l.ID, l.Lease).Scan(&held)
-	return held, err
+	return readValue(s, ctx, func() (bool, error) {
+		var held bool
+		err := s.db.QueryRowContext(ctx, s.q(holdsSQL), l.ID, l.Lease).Scan(&held)
+		return held, err
+	})
 }
 
 // Retry implements store.Store.
@@ -712,8 +715,11 @@ func (s *pgStore) buryThenFollow(ctx context.Context, bu store.Burial, setErr bo
 
 // OldestCompleted implements store.Store.
 func (s *pgStore) OldestCompleted(ctx context.Context) (int64, bool, error) {
-	var at sql.NullInt64
-	err := s.db.QueryRowContext(ctx, s.q(oldestCompletedSQL)).Scan(&at)
+	at, err := readValue(s, ctx, func() (sql.NullInt64, error) {
+		var at sql.NullInt64
+		err := s.db.QueryRowContext(ctx, s.q(oldestCompletedSQL)).Scan(&at)
+		return at, err
+	})
 	return at.Int64, at.Valid, err
 }
 
