@@ -44,6 +44,22 @@ func BenchmarkInsertOne(b *testing.B) {
 	})
 }
 
+// BenchmarkInsertTx is the outbox: one job inserted on each application
+// transaction (EnqueueTx), which then commits.
+func BenchmarkInsertTx(b *testing.B) {
+	benchEach(b, func(ctx context.Context, s *pgStore, j store.NewJob, _ int) error {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if _, _, err := s.Insert(ctx, tx, []store.NewJob{j}); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+}
+
 func BenchmarkInsertConcurrent16(b *testing.B) {
 	s, _, _ := newTestStore(b)
 	jobs := benchJobs(b.N)

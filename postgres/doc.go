@@ -6,7 +6,10 @@
 //
 // Open manages its own connection pool; New uses an application's *sql.DB
 // opened with pgx's database/sql driver, so that Queue.EnqueueTx and
-// Delivery.CompleteTx work on the application's transactions.
+// Delivery.CompleteTx work on the application's transactions. A transaction
+// on another database than the queue's is refused with ErrOtherDatabase,
+// nothing written (checked in the statement that notifies or completes, so
+// at no extra round trip, except for unique jobs: one per transaction).
 //
 // # Tables
 //

@@ -381,6 +381,7 @@ func newStore(ctx context.Context, db *sql.DB, owned, readOnly, asyncAll bool, l
 		return nil, err
 	}
 	s := startStore(db, owned, readOnly, asyncAll, schema.String)
+	s.database = database
 	s.listenCfg = listen
 	return s, nil
 }

@@ -47,6 +47,11 @@ SELECT ins.id FROM ins CROSS JOIN LATERAL (SELECT pg_notify($7, $1)) n`
 
 	notifySQL = `SELECT pg_notify($1, $2)`
 
+	// notifyCheckSQL is notifySQL on an application's transaction, which
+	// notifies only on the queue's database ($3) and answers which
+	// database the transaction is on (checkTx).
+	notifyCheckSQL = `SELECT current_database(), (SELECT count(*) FROM (SELECT pg_notify($1, $2)) n WHERE current_database() = $3)`
+
 	// pauseLockSQL takes, for the rest of the transaction, the lock that
 	// Pause holds exclusively while it pauses queue $2 of schema $1: a claim
 	// that holds it either commits before a Pause or sees it. A statement of
@@ -124,12 +129,15 @@ FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS c(id, lease, at)
 WHERE j.id = c.id AND j.lease = c.lease AND j.state = 1
 RETURNING j.id`
 
-	completeTxDeleteSQL = `WITH d AS (DELETE FROM lq_jobs WHERE id = $1 AND lease = $2 AND state = 1 RETURNING id),
+	// completeTxDeleteSQL and completeTxKeepSQL change nothing unless the
+	// transaction is on the queue's database (the last parameter), and
+	// answer which database it is on.
+	completeTxDeleteSQL = `WITH d AS (DELETE FROM lq_jobs WHERE id = $1 AND lease = $2 AND state = 1 AND current_database() = $3 RETURNING id),
 a AS (DELETE FROM lq_attempts WHERE job_id IN (SELECT id FROM d))
-SELECT count(*) FROM d`
+SELECT count(*), current_database() FROM d`
 	completeTxKeepSQL = `WITH u AS (UPDATE lq_jobs SET state = 2, lease = NULL, finished_at = $1, visible_at = $1
-    WHERE id = $2 AND lease = $3 AND state = 1 RETURNING id)
-SELECT count(*) FROM u`
+    WHERE id = $2 AND lease = $3 AND state = 1 AND current_database() = $4 RETURNING id)
+SELECT count(*), current_database() FROM u`
 
 	holdsSQL = `SELECT EXISTS (SELECT 1 FROM lq_jobs WHERE id = $1 AND lease = $2 AND state = 1)`
 

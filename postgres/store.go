@@ -28,7 +28,9 @@ type pgStore struct {
 	// transaction so that it passes a pooler in transaction mode.
 	asyncAll bool
 	schema   string
-	channel  string // LISTEN/NOTIFY channel of the schema's queues
+	database string                 // current_database() of db's connections
+	lastTx   atomic.Pointer[sql.Tx] // the last application transaction checkTx found on database
+	channel  string                 // LISTEN/NOTIFY channel of the schema's queues
 	// listenCfg, when set (Options.ListenURL), is where the listening
 	// connection connects instead of taking one of db's.
 	listenCfg *pgx.ConnConfig
@@ -133,6 +135,9 @@ func (s *pgStore) Insert(ctx context.Context, tx *sql.Tx, jobs []store.NewJob) (
 	}
 	if slowPath(jobs) {
 		if tx != nil {
+			if err := s.checkTx(ctx, tx); err != nil {
+				return nil, nil, err
+			}
 			return insertSlow(s, ctx, tx, jobs)
 		}
 		var ids []int64
@@ -150,7 +155,7 @@ func (s *pgStore) Insert(ctx context.Context, tx *sql.Tx, jobs []store.NewJob) (
 		return ids, dups, nil
 	}
 	if tx != nil {
-		return s.insertTx(ctx, tx, jobs)
+		return s.insertAppTx(ctx, tx, jobs)
 	}
 	if len(jobs) >= copyMin && copyable(jobs) {
 		var ids []int64
@@ -254,9 +259,28 @@ func (s *pgStore) copyJobs(ctx context.Context, jobs []store.NewJob) ([]int64, e
 	return ids, nil
 }
 
-// insertTx inserts on an application's transaction; the notification goes
-// out when it commits.
-func (s *pgStore) insertTx(ctx context.Context, tx *sql.Tx, jobs []store.NewJob) ([]int64, []error, error) {
+// insertAppTx is insertTx on an application's transaction, which it first
+// checks is on the queue's database (checkTx), in the statement that
+// notifies the first job's queue: no round trip of its own.
+func (s *pgStore) insertAppTx(ctx context.Context, tx *sql.Tx, jobs []store.NewJob) ([]int64, []error, error) {
+	if s.lastTx.Load() == tx {
+		return s.insertTx(ctx, tx, jobs)
+	}
+	var db string
+	var n int64
+	if err := tx.QueryRowContext(ctx, notifyCheckSQL, s.channel, jobs[0].Queue, s.database).Scan(&db, &n); err != nil {
+		return nil, nil, err
+	}
+	if err := s.sameDatabase(db); err != nil {
+		return nil, nil, err
+	}
+	s.lastTx.Store(tx)
+	return s.insertTx(ctx, tx, jobs, jobs[0].Queue)
+}
+
+// insertTx inserts on a transaction and notifies the jobs' queues (but the
+// one notified already, if any); the notifications go out when it commits.
+func (s *pgStore) insertTx(ctx context.Context, tx *sql.Tx, jobs []store.NewJob, notified ...string) ([]int64, []error, error) {
 	rows, err := tx.QueryContext(ctx, s.q(insertSQL), insertArgs(jobs)...)
 	if err != nil {
 		return nil, nil, err
@@ -281,6 +305,9 @@ func (s *pgStore) insertTx(ctx context.Context, tx *sql.Tx, jobs []store.NewJob)
 		return nil, nil, err
 	}
 	queues := map[string]bool{}
+	for _, q := range notified {
+		queues[q] = true
+	}
 	for _, j := range jobs {
 		if !queues[j.Queue] {
 			queues[j.Queue] = true
@@ -581,15 +608,23 @@ func (s *pgStore) Flush(ctx context.Context) error {
 }
 
 // CompleteTx implements store.Store.
+//
+// The statement changes nothing on another database than the queue's (a
+// row there may have the same id and lease) and answers which database it
+// ran on, so that such a transaction gets ErrOtherDatabase.
 func (s *pgStore) CompleteTx(ctx context.Context, tx *sql.Tx, l store.Lease, keepAt int64) error {
 	var n int64
+	var db string
 	var err error
 	if keepAt != 0 {
-		err = tx.QueryRowContext(ctx, s.q(completeTxKeepSQL), keepAt, l.ID, l.Lease).Scan(&n)
+		err = tx.QueryRowContext(ctx, s.q(completeTxKeepSQL), keepAt, l.ID, l.Lease, s.database).Scan(&n, &db)
 	} else {
-		err = tx.QueryRowContext(ctx, s.q(completeTxDeleteSQL), l.ID, l.Lease).Scan(&n)
+		err = tx.QueryRowContext(ctx, s.q(completeTxDeleteSQL), l.ID, l.Lease, s.database).Scan(&n, &db)
 	}
 	if err != nil {
+		return missingTables(err)
+	}
+	if err := s.sameDatabase(db); err != nil {
 		return err
 	}
 	if n != 1 {

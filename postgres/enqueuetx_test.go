@@ -1,0 +1,142 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/pgtest"
+	"github.com/litequeue/litequeue/postgres"
+)
+
+type outboxJob struct{ Order int }
+
+func (outboxJob) Kind() string { return "outbox_job" }
+
+// otherDatabase creates a database of its own for the test (dropped when it
+// ends) and returns u with that database in place of u's.
+func otherDatabase(t *testing.T, u string, admin *sql.DB) string {
+	t.Helper()
+	b := make([]byte, 6)
+	rand.Read(b)
+	name := "lqtest_db_" + hex.EncodeToString(b)
+	_, err := admin.Exec("CREATE DATABASE " + pgx.Identifier{name}.Sanitize())
+	require.NoError(t, err)
+	t.Cleanup(func() { admin.Exec("DROP DATABASE " + pgx.Identifier{name}.Sanitize() + " WITH (FORCE)") })
+	pu, err := url.Parse(u)
+	require.NoError(t, err)
+	pu.Path = "/" + name
+	return pu.String()
+}
+
+// EnqueueTx (and EnqueueBatchTx) on a transaction of another database than
+// the queue's — here one whose schema of the same name holds a queue of
+// its own, where the insert would land unnoticed — is refused with
+// ErrOtherDatabase, and nothing is written on either database.
+func TestEnqueueTxRefusesATransactionOnAnotherDatabase(t *testing.T) {
+	needQueue(t)
+	ctx := context.Background()
+	u, admin := pgtest.FreshSchema(t)
+	q, err := postgres.Open(ctx, u, nil)
+	require.NoError(t, err)
+	defer q.Close()
+
+	ou := otherDatabase(t, u, admin)
+	odb, err := sql.Open("pgx", ou)
+	require.NoError(t, err)
+	defer odb.Close()
+	_, err = odb.Exec("CREATE SCHEMA " + pgx.Identifier{pgtest.Schema(t, u)}.Sanitize())
+	require.NoError(t, err)
+	other, err := postgres.Open(ctx, ou, nil)
+	require.NoError(t, err)
+	defer other.Close()
+
+	tx, err := odb.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	id, err := q.EnqueueTx(ctx, tx, outboxJob{Order: 1}, nil)
+	require.ErrorIs(t, err, postgres.ErrOtherDatabase)
+	require.Zero(t, id)
+	require.Contains(t, err.Error(), "another database")
+	_, err = q.EnqueueBatchTx(ctx, tx, []litequeue.BatchItem{{Job: outboxJob{Order: 2}}})
+	require.ErrorIs(t, err, postgres.ErrOtherDatabase)
+	require.NoError(t, tx.Commit())
+	for _, qq := range []*litequeue.Queue{q, other} {
+		jobs, err := qq.Jobs(ctx, litequeue.JobFilter{})
+		require.NoError(t, err)
+		require.Empty(t, jobs, "nothing written")
+	}
+
+	// A transaction on the queue's own database enqueues, more than once.
+	db, err := sql.Open("pgx", u)
+	require.NoError(t, err)
+	defer db.Close()
+	tx, err = db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	for o := range 2 {
+		_, err = q.EnqueueTx(ctx, tx, outboxJob{Order: o}, nil)
+		require.NoError(t, err)
+	}
+	require.NoError(t, tx.Commit())
+	jobs, err := q.Jobs(ctx, litequeue.JobFilter{})
+	require.NoError(t, err)
+	require.Len(t, jobs, 2)
+}
+
+// CompleteTx on a transaction of another database is refused the same way
+// — whether that database has a queue of the same schema (a row there may
+// have the job's id and lease) or no such tables — : the attempt fails with
+// ErrOtherDatabase instead of completing another queue's row or reporting
+// a lost lease.
+func TestCompleteTxRefusesATransactionOnAnotherDatabase(t *testing.T) {
+	needQueue(t)
+	for _, tables := range []bool{true, false} {
+		t.Run(fmt.Sprintf("tables=%v", tables), func(t *testing.T) {
+			ctx := context.Background()
+			u, admin := pgtest.FreshSchema(t)
+			ou := otherDatabase(t, u, admin)
+			odb, err := sql.Open("pgx", ou)
+			require.NoError(t, err)
+			defer odb.Close()
+			if tables {
+				_, err = odb.Exec("CREATE SCHEMA " + pgx.Identifier{pgtest.Schema(t, u)}.Sanitize())
+				require.NoError(t, err)
+				other, err := postgres.Open(ctx, ou, nil)
+				require.NoError(t, err)
+				require.NoError(t, other.Close())
+			}
+			q, err := postgres.Open(ctx, u, nil)
+			require.NoError(t, err)
+			defer q.Close()
+			got := make(chan error, 1)
+			litequeue.Register(q, func(ctx context.Context, d *litequeue.Delivery[outboxJob]) error {
+				tx, err := odb.BeginTx(ctx, nil)
+				if err != nil {
+					return err
+				}
+				defer tx.Rollback()
+				err = d.CompleteTx(ctx, tx)
+				got <- err
+				return err
+			})
+			require.NoError(t, q.Start(ctx))
+			defer q.Stop(ctx)
+			_, err = q.Enqueue(ctx, outboxJob{Order: 1}, nil)
+			require.NoError(t, err)
+			select {
+			case err := <-got:
+				require.ErrorIs(t, err, postgres.ErrOtherDatabase)
+			case <-time.After(30 * time.Second):
+				t.Fatal("the job did not run")
+			}
+		})
+	}
+}
