@@ -59,7 +59,7 @@ func TestDrainAndSettleFollowASnooze(t *testing.T) {
 		return nil
 	})
 	ctx := context.Background()
-	id, err := k.Queue.Enqueue(ctx, Receipt{Order: 1}, nil)
+	_, err := k.Queue.Enqueue(ctx, Receipt{Order: 1}, nil)
 	require.NoError(t, err)
 	res, err := k.Drain(ctx)
 	require.NoError(t, err)
@@ -68,7 +68,7 @@ func TestDrainAndSettleFollowASnooze(t *testing.T) {
 	require.Equal(t, 2*time.Hour, res.Elapsed, "the clock moved to each snoozed due time")
 	require.Equal(t, []int{1, 1, 1}, runs, "a snooze uses no attempt")
 
-	id, err = k.Queue.Enqueue(ctx, Receipt{Order: 2}, nil)
+	id, err := k.Queue.Enqueue(ctx, Receipt{Order: 2}, nil)
 	require.NoError(t, err)
 	r, err := k.Settle(ctx, id)
 	require.NoError(t, err)
