@@ -7,10 +7,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
 	"github.com/litequeue/litequeue"
@@ -139,4 +141,57 @@ func TestCompleteTxRefusesATransactionOnAnotherDatabase(t *testing.T) {
 			}
 		})
 	}
+}
+
+// statements counts the statements its connections send.
+type statements struct{ n atomic.Int64 }
+
+func (c *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+type uniqueOutboxJob struct{ Order int }
+
+func (uniqueOutboxJob) Kind() string                            { return "unique_outbox_job" }
+func (uniqueOutboxJob) UniqueOptions() *litequeue.UniqueOptions { return &litequeue.UniqueOptions{} }
+
+// The database check of EnqueueTx rides on the statement that notifies the
+// job's queue: an EnqueueTx sends the insert and one notification, as
+// without the check, and a second one on the same transaction asks
+// nothing. A unique job (inserted one at a time) pays one statement per
+// transaction for the check.
+func TestEnqueueTxChecksTheDatabaseWithoutARoundTripOfItsOwn(t *testing.T) {
+	needQueue(t)
+	ctx := context.Background()
+	u, _ := pgtest.FreshSchema(t)
+	cfg, err := pgx.ParseConfig(u)
+	require.NoError(t, err)
+	count := &statements{}
+	cfg.Tracer = count
+	db := stdlib.OpenDB(*cfg)
+	defer db.Close()
+	q, err := postgres.New(db, nil)
+	require.NoError(t, err)
+	defer q.Close()
+
+	sent := func(job litequeue.Job, tx *sql.Tx) int64 {
+		t.Helper()
+		before := count.n.Load()
+		_, err := q.EnqueueTx(ctx, tx, job, nil)
+		require.NoError(t, err)
+		return count.n.Load() - before
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), sent(outboxJob{Order: 1}, tx), "the notification (with the check) and the insert")
+	require.Equal(t, int64(2), sent(outboxJob{Order: 2}, tx), "the insert and the notification; the transaction was checked")
+	require.NoError(t, tx.Commit())
+	tx, err = db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), sent(uniqueOutboxJob{Order: 1}, tx), "the check, the insert and the notification")
+	require.Equal(t, int64(2), sent(uniqueOutboxJob{Order: 2}, tx))
+	require.NoError(t, tx.Commit())
 }
