@@ -25,6 +25,7 @@ func init() {
 		{"SearchJobsPagesByKeysetAndFilters", testSearchJobs},
 		{"SearchJobsStopsAtItsScanWindowAndCountJobsAtItsLimit", testSearchWindow},
 		{"QueueSummariesMatchStatsAndCap", testSummaries},
+		{"QueueSummariesBoundTheOldestReadySearchByPriorityLevels", testSummariesPriorityLevels},
 		{"BulkActionsTouchOnlyTheirStatesInChunks", testBulk},
 		{"DeadLetterGroupsAndRequeueGroup", testDeadGroups},
 		{"HistoryCountsOutcomesPerMinutePersistsAndPrunes", testHistory},
@@ -207,6 +208,43 @@ func testSummaries(t *testing.T, b Backend) {
 	require.Equal(t, 2, capped[0].Dead)
 	require.False(t, capped[1].Capped, "queue zeta has one live job")
 	require.False(t, sums[0].DeadCapped)
+}
+
+// The oldest ready job is found among the live jobs counted when the count
+// did not stop at its limit, whatever their priorities; when it stopped,
+// only the 100 most urgent priority levels are searched, and the answer
+// says it is an "at least" figure.
+func testSummariesPriorityLevels(t *testing.T, b Backend) {
+	h := setup(t, b, nil)
+	ctx := context.Background()
+	oldest, err := h.Q.Enqueue(ctx, Email{To: "oldest"}, &litequeue.EnqueueOptions{Priority: 149})
+	require.NoError(t, err)
+	h.Clock.Add(time.Minute)
+	items := make([]litequeue.BatchItem, 149)
+	for i := range items {
+		items[i] = litequeue.BatchItem{Job: Email{To: fmt.Sprint(i)}, Options: &litequeue.EnqueueOptions{Priority: i}}
+	}
+	_, err = h.Q.EnqueueBatch(ctx, items)
+	require.NoError(t, err)
+	h.Clock.Add(time.Second)
+
+	sums, err := h.Q.QueueSummaries(ctx, 1000)
+	require.NoError(t, err)
+	require.Len(t, sums, 1)
+	require.Equal(t, 150, sums[0].Ready)
+	require.Equal(t, oldest, sums[0].OldestReadyID, "every live job was counted: the oldest is found at any priority")
+	require.Equal(t, 61*time.Second, sums[0].OldestReady)
+	require.False(t, sums[0].OldestReadyCapped)
+
+	sums, err = h.Q.QueueSummaries(ctx, 10)
+	require.NoError(t, err)
+	require.True(t, sums[0].Capped)
+	require.True(t, sums[0].OldestReadyCapped, "150 priority levels: only the 100 most urgent are searched")
+	require.NotEqual(t, oldest, sums[0].OldestReadyID)
+	require.Equal(t, time.Second, sums[0].OldestReady, "the oldest of the levels searched")
+	j, err := h.Q.Job(ctx, sums[0].OldestReadyID)
+	require.NoError(t, err)
+	require.Less(t, j.Priority, 100)
 }
 
 func testBulk(t *testing.T, b Backend) {
