@@ -26,6 +26,7 @@ const refreshTimeout = 30 * time.Second
 // liveHub shares one snapshot of the live counters between the streams.
 type liveHub struct {
 	s       *server
+	read    func(context.Context) ([]queueRow, error) // the counts: server.queueRows
 	mu      sync.Mutex
 	subs    map[*liveSub]struct{}
 	last    []byte // the newest snapshot (JSON); nil before the first
@@ -37,7 +38,7 @@ type liveHub struct {
 type liveSub struct{ ch chan []byte }
 
 func newLiveHub(s *server) *liveHub {
-	return &liveHub{s: s, subs: map[*liveSub]struct{}{}}
+	return &liveHub{s: s, read: s.queueRows, subs: map[*liveSub]struct{}{}}
 }
 
 // subscribe adds a stream: it gets the newest snapshot at once when there is
@@ -67,38 +68,56 @@ func (h *liveHub) run() {
 	tick := time.NewTicker(h.s.opts.RefreshInterval)
 	defer tick.Stop()
 	for {
+		if !h.wanted() {
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
-		rows, err := h.s.queueRows(ctx)
+		rows, err := h.read(ctx)
 		cancel()
 		var b []byte
 		if err == nil {
 			b, err = json.Marshal(liveFrom(rows))
 		}
-		h.mu.Lock()
-		if err != nil {
-			h.s.opts.Logger.Warn("litequeue/web: live refresh failed", "error", err)
-			for sub := range h.subs {
-				close(sub.ch)
-				delete(h.subs, sub)
-			}
-		}
-		if len(h.subs) == 0 {
-			h.running, h.last = false, nil
-			h.mu.Unlock()
-			return
-		}
-		if !bytes.Equal(b, h.last) {
-			h.last = b
-			for sub := range h.subs {
-				select { // replace a snapshot the stream has not sent yet
-				case <-sub.ch:
-				default:
-				}
-				sub.ch <- b
-			}
-		}
-		h.mu.Unlock()
+		h.publish(b, err)
 		<-tick.C
+	}
+}
+
+// wanted reports whether a stream is open; when none is, it marks the loop
+// stopped (under the lock, so that the next subscribe starts another).
+func (h *liveHub) wanted() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.subs) == 0 {
+		h.running, h.last = false, nil
+		return false
+	}
+	return true
+}
+
+// publish hands the snapshot b to every stream when it changed, or ends
+// every stream when the read failed.
+func (h *liveHub) publish(b []byte, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err != nil {
+		h.s.opts.Logger.Warn("litequeue/web: live refresh failed", "error", err)
+		for sub := range h.subs {
+			close(sub.ch)
+			delete(h.subs, sub)
+		}
+		return
+	}
+	if bytes.Equal(b, h.last) {
+		return
+	}
+	h.last = b
+	for sub := range h.subs {
+		select { // replace a snapshot the stream has not sent yet
+		case <-sub.ch:
+		default:
+		}
+		sub.ch <- b
 	}
 }
 

@@ -204,9 +204,6 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.checkHost(w, r) {
 		return
 	}
-	if r.Body != nil {
-		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
-	}
 	p := r.URL.Path
 	if s.opts.Prefix != "" && (p == s.opts.Prefix || strings.HasPrefix(p, s.opts.Prefix+"/")) {
 		p = strings.TrimPrefix(p, s.opts.Prefix)
@@ -216,11 +213,13 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, root+"/", http.StatusMovedPermanently)
 		return
 	}
-	r2 := r.WithContext(r.Context())
+	r2 := r.WithContext(withRoot(r.Context(), root))
 	u := *r.URL
 	u.Path, u.RawPath = p, ""
 	r2.URL = &u
-	r2 = r2.WithContext(withRoot(r.Context(), root))
+	if r2.Body != nil {
+		r2.Body = http.MaxBytesReader(w, r2.Body, maxBodyBytes)
+	}
 	if s.opts.Token != "" && !s.authorized(r2) && p != "/login" && !strings.HasPrefix(p, "/static/") {
 		s.render(w, r2, http.StatusUnauthorized, "login", &page{Title: "Sign in"})
 		return
