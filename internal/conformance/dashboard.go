@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +29,7 @@ func init() {
 		{"QueueSummariesBoundTheOldestReadySearchByPriorityLevels", testSummariesPriorityLevels},
 		{"BulkActionsTouchOnlyTheirStatesInChunks", testBulk},
 		{"DeadLetterGroupsAndRequeueGroup", testDeadGroups},
+		{"DeadLetterGroupsReadTheStartOfEachMessageAndBoundTheGroups", testDeadGroupsBounded},
 		{"HistoryCountsOutcomesPerMinutePersistsAndPrunes", testHistory},
 		{"WorkThroughAQueueStoresTheAttemptAndItsOutcome", testWorkThrough},
 	}...)
@@ -347,6 +349,44 @@ func testDeadGroups(t *testing.T, b Backend) {
 	n, err = h.Q.RequeueDeadGroup(ctx, "no such group", litequeue.DeadGroupQuery{})
 	require.NoError(t, err)
 	require.Zero(t, n)
+}
+
+// The grouping reads the first DeadMessagePrefix characters of a message,
+// which give the whole message's key; past MaxGroups the smallest groups
+// are counted together.
+func testDeadGroupsBounded(t *testing.T, b Backend) {
+	h := setup(t, b, queues(queue(litequeue.NoRetry())))
+	ctx := context.Background()
+	long := "upstream said: " + strings.Repeat("é", 1100) // 1,115 characters, 2,215 bytes
+	ids := buryAll(t, h, long, "a 1 failed", "b failed", "b failed", "c failed", "c failed", "c failed", "d failed")
+	groups, err := h.Q.DeadLetterGroups(ctx, litequeue.DeadGroupQuery{MaxGroups: 3})
+	require.NoError(t, err)
+	require.Len(t, groups, 3)
+	require.Equal(t, "c failed", groups[0].Key)
+	require.Equal(t, "b failed", groups[1].Key)
+	rest := groups[2]
+	require.Equal(t, 3, rest.Merged, "the long message, a <n> failed and d failed")
+	require.Equal(t, 3, rest.Count)
+	require.Empty(t, rest.Key)
+	require.Equal(t, ids[7], rest.SampleID, "the newest of the remainder")
+
+	all, err := h.Q.DeadLetterGroups(ctx, litequeue.DeadGroupQuery{})
+	require.NoError(t, err)
+	require.Len(t, all, 5)
+	var lg litequeue.DeadGroup
+	for _, g := range all {
+		if g.SampleID == ids[0] {
+			lg = g
+		}
+	}
+	require.Equal(t, litequeue.NormalizeError(long), lg.Key, "the start of the message gives the whole message's key")
+	require.Equal(t, []rune(long)[:litequeue.DeadMessagePrefix], []rune(lg.SampleError), "the first DeadMessagePrefix characters")
+	n, err := h.Q.RequeueDeadGroup(ctx, lg.Key, litequeue.DeadGroupQuery{})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	j, err := h.Q.Job(ctx, ids[0])
+	require.NoError(t, err)
+	require.Equal(t, long, j.LastError, "the job keeps its whole message")
 }
 
 func testHistory(t *testing.T, b Backend) {
