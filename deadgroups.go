@@ -2,9 +2,7 @@ package litequeue
 
 import (
 	"context"
-	"regexp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/litequeue/litequeue/internal/store"
@@ -21,12 +19,26 @@ type DeadGroup struct {
 	FirstSeen time.Time `json:"first_seen"`
 	LastSeen  time.Time `json:"last_seen"`
 	// SampleID and SampleError are the newest dead letter of the group and
-	// its message as stored.
-	SampleID    int64    `json:"sample_id"`
-	SampleError string   `json:"sample_error"`
-	Queues      []string `json:"queues"`
-	Kinds       []string `json:"kinds"`
+	// the start of its message (its first DeadMessagePrefix characters;
+	// Job has it whole).
+	SampleID    int64  `json:"sample_id"`
+	SampleError string `json:"sample_error"`
+	// Queues and Kinds are the queues and kinds of the group's dead
+	// letters, sorted; at most maxGroupNames (50) of each, the first met
+	// (newest first).
+	Queues []string `json:"queues"`
+	Kinds  []string `json:"kinds"`
+	// Merged, when above 0, marks the remainder group that DeadLetterGroups
+	// returns last when there are more groups than DeadGroupQuery.MaxGroups:
+	// the dead letters of the Merged smallest groups, counted together. Its
+	// Key is "" (it cannot be requeued as one group); its sample, times,
+	// queues and kinds are those of all its dead letters.
+	Merged int `json:"merged,omitempty"`
 }
+
+// DeadMessagePrefix is how much of each dead letter's message the grouping
+// reads: its first 1,024 characters.
+const DeadMessagePrefix = store.DeadMessageChars
 
 // DeadGroupQuery selects the dead letters DeadLetterGroups groups. Zero
 // fields select all.
@@ -36,61 +48,62 @@ type DeadGroupQuery struct {
 	// Limit bounds the work: only the Limit most recent dead letters are
 	// read (through the finished index). Default DefaultGroupLimit (10,000).
 	Limit int
+	// MaxGroups bounds the answer: when the dead letters read fall into more
+	// groups, the MaxGroups-1 largest are returned, then one remainder
+	// group with the others (see DeadGroup.Merged). Default
+	// DefaultMaxGroups (100).
+	MaxGroups int
 }
 
-// DefaultGroupLimit is the default DeadGroupQuery.Limit.
-const DefaultGroupLimit = 10_000
-
-var (
-	reUUID   = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
-	reHex    = regexp.MustCompile(`(?i)\b(0x)?[0-9a-f]*[0-9][0-9a-f]*\b`)
-	reNum    = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`)
-	reQuoted = regexp.MustCompile(`"[^"]*"|'[^']*'`)
-	reSpace  = regexp.MustCompile(`\s+`)
+// Defaults of DeadGroupQuery.
+const (
+	DefaultGroupLimit = 10_000
+	DefaultMaxGroups  = 100
 )
 
-// maxGroupKeyLen bounds a normalised message.
-const maxGroupKeyLen = 200
+// maxGroupNames bounds DeadGroup.Queues and DeadGroup.Kinds.
+const maxGroupNames = 50
 
-// NormalizeError reduces an error message to the shape that groups dead
-// letters: its first line, with quoted strings replaced by "…", UUIDs by
-// <uuid>, hexadecimal words with a digit and
-// numbers (also inside words such as 3s or 10ms) by <n>, runs of
-// white space by one space, cut to 200 bytes. "job 42: timeout after 3s"
-// and "job 7: timeout after 5s" give the same key. An empty message gives
-// "(no error message)".
-func NormalizeError(msg string) string {
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
-	}
-	msg = reQuoted.ReplaceAllString(msg, `"…"`)
-	msg = reUUID.ReplaceAllString(msg, "<uuid>")
-	msg = reHex.ReplaceAllString(msg, "<n>")
-	msg = reNum.ReplaceAllString(msg, "<n>")
-	msg = strings.TrimSpace(reSpace.ReplaceAllString(msg, " "))
-	if len(msg) > maxGroupKeyLen {
-		cut := maxGroupKeyLen
-		for cut > 0 && !isRuneStart(msg[cut]) {
-			cut--
+// normalizer memoizes NormalizeError over one read of dead letters, in
+// which many messages repeat; it forgets all at maxMemo entries.
+type normalizer map[string]string
+
+const maxMemo = 10_000
+
+func (m normalizer) key(msg string) string {
+	msg = cutAtRune(msg, maxNormalizeInput)
+	k, ok := m[msg]
+	if !ok {
+		if len(m) >= maxMemo {
+			clear(m)
 		}
-		msg = msg[:cut] + "…"
+		k = NormalizeError(msg)
+		m[msg] = k
 	}
-	if msg == "" {
-		return "(no error message)"
-	}
-	return msg
+	return k
 }
 
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+// addName adds name to the list names of at most maxGroupNames.
+func addName(names []string, name string) []string {
+	if len(names) >= maxGroupNames || slices.Contains(names, name) {
+		return names
+	}
+	return append(names, name)
+}
 
 // DeadLetterGroups groups the most recent dead letters (up to f.Limit) by
-// normalised error message, largest group first (then most recent). It reads
-// through the finished index, newest first, so its cost is bounded by
-// f.Limit however many dead letters the file holds. It works on a read-only
-// queue.
+// normalised error message, largest group first (then most recent), at most
+// f.MaxGroups groups (the last one the remainder, see DeadGroup.Merged). It
+// reads through the finished index, newest first, and only the start of
+// each message (DeadMessagePrefix), so its cost is bounded by f.Limit
+// however many dead letters the file holds and however long their
+// messages. It works on a read-only queue.
 func (q *Queue) DeadLetterGroups(ctx context.Context, f DeadGroupQuery) ([]DeadGroup, error) {
 	if f.Limit <= 0 {
 		f.Limit = DefaultGroupLimit
+	}
+	if f.MaxGroups <= 0 {
+		f.MaxGroups = DefaultMaxGroups
 	}
 	msgs, err := q.store.LatestDead(ctx, store.DeadFilter{Queue: f.Queue, Kind: f.Kind}, f.Limit)
 	if err != nil {
@@ -98,38 +111,65 @@ func (q *Queue) DeadLetterGroups(ctx context.Context, f DeadGroupQuery) ([]DeadG
 	}
 	byKey := map[string]*DeadGroup{}
 	var order []*DeadGroup
+	keys := normalizer{}
 	for _, m := range msgs {
-		id, queue, kind, msg := m.ID, m.Queue, m.Kind, m.Message
-		at := time.Unix(0, m.FinishedAt)
-		key := NormalizeError(msg)
+		key := keys.key(m.Message)
 		g, ok := byKey[key]
 		if !ok {
-			g = &DeadGroup{Key: key, SampleID: id, SampleError: msg, FirstSeen: at, LastSeen: at}
+			g = &DeadGroup{Key: key}
 			byKey[key] = g
 			order = append(order, g)
 		}
-		g.Count++
-		if at.Before(g.FirstSeen) {
-			g.FirstSeen = at
-		}
-		if at.After(g.LastSeen) {
-			g.LastSeen, g.SampleID, g.SampleError = at, id, msg
-		}
-		if !slices.Contains(g.Queues, queue) {
-			g.Queues = append(g.Queues, queue)
-		}
-		if !slices.Contains(g.Kinds, kind) {
-			g.Kinds = append(g.Kinds, kind)
-		}
+		g.add(m)
 	}
 	out := make([]DeadGroup, len(order))
 	for i, g := range order {
-		slices.Sort(g.Queues)
-		slices.Sort(g.Kinds)
 		out[i] = *g
 	}
 	slices.SortStableFunc(out, func(a, b DeadGroup) int { return b.Count - a.Count })
+	if len(out) > f.MaxGroups {
+		rest := DeadGroup{Merged: len(out) - f.MaxGroups + 1}
+		for _, g := range out[f.MaxGroups-1:] {
+			rest.merge(g)
+		}
+		out = append(out[:f.MaxGroups-1], rest)
+	}
+	for i := range out {
+		slices.Sort(out[i].Queues)
+		slices.Sort(out[i].Kinds)
+	}
 	return out, nil
+}
+
+// add counts the dead letter m into g.
+func (g *DeadGroup) add(m store.DeadMessage) {
+	at := time.Unix(0, m.FinishedAt)
+	if g.Count == 0 || at.Before(g.FirstSeen) {
+		g.FirstSeen = at
+	}
+	if g.Count == 0 || at.After(g.LastSeen) {
+		g.LastSeen, g.SampleID, g.SampleError = at, m.ID, m.Message
+	}
+	g.Count++
+	g.Queues = addName(g.Queues, m.Queue)
+	g.Kinds = addName(g.Kinds, m.Kind)
+}
+
+// merge counts the group o into g.
+func (g *DeadGroup) merge(o DeadGroup) {
+	if g.Count == 0 || o.FirstSeen.Before(g.FirstSeen) {
+		g.FirstSeen = o.FirstSeen
+	}
+	if g.Count == 0 || o.LastSeen.After(g.LastSeen) {
+		g.LastSeen, g.SampleID, g.SampleError = o.LastSeen, o.SampleID, o.SampleError
+	}
+	g.Count += o.Count
+	for _, q := range o.Queues {
+		g.Queues = addName(g.Queues, q)
+	}
+	for _, k := range o.Kinds {
+		g.Kinds = addName(g.Kinds, k)
+	}
 }
 
 // RequeueDeadGroup moves every dead letter f selects whose normalised error
@@ -146,6 +186,7 @@ func (q *Queue) RequeueDeadGroup(ctx context.Context, key string, f DeadGroupQue
 	const chunk = bulkChunk * 4
 	cursor := int64(1<<63 - 1)
 	total := 0
+	keys := normalizer{}
 	for {
 		msgs, err := q.store.DeadBefore(ctx, sf, cursor, chunk)
 		if err != nil {
@@ -153,7 +194,7 @@ func (q *Queue) RequeueDeadGroup(ctx context.Context, key string, f DeadGroupQue
 		}
 		var ids []int64
 		for _, m := range msgs {
-			if NormalizeError(m.Message) == key {
+			if keys.key(m.Message) == key {
 				ids = append(ids, m.ID)
 			}
 		}

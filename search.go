@@ -14,8 +14,10 @@ type JobQuery struct {
 	Kind   string
 	States []State // any of these; empty means every state
 	// Text, when not empty, keeps the jobs whose payload or last error
-	// contains it, ignoring ASCII case. A text filter cannot use an index:
-	// SearchJobs bounds its cost with PageRequest.ScanLimit.
+	// contains it in its first 4,096 characters, ignoring ASCII case (so
+	// that a search's cost does not grow with what a job stores). A text
+	// filter cannot use an index: SearchJobs bounds its cost with
+	// PageRequest.ScanLimit.
 	Text string
 	// IDs, when not empty, restricts the selection to these ids.
 	IDs []int64
@@ -137,6 +139,10 @@ type QueueSummary struct {
 	OldestReady time.Duration `json:"oldest_ready"`
 	// OldestReadyID is that job's id; 0 when none is ready.
 	OldestReadyID int64 `json:"oldest_ready_id,omitempty"`
+	// OldestReadyCapped says OldestReady is an "at least" figure: the
+	// queue has more live jobs than the limit and more than 100 priority
+	// levels among them, and only the 100 most urgent levels were searched.
+	OldestReadyCapped bool `json:"oldest_ready_capped,omitempty"`
 }
 
 // QueueSummaries returns per-queue counts like Stats, sorted by queue name,
@@ -145,8 +151,11 @@ type QueueSummary struct {
 // per queue (QueueSummary.Capped says a count stopped there), the dead and
 // completed ones through the finished index up to limit in all; the queue
 // names come from a skip scan of the claim index. limit 0 or less means
-// DefaultCountLimit. The oldest ready job is found exactly, with one index
-// seek per priority level.
+// DefaultCountLimit. The oldest ready job is found among the live jobs
+// counted, exactly, when a queue has fewer than limit of them; otherwise
+// with one index seek per priority level, for the 100 most urgent levels
+// (QueueSummary.OldestReadyCapped when there are more), so that the cost
+// stays bounded however many priorities the jobs use.
 func (q *Queue) QueueSummaries(ctx context.Context, limit int) ([]QueueSummary, error) {
 	if limit <= 0 {
 		limit = DefaultCountLimit
@@ -160,7 +169,8 @@ func (q *Queue) QueueSummaries(ctx context.Context, limit int) ([]QueueSummary, 
 	for _, s := range sums {
 		qs := QueueSummary{Queue: s.Queue, Ready: s.Ready, Scheduled: s.Scheduled, Running: s.Running,
 			Completed: s.Completed, Dead: s.Dead, Capped: s.LiveCapped,
-			CompletedCapped: s.CompletedCapped, DeadCapped: s.DeadCapped, OldestReadyID: s.OldestReadyID}
+			CompletedCapped: s.CompletedCapped, DeadCapped: s.DeadCapped, OldestReadyID: s.OldestReadyID,
+			OldestReadyCapped: s.OldestReadyCapped}
 		if s.OldestReadyID != 0 {
 			qs.OldestReady = time.Duration(now - s.OldestReadyAt)
 		}

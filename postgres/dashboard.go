@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/litequeue/litequeue/internal/store"
@@ -36,8 +37,9 @@ func jobQueryWhere(q store.JobQuery, a *args, t string) ([]string, error) {
 		where = append(where, "("+strings.Join(ors, " OR ")+")")
 	}
 	if q.Text != "" {
-		p := a.add(strings.ToLower(q.Text))
-		where = append(where, "(strpos(lower(convert_from("+t+".payload, 'UTF8')), "+p+") > 0 OR strpos(lower(coalesce("+t+".last_error, '')), "+p+") > 0)")
+		// The first store.TextSearchChars characters of each, as on SQLite.
+		p, n := a.add(strings.ToLower(q.Text)), strconv.Itoa(store.TextSearchChars)
+		where = append(where, "(strpos(lower(left(convert_from("+t+".payload, 'UTF8'), "+n+")), "+p+") > 0 OR strpos(lower(left(coalesce("+t+".last_error, ''), "+n+")), "+p+") > 0)")
 	}
 	if len(q.IDs) > 0 {
 		where = append(where, t+".id = ANY ("+a.add(q.IDs)+")")
@@ -156,22 +158,30 @@ const (
     SELECT (SELECT min(queue) FROM lq_jobs WHERE state IN (0, 1) AND queue > q.name) FROM q WHERE q.name IS NOT NULL
 )
 SELECT name FROM q WHERE name IS NOT NULL`
-	liveCountsSQL = `SELECT count(*) FILTER (WHERE state = 1), count(*) FILTER (WHERE state = 0 AND visible_at <= $2),
-    count(*) FILTER (WHERE state = 0 AND visible_at > $2), count(*)
-FROM (SELECT state, visible_at FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) LIMIT $3) c`
-	// oldestReadySQL: the earliest due pending row of each priority level,
-	// the earliest of those.
-	oldestReadySQL = `WITH RECURSIVE p(prio) AS (
-    SELECT min(priority) FROM lq_jobs WHERE queue = $1 AND state IN (0, 1)
+	// liveCountsSQL counts a queue's live rows up to $3 and finds the
+	// oldest ready one among them (exact when the count did not stop at
+	// $3).
+	liveCountsSQL = `WITH c AS MATERIALIZED (SELECT id, priority, state, visible_at FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) LIMIT $3),
+o AS (SELECT id, visible_at FROM c WHERE state = 0 AND visible_at <= $2 ORDER BY visible_at, priority, id LIMIT 1)
+SELECT count(*) FILTER (WHERE state = 1), count(*) FILTER (WHERE state = 0 AND visible_at <= $2),
+    count(*) FILTER (WHERE state = 0 AND visible_at > $2), count(*), (SELECT id FROM o), (SELECT visible_at FROM o)
+FROM c`
+	// oldestReadySQL: the earliest due pending row of each of the $3
+	// lowest priority levels (one index seek each), the earliest of
+	// those; and whether the queue has more levels.
+	oldestReadySQL = `WITH RECURSIVE p(prio, n) AS (
+    SELECT min(priority), 1 FROM lq_jobs WHERE queue = $1 AND state IN (0, 1)
     UNION ALL
-    SELECT (SELECT min(priority) FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority > p.prio)
-    FROM p WHERE p.prio IS NOT NULL
-)
-SELECT d.id, d.visible_at FROM p CROSS JOIN LATERAL (
+    SELECT (SELECT min(priority) FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority > p.prio), p.n + 1
+    FROM p WHERE p.prio IS NOT NULL AND p.n <= $3
+),
+o AS (SELECT d.id, d.visible_at FROM p CROSS JOIN LATERAL (
     SELECT id, visible_at FROM lq_jobs
     WHERE queue = $1 AND state IN (0, 1) AND priority = p.prio AND visible_at <= $2 AND state = 0
-    ORDER BY visible_at LIMIT 1) d
-ORDER BY d.visible_at LIMIT 1`
+    ORDER BY visible_at, id LIMIT 1) d
+  WHERE p.n <= $3
+  ORDER BY d.visible_at, p.prio, d.id LIMIT 1)
+SELECT (SELECT id FROM o), (SELECT visible_at FROM o), EXISTS (SELECT 1 FROM p WHERE p.n > $3 AND p.prio IS NOT NULL)`
 	finishedCountsSQL = `SELECT queue, count(*) FROM
     (SELECT queue FROM lq_jobs WHERE state = $1 ORDER BY finished_at DESC LIMIT $2) f GROUP BY queue`
 )
@@ -188,14 +198,20 @@ func (s *pgStore) Summaries(ctx context.Context, now int64, limit int) ([]store.
 		for _, name := range live {
 			sum := sums.Get(name)
 			var n int
-			if err := tx.QueryRowContext(ctx, s.q(liveCountsSQL), name, now, limit).Scan(&sum.Running, &sum.Ready, &sum.Scheduled, &n); err != nil {
+			var id, at sql.NullInt64
+			if err := tx.QueryRowContext(ctx, s.q(liveCountsSQL), name, now, limit).Scan(&sum.Running, &sum.Ready, &sum.Scheduled, &n, &id, &at); err != nil {
 				return err
 			}
 			sum.LiveCapped = n >= limit
-			err := tx.QueryRowContext(ctx, s.q(oldestReadySQL), name, now).Scan(&sum.OldestReadyID, &sum.OldestReadyAt)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return err
+			if sum.LiveCapped {
+				// Not every live row was counted: search the lowest
+				// priority levels one by one instead.
+				err := tx.QueryRowContext(ctx, s.q(oldestReadySQL), name, now, store.OldestReadyLevels).Scan(&id, &at, &sum.OldestReadyCapped)
+				if err != nil {
+					return err
+				}
 			}
+			sum.OldestReadyID, sum.OldestReadyAt = id.Int64, at.Int64
 		}
 		for _, st := range []store.State{store.Completed, store.Dead} {
 			if err := sums.AddFinished(ctx, tx, st, limit, s.q(finishedCountsSQL), int16(st), limit); err != nil {
@@ -295,7 +311,10 @@ func (s *pgStore) bulkRequeue(ctx context.Context, tx *sql.Tx, ids []int64, now 
 	return s.notifyTx(ctx, tx, queues)
 }
 
-const deadMessageCols = `t.id, t.queue, t.kind, coalesce(t.finished_at, 0), coalesce(nullif(t.last_error, ''), t.dead_reason, '')`
+// deadMessageCols read a dead row's message: its last error, else its dead
+// reason; the first store.DeadMessageChars characters of it.
+var deadMessageCols = `t.id, t.queue, t.kind, coalesce(t.finished_at, 0), left(coalesce(nullif(t.last_error, ''), t.dead_reason, ''), ` +
+	strconv.Itoa(store.DeadMessageChars) + `)`
 
 // LatestDead implements store.Store.
 func (s *pgStore) LatestDead(ctx context.Context, f store.DeadFilter, limit int) ([]store.DeadMessage, error) {

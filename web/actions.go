@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/litequeue/litequeue"
@@ -31,33 +30,29 @@ func (s *server) actionFailed(w http.ResponseWriter, r *http.Request, err error)
 }
 
 // finishAction ends an action the queue ran: the error page when err is
-// set (see actionFailed); otherwise a log record of what was done (msg,
-// with attrs) and the redirect back to the page, with msg as its flash
-// message and job (0: none) as the job it names (see redirectDone).
-func (s *server) finishAction(w http.ResponseWriter, r *http.Request, err error, back, msg string, job int64, attrs ...any) {
+// set (see actionFailed); otherwise a log record of what was done (the
+// flash message of done, with attrs) and the redirect back to the page with
+// that message (see redirectDone).
+func (s *server) finishAction(w http.ResponseWriter, r *http.Request, err error, back string, done url.Values, attrs ...any) {
 	if err != nil {
 		s.actionFailed(w, r, err)
 		return
 	}
+	msg, _ := flashFrom(done)
 	s.opts.Logger.Info("litequeue/web: "+msg, attrs...)
-	redirectDone(w, r, back, msg, job)
+	redirectDone(w, r, back, done)
 }
 
 // redirectDone sends the browser back to back (a URL path below the mount
 // point, which may carry a query already) after an action that succeeded,
-// with 303 See Other: the query gains "done", the flash message msg the
-// page shows, and "job" when job is not 0, the job the message names
-// (linked after it).
-func redirectDone(w http.ResponseWriter, r *http.Request, back, msg string, job int64) {
-	v := url.Values{"done": {msg}}
-	if job != 0 {
-		v.Set("job", strconv.FormatInt(job, 10))
-	}
+// with 303 See Other; the query gains done, the flash message's code and
+// values (see flashValues).
+func redirectDone(w http.ResponseWriter, r *http.Request, back string, done url.Values) {
 	sep := "?"
 	if strings.Contains(back, "?") {
 		sep = "&"
 	}
-	http.Redirect(w, r, back+sep+v.Encode(), http.StatusSeeOther)
+	http.Redirect(w, r, back+sep+done.Encode(), http.StatusSeeOther)
 }
 
 // postForm is a form of one button that posts an action, as the "post"

@@ -81,7 +81,7 @@ func BenchmarkPagesOnAMillionJobs(b *testing.B) {
 		b.Run(p.name, func(b *testing.B) {
 			for b.Loop() {
 				w := httptest.NewRecorder()
-				h.ServeHTTP(w, httptest.NewRequest("GET", p.path, nil).WithContext(context.Background()))
+				h.ServeHTTP(w, httptest.NewRequest("GET", "http://localhost"+p.path, nil).WithContext(context.Background()))
 				if w.Code != http.StatusOK {
 					b.Fatalf("%s: %d %s", p.path, w.Code, w.Body.String())
 				}

@@ -455,3 +455,46 @@ func TestQueuesSchedulesAndProgressInABrowser(t *testing.T) {
 	})
 	t.Logf("screenshots in %s", shots)
 }
+
+// Paging a filtered list: Older keeps the filter and moves the cursor.
+func TestPagingAFilteredListInABrowser(t *testing.T) {
+	ctx := browser(t)
+	f := openFixture(t, nil)
+	fillForCrawl(t, f)
+	srv := serve(t, web.Handler(f.q, nil))
+	rows := func() [][]string {
+		return run(t, ctx, chromedp.Evaluate[[][]string](`[...document.querySelectorAll("table.jobs tbody tr")].map(tr =>
+			[tr.querySelector("td:nth-child(2)").textContent, tr.querySelector("td:nth-child(3)").textContent, tr.querySelector(".state").textContent])`))
+	}
+	want, err := f.q.SearchJobs(context.Background(), litequeue.JobQuery{Queue: "invoices", States: []litequeue.State{litequeue.StateDead}},
+		litequeue.PageRequest{Limit: 100})
+	require.NoError(t, err)
+	ids := func(rs [][]string) []string {
+		var out []string
+		for _, r := range rs {
+			require.Equal(t, []string{"invoices", "dead"}, r[1:], "job %s", r[0])
+			out = append(out, r[0])
+		}
+		return out
+	}
+	wantIDs := func(from, to int) []string {
+		var out []string
+		for _, j := range want.Jobs[from:to] {
+			out = append(out, fmt.Sprint(j.ID))
+		}
+		return out
+	}
+	step(t, ctx, chromedp.Navigate(srv.URL+"/jobs?state=dead&queue=invoices"), chromedp.WaitVisible(chromedp.CSS("table.jobs")))
+	require.Equal(t, wantIDs(0, 50), ids(rows()))
+	run(t, ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.Search(`//p[@class="pager"]/a[text()="Older →"]`))))
+	search := run(t, ctx, chromedp.Evaluate[string](`location.search`))
+	q, err := url.ParseQuery(strings.TrimPrefix(search, "?"))
+	require.NoError(t, err)
+	require.Equal(t, url.Values{"state": {"dead"}, "queue": {"invoices"}, "before": {wantIDs(49, 50)[0]}}, q)
+	require.Equal(t, wantIDs(50, 100), ids(rows()), "the next 50 dead letters of invoices")
+	require.Equal(t, "dead", run(t, ctx, chromedp.Evaluate[string](`document.querySelector("select[name=state]").value`)), "the form keeps the filter")
+	require.Equal(t, "invoices", run(t, ctx, chromedp.Evaluate[string](`document.querySelector("input[name=queue]").value`)))
+	run(t, ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.Search(`//p[@class="pager"]/a[text()="Newest"]`))))
+	require.Equal(t, wantIDs(0, 50), ids(rows()), "Newest: back to the first page of the filter")
+	shoot(t, ctx, t.TempDir(), "jobs-older.png")
+}

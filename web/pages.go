@@ -60,30 +60,26 @@ var funcs = template.FuncMap{
 		return out.String()
 	},
 	"states": litequeue.States,
-	"num": func(n int) string {
-		s := strconv.Itoa(n)
-		for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
-			s = s[:i] + "," + s[i:]
-		}
-		return s
-	},
+	"num":    num,
 	"trunc": func(n int, s string) string {
 		if len(s) <= n {
 			return s
 		}
-		for n > 0 && s[n]&0xC0 == 0x80 {
-			n--
-		}
-		return s[:n] + "…"
+		return cutAtRuneStart(s, n) + "…"
 	},
 	"join": strings.Join,
+	// firstLine is the first line of s, from its first maxShownText bytes.
 	"firstLine": func(s string) string {
+		s = cutAtRuneStart(s, maxShownText)
 		if i := strings.IndexByte(s, '\n'); i >= 0 {
 			return s[:i]
 		}
 		return s
 	},
 	"add":         func(a, b int) int { return a + b },
+	"link":        link,
+	"clip":        clip,
+	"oldest":      oldestWaiting,
 	"scheduleURL": scheduleURL,
 	"post":        newPostForm,
 	"percent":     percent,
@@ -110,18 +106,52 @@ var funcs = template.FuncMap{
 	},
 }
 
-// fmtDur shows a duration to about three significant figures.
-// oldestWaiting is how long s's oldest ready job has waited, or "—" when
-// none waits.
+// num shows n with thousands separators.
+func num(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// maxShownText bounds a stored text (an error, an output) that a page
+// shows: a file may hold errors of any size.
+const maxShownText = 64 << 10
+
+// clip is the template function "clip": s cut to maxShownText bytes, with a
+// line saying how much was left out.
+func clip(s string) string {
+	if len(s) <= maxShownText {
+		return s
+	}
+	cut := cutAtRuneStart(s, maxShownText)
+	return fmt.Sprintf("%s\n… [%s more bytes not shown]", cut, num(len(s)-len(cut)))
+}
+
+// cutAtRuneStart returns s cut to at most n bytes, at the start of a rune.
+func cutAtRuneStart(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
+// oldestWaiting is how long s's oldest ready job has waited ("+" when that
+// is an "at least" figure), or "—" when none waits.
 func oldestWaiting(s litequeue.QueueSummary) string {
 	if s.OldestReadyID == 0 {
 		return noneWaiting
 	}
-	return fmtDur(s.OldestReady)
+	return fmtDur(s.OldestReady) + plus(s.OldestReadyCapped)
 }
 
 const noneWaiting = "—"
 
+// fmtDur shows a duration to about three significant figures.
 func fmtDur(d time.Duration) string {
 	switch {
 	case d == 0:
@@ -150,7 +180,9 @@ func parsePages() map[string]*template.Template {
 	return out
 }
 
-func (s *server) render(w http.ResponseWriter, r *http.Request, name string, p *page) {
+// render answers r with the page name, with status code: the headers first,
+// then the status, then the page.
+func (s *server) render(w http.ResponseWriter, r *http.Request, code int, name string, p *page) {
 	p.Root = rootOf(r)
 	p.ReadOnly = s.opts.ReadOnly
 	p.Live = s.opts.RefreshInterval > 0 && name != "login"
@@ -159,8 +191,7 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, name string, p *
 		p.CSRF = s.csrfToken(w, r)
 	}
 	if p.Flash == "" {
-		p.Flash = r.URL.Query().Get("done")
-		p.FlashJob, _ = strconv.ParseInt(r.URL.Query().Get("job"), 10, 64)
+		p.Flash, p.FlashJob = flashFrom(r.URL.Query())
 	}
 	var buf bytes.Buffer
 	if err := s.pages[name].ExecuteTemplate(&buf, "layout.html", p); err != nil {
@@ -170,13 +201,13 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, name string, p *
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
 	w.Write(buf.Bytes())
 }
 
 func (s *server) fail(w http.ResponseWriter, r *http.Request, code int, err error) {
 	s.opts.Logger.Warn("litequeue/web: request failed", "path", r.URL.Path, "error", err)
-	w.WriteHeader(code)
-	s.render(w, r, "error", &page{Title: http.StatusText(code), Error: err.Error()})
+	s.render(w, r, code, "error", &page{Title: http.StatusText(code), Error: err.Error()})
 }
 
 // overview shows the per-queue counts.
@@ -186,7 +217,7 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	s.render(w, r, "overview", &page{Title: "Overview", Nav: "overview", Data: overviewData{Queues: rows, Charts: s.charts(r)}})
+	s.render(w, r, http.StatusOK, "overview", &page{Title: "Overview", Nav: "overview", Data: overviewData{Queues: rows, Charts: s.charts(r)}})
 }
 
 type overviewData struct {
@@ -194,70 +225,35 @@ type overviewData struct {
 	Charts []chart
 }
 
-// jobFilter is the filter of the jobs page, as in its query string.
-type jobFilter struct {
-	Queue, Kind, State, Text string
-}
-
-func filterFrom(v url.Values) jobFilter {
-	return jobFilter{Queue: strings.TrimSpace(v.Get("queue")), Kind: strings.TrimSpace(v.Get("kind")),
-		State: v.Get("state"), Text: v.Get("q")}
-}
-
-func (f jobFilter) query() (litequeue.JobQuery, error) {
-	q := litequeue.JobQuery{Queue: f.Queue, Kind: f.Kind, Text: f.Text}
-	if f.State != "" {
-		st, err := litequeue.ParseState(f.State)
-		if err != nil {
-			return q, err
-		}
-		q.States = []litequeue.State{st}
-	}
-	return q, nil
-}
-
-// values renders the filter as query parameters.
-func (f jobFilter) values() url.Values {
-	v := url.Values{}
-	for k, s := range map[string]string{"queue": f.Queue, "kind": f.Kind, "state": f.State, "q": f.Text} {
-		if s != "" {
-			v.Set(k, s)
-		}
-	}
-	return v
-}
-
-func (f jobFilter) Empty() bool { return f == jobFilter{} }
-
-// Encode returns the filter as a query string.
-func (f jobFilter) Encode() string { return f.values().Encode() }
-
 type jobsData struct {
 	Filter jobFilter
 	Page   litequeue.JobPage
-	Next   string // query string of the next page, "" on the last
+	Older  url.Values // the query of the next (older) page; nil on the last
 }
 
 func (s *server) jobs(w http.ResponseWriter, r *http.Request) {
-	f := filterFrom(r.URL.Query())
-	jq, err := f.query()
+	q := r.URL.Query()
+	f, err := filterFrom(q)
 	if err != nil {
 		s.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
-	before, _ := strconv.ParseInt(r.URL.Query().Get("before"), 10, 64)
-	pg, err := s.q.SearchJobs(r.Context(), jq, litequeue.PageRequest{Before: before, Limit: s.opts.PageSize})
+	before, err := cursorFrom(q)
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	pg, err := s.q.SearchJobs(r.Context(), f.query(), litequeue.PageRequest{Before: before, Limit: s.opts.PageSize})
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
 	d := jobsData{Filter: f, Page: pg}
 	if pg.Next != 0 {
-		v := f.values()
-		v.Set("before", strconv.FormatInt(pg.Next, 10))
-		d.Next = v.Encode()
+		d.Older = f.Values()
+		d.Older.Set("before", strconv.FormatInt(pg.Next, 10))
 	}
-	s.render(w, r, "jobs", &page{Title: "Jobs", Nav: "jobs", Data: d})
+	s.render(w, r, http.StatusOK, "jobs", &page{Title: "Jobs", Nav: "jobs", Data: d})
 }
 
 type jobData struct {
@@ -281,7 +277,7 @@ func (s *server) job(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	s.render(w, r, "job", &page{Title: fmt.Sprintf("Job %d", id), Nav: "jobs", Data: jobData{Job: j, Timeline: timeline(j),
+	s.render(w, r, http.StatusOK, "job", &page{Title: fmt.Sprintf("Job %d", id), Nav: "jobs", Data: jobData{Job: j, Timeline: timeline(j),
 		Watch: s.opts.RefreshInterval > 0 && !isFinished(j.State)}})
 }
 
@@ -290,10 +286,16 @@ type deadData struct {
 	Groups      []litequeue.DeadGroup
 	Limit       int
 	Total       int
+	Merged      bool // the last group is the remainder (see DeadGroup.Merged)
 }
 
 func (s *server) dead(w http.ResponseWriter, r *http.Request) {
-	d := deadData{Queue: r.URL.Query().Get("queue"), Kind: r.URL.Query().Get("kind"), Limit: litequeue.DefaultGroupLimit}
+	f, err := deadFilterFrom(r.URL.Query())
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	d := deadData{Queue: f.Queue, Kind: f.Kind, Limit: litequeue.DefaultGroupLimit}
 	groups, err := s.q.DeadLetterGroups(r.Context(), litequeue.DeadGroupQuery{Queue: d.Queue, Kind: d.Kind, Limit: d.Limit})
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
@@ -302,8 +304,9 @@ func (s *server) dead(w http.ResponseWriter, r *http.Request) {
 	d.Groups = groups
 	for _, g := range groups {
 		d.Total += g.Count
+		d.Merged = d.Merged || g.Merged > 0
 	}
-	s.render(w, r, "dead", &page{Title: "Dead letters", Nav: "dead", Data: d})
+	s.render(w, r, http.StatusOK, "dead", &page{Title: "Dead letters", Nav: "dead", Data: d})
 }
 
 // jobAction runs requeue, cancel or delete on one job, then goes back to it
@@ -316,22 +319,22 @@ func (s *server) jobAction(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	back := fmt.Sprintf("%s/jobs/%d", rootOf(r), id)
-	var msg string
+	var code string
 	switch a := r.PathValue("action"); a {
 	case "requeue":
 		_, err = s.q.Requeue(ctx, id)
-		msg = fmt.Sprintf("Job %d requeued.", id)
+		code = "job-requeued"
 	case "cancel":
-		_, err = s.q.Cancel(ctx, id)               // a running job's handler is stopped too
-		msg = fmt.Sprintf("Job %d cancelled.", id) // kept: back to it
+		_, err = s.q.Cancel(ctx, id) // a running job's handler is stopped too
+		code = "job-cancelled"       // kept: back to it
 	case "delete":
 		_, err = s.q.DeleteMatching(ctx, litequeue.JobQuery{IDs: []int64{id}})
-		msg, back = fmt.Sprintf("Job %d deleted.", id), rootOf(r)+"/jobs"
+		code, back = "job-deleted", rootOf(r)+"/jobs"
 	default:
 		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no action %q; use requeue, cancel or delete", a))
 		return
 	}
-	s.finishAction(w, r, err, back, msg, 0, "job_id", id)
+	s.finishAction(w, r, err, back, flashValues(code, id, 0, ""), "job_id", id)
 }
 
 // bulkActions are the bulk actions and the states each applies to.
@@ -362,43 +365,23 @@ const confirmLimit = 1_000_000
 // the filter. Without confirm=yes it shows what it would do and how many
 // jobs that is, and asks.
 func (s *server) bulk(w http.ResponseWriter, r *http.Request) {
-	action := r.PostFormValue("action")
-	a, ok := bulkActions[action]
-	if !ok {
-		s.fail(w, r, http.StatusBadRequest, fmt.Errorf("no bulk action %q; use requeue, cancel or delete", action))
-		return
-	}
-	f := filterFrom(r.PostForm)
-	jq, err := f.query()
+	req, err := bulkFrom(r.PostForm)
 	if err != nil {
 		s.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
-	d := confirmData{Action: action, Verb: a.verb, States: a.states, Scope: r.PostFormValue("scope"), Filter: f}
-	switch d.Scope {
-	case "selected":
-		for _, v := range r.PostForm["id"] {
-			id, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || id <= 0 {
-				s.fail(w, r, http.StatusBadRequest, fmt.Errorf("%q is not a job id", v))
-				return
-			}
-			d.IDs = append(d.IDs, id)
-		}
-		if len(d.IDs) == 0 {
-			s.fail(w, r, http.StatusBadRequest, errors.New("no job is selected: tick the jobs to act on, or act on everything matching the filter"))
-			return
-		}
-		jq = litequeue.JobQuery{IDs: d.IDs}
-		d.Describe = fmt.Sprintf("the %d selected jobs", len(d.IDs))
-	case "filter":
+	a := bulkActions[req.Action]
+	f := req.Filter
+	jq := f.query()
+	d := confirmData{Action: req.Action, Verb: a.verb, States: a.states, Scope: req.Scope, Filter: f, IDs: req.IDs}
+	if req.Scope == "selected" {
+		jq = litequeue.JobQuery{IDs: req.IDs}
+		d.Describe = fmt.Sprintf("the %d selected jobs", len(req.IDs))
+	} else {
 		d.Describe = "every job matching the filter"
-	default:
-		s.fail(w, r, http.StatusBadRequest, fmt.Errorf("scope %q: use selected or filter", d.Scope))
-		return
 	}
 	ctx := r.Context()
-	switch action {
+	switch req.Action {
 	case "requeue":
 		jq.States = []litequeue.State{litequeue.StateDead}
 	case "cancel":
@@ -406,7 +389,7 @@ func (s *server) bulk(w http.ResponseWriter, r *http.Request) {
 	case "delete":
 		jq.States = narrowStates(jq.States, litequeue.StateCompleted, litequeue.StateDead)
 	}
-	if r.PostFormValue("confirm") != "yes" {
+	if !req.Confirm {
 		if len(jq.States) > 0 {
 			d.Count, err = s.q.CountJobs(ctx, jq, confirmLimit)
 			if err != nil {
@@ -415,16 +398,16 @@ func (s *server) bulk(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		d.CountCapped = d.Count >= confirmLimit
-		s.render(w, r, "confirm", &page{Title: "Confirm", Nav: "jobs", Data: d})
+		s.render(w, r, http.StatusOK, "confirm", &page{Title: "Confirm", Nav: "jobs", Data: d})
 		return
 	}
 	jq.States = nil // the action method narrows to its own states
-	if f.State != "" && d.Scope == "filter" {
+	if f.State != "" && req.Scope == "filter" {
 		st, _ := litequeue.ParseState(f.State)
 		jq.States = []litequeue.State{st}
 	}
 	var n int
-	switch action {
+	switch req.Action {
 	case "requeue":
 		n, err = s.q.RequeueMatching(ctx, jq)
 	case "cancel":
@@ -436,10 +419,11 @@ func (s *server) bulk(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusConflict, fmt.Errorf("%s stopped after %d jobs: %w", strings.ToLower(a.verb), n, err))
 		return
 	}
-	msg := fmt.Sprintf("%s: %d jobs.", a.verb, n)
-	s.opts.Logger.Info("litequeue/web: bulk "+action, "scope", d.Scope, "jobs", n)
-	v := f.values()
-	v.Set("done", msg)
+	s.opts.Logger.Info("litequeue/web: bulk "+req.Action, "scope", req.Scope, "jobs", n)
+	v := f.Values()
+	for k, vs := range flashValues("bulk-"+req.Action, 0, n, "") {
+		v[k] = vs
+	}
 	http.Redirect(w, r, rootOf(r)+"/jobs?"+v.Encode(), http.StatusSeeOther)
 }
 
@@ -461,7 +445,12 @@ func narrowStates(asked []litequeue.State, want ...litequeue.State) []litequeue.
 // requeueGroup requeues a dead-letter group after a confirmation.
 func (s *server) requeueGroup(w http.ResponseWriter, r *http.Request) {
 	key := r.PostFormValue("key")
-	gq := litequeue.DeadGroupQuery{Queue: r.PostFormValue("queue"), Kind: r.PostFormValue("kind")}
+	f, err := deadFilterFrom(r.PostForm)
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	gq := litequeue.DeadGroupQuery{Queue: f.Queue, Kind: f.Kind}
 	if key == "" {
 		s.fail(w, r, http.StatusBadRequest, errors.New("no group given"))
 		return
@@ -470,7 +459,7 @@ func (s *server) requeueGroup(w http.ResponseWriter, r *http.Request) {
 		d := confirmData{Action: "requeue", Verb: "Requeue", States: "dead letters", Group: key,
 			Filter: jobFilter{Queue: gq.Queue, Kind: gq.Kind}, Describe: "every dead letter whose error is like"}
 		d.Count, _ = strconv.Atoi(r.PostFormValue("count"))
-		s.render(w, r, "confirm", &page{Title: "Confirm", Nav: "dead", Data: d})
+		s.render(w, r, http.StatusOK, "confirm", &page{Title: "Confirm", Nav: "dead", Data: d})
 		return
 	}
 	n, err := s.q.RequeueDeadGroup(r.Context(), key, gq)
@@ -478,79 +467,9 @@ func (s *server) requeueGroup(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusConflict, fmt.Errorf("requeue stopped after %d jobs: %w", n, err))
 		return
 	}
-	msg := fmt.Sprintf("Requeued %d dead letters.", n)
 	s.opts.Logger.Info("litequeue/web: requeue group", "key", key, "jobs", n)
-	redirectDone(w, r, rootOf(r)+"/dead", msg, 0)
-}
-
-// events streams the per-queue counts as server-sent events, one "summary"
-// event every RefreshInterval, until the client goes away.
-func (s *server) events(w http.ResponseWriter, r *http.Request) {
-	if s.opts.RefreshInterval < 0 {
-		http.NotFound(w, r)
-		return
-	}
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	tick := time.NewTicker(s.opts.RefreshInterval)
-	defer tick.Stop()
-	var last []byte
-	for {
-		rows, err := s.queueRows(r.Context())
-		if err != nil {
-			return
-		}
-		b, _ := json.Marshal(liveFrom(rows))
-		if !bytes.Equal(b, last) {
-			if _, err := fmt.Fprintf(w, "event: summary\ndata: %s\n\n", b); err != nil {
-				return
-			}
-			if err := rc.Flush(); err != nil {
-				return
-			}
-			last = b
-		}
-		select {
-		case <-r.Context().Done():
-			return
-		case <-tick.C:
-		}
-	}
-}
-
-// liveFrom is the data of a summary event: for each queue, its counts by
-// data-live key ("queue/field"), "queue/paused" ("paused" or "") and
-// "queue/state" ("paused" or "active").
-func liveFrom(sums []queueRow) map[string]string {
-	m := map[string]string{}
-	total, capped := 0, false
-	n := funcs["num"].(func(int) string)
-	for _, s := range sums {
-		m[s.Queue+"/ready"] = n(s.Ready) + plus(s.Capped)
-		m[s.Queue+"/scheduled"] = n(s.Scheduled) + plus(s.Capped)
-		m[s.Queue+"/running"] = n(s.Running) + plus(s.Capped)
-		m[s.Queue+"/completed"] = n(s.Completed) + plus(s.CompletedCapped)
-		m[s.Queue+"/dead"] = n(s.Dead) + plus(s.DeadCapped)
-		m[s.Queue+"/oldest"] = oldestWaiting(s.QueueSummary)
-		m[s.Queue+"/paused"], m[s.Queue+"/state"] = "", "active"
-		if s.Paused {
-			m[s.Queue+"/paused"], m[s.Queue+"/state"] = "paused", "paused"
-		}
-		total += s.Dead
-		capped = capped || s.DeadCapped
-	}
-	m["*/dead"] = n(total) + plus(capped)
-	return m
-}
-
-// plus marks a count that stopped at its limit.
-func plus(capped bool) string {
-	if capped {
-		return "+"
-	}
-	return ""
+	back := link(rootOf(r), "/dead", jobFilter{Queue: gq.Queue, Kind: gq.Kind}.DeadValues())
+	redirectDone(w, r, string(back), flashValues("group-requeued", 0, n, ""))
 }
 
 // countLimit bounds the live counts of the overview and the live refresh:

@@ -2,7 +2,11 @@ package web_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"html"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -83,4 +87,47 @@ func TestQueuesSchedulesAndProgressOnPostgreSQL(t *testing.T) {
 	lq.waitEvent(t, litequeue.EventSucceeded, rep)
 	_, body, _ = d.get("/jobs/" + itoa(rep))
 	require.Contains(t, body, `&#34;rows&#34;: 7`)
+}
+
+// Paging a filtered list, the dead-letter groups and a text search on a
+// PostgreSQL queue.
+func TestPagingDeadLettersAndSearchOnPostgreSQL(t *testing.T) {
+	u, _ := pgtest.FreshSchema(t)
+	ctx := context.Background()
+	lq := openFixtureOn(t, &litequeue.Options{Queues: []litequeue.QueueConfig{{Name: litequeue.DefaultQueue, Retry: litequeue.NoRetry()}}},
+		func(opts *litequeue.Options) (*litequeue.Queue, error) { return postgres.Open(ctx, u, opts) })
+	litequeue.Register(lq.q, func(ctx context.Context, d *litequeue.Delivery[Email]) error { return errors.New(d.Job.Fail) })
+	require.NoError(t, lq.q.Start(ctx))
+	var dead []int64
+	for i := range 3 { // one at a time: polling is off, each enqueue wakes the worker
+		id, err := lq.q.Enqueue(ctx, Email{To: fmt.Sprint(i), Fail: fmt.Sprintf("smtp %d refused", 500+i)}, nil)
+		require.NoError(t, err)
+		lq.waitEvent(t, litequeue.EventDead, id)
+		dead = append(dead, id)
+	}
+	require.NoError(t, lq.q.Stop(ctx))
+	items := make([]litequeue.BatchItem, 120)
+	for i := range items {
+		items[i] = litequeue.BatchItem{Job: Resize{Image: fmt.Sprintf("%d.png", i)}, Options: &litequeue.EnqueueOptions{Delay: time.Hour}}
+	}
+	ids, err := lq.q.EnqueueBatch(ctx, items)
+	require.NoError(t, err)
+	d := serve(t, web.Handler(lq.q, nil))
+
+	body := d.open("/jobs?queue=media&state=scheduled")
+	older := regexp.MustCompile(`href="([^"]*)">Older →`).FindStringSubmatch(body)
+	require.NotNil(t, older)
+	next, err := url.Parse(html.UnescapeString(older[1]))
+	require.NoError(t, err)
+	require.Equal(t, url.Values{"queue": {"media"}, "state": {"scheduled"}, "before": {itoa(ids[70])}}, next.Query())
+	body = d.open(next.String())
+	require.Contains(t, body, `href="/jobs/`+itoa(ids[69])+`"`, "the next page starts below the cursor")
+	require.NotContains(t, body, `href="/jobs/`+itoa(ids[70])+`"`)
+
+	body = d.open("/dead")
+	require.Contains(t, body, `<code class="key">smtp &lt;n&gt; refused</code>`)
+	require.Regexp(t, `<td class="n">3</td>`, body)
+	body = d.open("/jobs?q=SMTP+501")
+	require.Contains(t, body, `href="/jobs/`+itoa(dead[1])+`"`)
+	require.NotContains(t, body, `href="/jobs/`+itoa(dead[0])+`"`)
 }

@@ -76,19 +76,14 @@ func (s *server) progress(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
+	rc := startStream(w)
+	rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 	if err := rc.Flush(); err != nil {
 		return
 	}
 	send := func(event string, v any) bool {
 		b, _ := json.Marshal(v)
-		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
+		return sendEvent(w, rc, event, b)
 	}
 	type end struct {
 		Finished bool   `json:"finished"`

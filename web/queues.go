@@ -51,7 +51,7 @@ func (s *server) queues(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	s.render(w, r, "queues", &page{Title: "Queues", Nav: "queues", Data: rows})
+	s.render(w, r, http.StatusOK, "queues", &page{Title: "Queues", Nav: "queues", Data: rows})
 }
 
 // queueAction pauses or resumes the queue named by the form's "queue"
@@ -60,17 +60,15 @@ func (s *server) queueAction(w http.ResponseWriter, r *http.Request) {
 	name := r.PostFormValue("queue")
 	ctx := r.Context()
 	var err error
-	var msg string
+	var code string
 	switch a := r.PathValue("action"); a {
 	case "pause":
-		err = s.q.Pause(ctx, name)
-		msg = fmt.Sprintf("Queue %q paused: no process starts its jobs until it is resumed; handlers already running finish, and new jobs wait.", name)
+		err, code = s.q.Pause(ctx, name), "queue-paused"
 	case "resume":
-		err = s.q.Resume(ctx, name)
-		msg = fmt.Sprintf("Queue %q resumed: its jobs run again.", name)
+		err, code = s.q.Resume(ctx, name), "queue-resumed"
 	default:
 		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no queue action %q; use pause or resume", a))
 		return
 	}
-	s.finishAction(w, r, err, rootOf(r)+"/queues", msg, 0, "queue", name)
+	s.finishAction(w, r, err, rootOf(r)+"/queues", flashValues(code, 0, 0, name), "queue", name)
 }

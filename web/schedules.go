@@ -78,7 +78,7 @@ func (s *server) schedules(w http.ResponseWriter, r *http.Request) {
 	for _, si := range all {
 		d.Schedules = append(d.Schedules, newScheduleRow(si, d.Now, nextRunsInTheList))
 	}
-	s.render(w, r, "schedules", &page{Title: "Schedules", Nav: "schedules", Data: d})
+	s.render(w, r, http.StatusOK, "schedules", &page{Title: "Schedules", Nav: "schedules", Data: d})
 }
 
 type scheduleData struct {
@@ -128,7 +128,7 @@ func (s *server) schedule(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.q.Now()
 	d := scheduleData{Now: now, S: newScheduleRow(si, now, nextRunsShown), History: hist, HistoryN: scheduleHistoryN}
-	s.render(w, r, "schedule", &page{Title: "Schedule " + name, Nav: "schedules", Data: d})
+	s.render(w, r, http.StatusOK, "schedule", &page{Title: "Schedule " + name, Nav: "schedules", Data: d})
 }
 
 // scheduleAction pauses, resumes, triggers or (after a confirmation)
@@ -147,31 +147,28 @@ func (s *server) scheduleAction(w http.ResponseWriter, r *http.Request) {
 		back = root + scheduleURL(name)
 	}
 	var err error
-	var msg string
 	var job int64
 	action := r.PathValue("action")
 	switch action {
 	case "pause":
 		err = s.q.PauseSchedule(ctx, name)
-		msg = fmt.Sprintf("Schedule %q paused: it enqueues nothing until resumed (the runs that pass meanwhile are not made up).", name)
 	case "resume":
 		err = s.q.ResumeSchedule(ctx, name)
-		msg = fmt.Sprintf("Schedule %q resumed from its next run.", name)
 	case "trigger":
 		job, err = s.q.TriggerSchedule(ctx, name)
-		msg = fmt.Sprintf("Schedule %q triggered: enqueued job %d.", name, job)
 	case "remove":
 		if r.PostFormValue("confirm") != "yes" {
 			if si, ok := s.findSchedule(w, r, name); ok {
-				s.render(w, r, "remove", &page{Title: "Remove schedule", Nav: "schedules", Data: newScheduleRow(si, s.q.Now(), 0)})
+				s.render(w, r, http.StatusOK, "remove", &page{Title: "Remove schedule", Nav: "schedules", Data: newScheduleRow(si, s.q.Now(), 0)})
 			}
 			return
 		}
 		err = s.q.RemoveSchedule(ctx, name)
-		msg, back = fmt.Sprintf("Schedule %q removed, with its history; the jobs it enqueued stay.", name), root+"/schedules"
+		back = root + "/schedules"
 	default:
 		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no schedule action %q; use pause, resume, trigger or remove", action))
 		return
 	}
-	s.finishAction(w, r, err, back, msg, job, "schedule", name, "job_id", job)
+	code := map[string]string{"pause": "schedule-paused", "resume": "schedule-resumed", "trigger": "schedule-triggered", "remove": "schedule-removed"}[action]
+	s.finishAction(w, r, err, back, flashValues(code, job, 0, name), "schedule", name, "job_id", job)
 }

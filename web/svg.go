@@ -114,7 +114,7 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) {
 	var p litequeue.RetryPolicy
 	if err := json.Unmarshal([]byte(d.Policy), &p); err != nil {
 		d.Error = "Not a RetryPolicy: " + err.Error()
-		s.render(w, r, "plan", &page{Title: "Retry plan", Nav: "plan", Data: d})
+		s.render(w, r, http.StatusOK, "plan", &page{Title: "Retry plan", Nav: "plan", Data: d})
 		return
 	}
 	n := p.Attempts()
@@ -146,7 +146,7 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) {
 		d.Summary = fmt.Sprintf("%d attempts; the longest time from the first failure to the last attempt is %s.", p.Attempts(), fmtDur(total))
 	}
 	d.Chart = planChart(d.Steps, d.Jitter)
-	s.render(w, r, "plan", &page{Title: "Retry plan", Nav: "plan", Data: d})
+	s.render(w, r, http.StatusOK, "plan", &page{Title: "Retry plan", Nav: "plan", Data: d})
 }
 
 // planChart draws each retry's wait as a bar (with jitter: the range 0 to

@@ -14,14 +14,20 @@
 // The handler is safe by default: every change is a POST carrying a CSRF
 // token (and a cross-origin check), nothing changes on GET, everything shown
 // is escaped by html/template, responses carry a Content-Security-Policy
-// that forbids inline scripts, and Options.ReadOnly hides and refuses every
-// action. Options.Token requires an access token, compared in constant time.
-// The page assets are embedded: there is no build step.
+// that forbids inline scripts and are not cached, request bodies are capped
+// and read only after the credentials are checked, and Options.ReadOnly
+// hides and refuses every action. Options.Token requires an access token
+// (see Options.Token); without one, only requests for the dashboard's own
+// host names are answered (see Options.AllowedHosts). NewServer makes an
+// http.Server with every timeout set, as lqinspect serve runs it; the
+// threat model is in docs/security.md. The page assets are embedded: there
+// is no build step.
 //
 // Live refresh holds one streaming request open per open page, which ends
 // only when its client leaves or its request's context ends: give the
 // http.Server a BaseContext that you cancel before calling Shutdown (as
-// lqinspect serve does), or Shutdown waits for its timeout.
+// lqinspect serve does), or Shutdown waits for its timeout. The counts the
+// streams show are read once per RefreshInterval for all of them.
 package web
 
 import (
@@ -49,10 +55,27 @@ type Options struct {
 	// litequeue.Options.ReadOnly refuses changes anyway; set this too so
 	// the pages do not offer them.
 	ReadOnly bool
-	// Token, when not empty, is required on every request: as the cookie
-	// set by the login form, or as "Authorization: Bearer TOKEN" (for
-	// /metrics scrapers). It is compared in constant time. Default none.
+	// Token, when not empty, is required on every request: typed once
+	// into the sign-in form, which gives the browser a session cookie (not
+	// the token; see SessionLifetime), or sent as "Authorization: Bearer
+	// TOKEN" (for /metrics scrapers). It is compared in constant time, and
+	// sign-ins are rate-limited per client address. It must be at least
+	// MinTokenLength bytes long (Handler panics otherwise). Default none:
+	// then only requests for the dashboard's own host names are answered
+	// (see AllowedHosts).
 	Token string
+	// AllowedHosts are the host names, besides IP addresses, localhost and
+	// names under .localhost, that the dashboard answers to when it has no
+	// Token: a request whose Host header (or, for a request that may
+	// change something, whose Origin) names another host is refused, with
+	// 421 Misdirected Request (or 403 Forbidden). This stops DNS
+	// rebinding: a page of another site whose name resolves to this
+	// machine cannot reach the dashboard through the visitor's browser. An
+	// entry is a name ("queue.internal", any port) or a name and port
+	// ("queue.internal:8080"); "*" allows every host (when something in
+	// front of the dashboard checks who may reach it). Ignored when Token
+	// is set. Default none.
+	AllowedHosts []string
 	// Prefix is the path the handler is mounted at when the mux passes
 	// the full path on (no http.StripPrefix), for example "/admin/queue".
 	// Default "": the handler sees paths from its own root; links are made
@@ -85,21 +108,29 @@ var staticFS embed.FS
 
 // server is the dashboard of one queue.
 type server struct {
-	q        *litequeue.Queue
-	opts     Options
-	pages    map[string]*template.Template
-	mux      *http.ServeMux
-	tokenSum [32]byte
-	cop      *http.CrossOriginProtection
-	static   http.Handler
+	q          *litequeue.Queue
+	opts       Options
+	pages      map[string]*template.Template
+	mux        *http.ServeMux
+	tokenSum   [32]byte
+	sessionKey []byte
+	logins     *limiter
+	live       *liveHub
+	cop        *http.CrossOriginProtection
+	static     http.Handler
 }
 
 // Handler returns the dashboard of q. A nil opts means defaults. It panics
-// if the embedded templates do not parse (a build error, not a runtime one).
+// when Options.Token is set but shorter than MinTokenLength (a
+// configuration error, to be found at start), and if the embedded
+// templates do not parse (a build error, not a runtime one).
 func Handler(q *litequeue.Queue, opts *Options) http.Handler {
 	s := &server{q: q}
 	if opts != nil {
 		s.opts = *opts
+	}
+	if err := CheckToken(s.opts.Token); err != nil {
+		panic(err)
 	}
 	if s.opts.RefreshInterval == 0 {
 		s.opts.RefreshInterval = DefaultRefreshInterval
@@ -112,6 +143,9 @@ func Handler(q *litequeue.Queue, opts *Options) http.Handler {
 	}
 	s.opts.Prefix = strings.TrimSuffix(s.opts.Prefix, "/")
 	s.tokenSum = sha256.Sum256([]byte(s.opts.Token))
+	s.sessionKey = sessionKey(s.opts.Token)
+	s.logins = newLimiter(loginBurst, loginEvery, loginTableMax)
+	s.live = newLiveHub(s)
 	s.cop = http.NewCrossOriginProtection()
 	s.pages = parsePages()
 	sub, _ := fs.Sub(staticFS, "static")
@@ -133,7 +167,7 @@ func (s *server) routes() {
 	m.HandleFunc("GET /plan", s.plan)
 	m.HandleFunc("GET /events", s.events)
 	m.HandleFunc("GET /static/", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("Cache-Control", "no-cache") // revalidated: the assets change with the version
 		r2 := *r
 		u := *r.URL
 		u.Path = strings.TrimPrefix(r.URL.Path, "/static")
@@ -156,14 +190,20 @@ func (s *server) routes() {
 	s.mux = m
 }
 
-// ServeHTTP sets the security headers, finds the path below the mount
-// point, checks the access token and routes.
+// ServeHTTP sets the security headers, caps the request's body, refuses a
+// host or origin that is not the dashboard's own when it has no token (see
+// checkHost), finds the path below the mount point, checks the access token
+// and routes.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "DENY")
+	h.Set("Cache-Control", "no-store")
+	if !s.checkHost(w, r) {
+		return
+	}
 	p := r.URL.Path
 	if s.opts.Prefix != "" && (p == s.opts.Prefix || strings.HasPrefix(p, s.opts.Prefix+"/")) {
 		p = strings.TrimPrefix(p, s.opts.Prefix)
@@ -173,14 +213,15 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, root+"/", http.StatusMovedPermanently)
 		return
 	}
-	r2 := r.WithContext(r.Context())
+	r2 := r.WithContext(withRoot(r.Context(), root))
 	u := *r.URL
 	u.Path, u.RawPath = p, ""
 	r2.URL = &u
-	r2 = r2.WithContext(withRoot(r.Context(), root))
+	if r2.Body != nil {
+		r2.Body = http.MaxBytesReader(w, r2.Body, maxBodyBytes)
+	}
 	if s.opts.Token != "" && !s.authorized(r2) && p != "/login" && !strings.HasPrefix(p, "/static/") {
-		w.WriteHeader(http.StatusUnauthorized)
-		s.render(w, r2, "login", &page{Title: "Sign in"})
+		s.render(w, r2, http.StatusUnauthorized, "login", &page{Title: "Sign in"})
 		return
 	}
 	if name, ok := strings.CutPrefix(p, "/schedules/"); ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
@@ -208,51 +249,6 @@ func mountRoot(r *http.Request, p string) string {
 	return strings.TrimSuffix(root, "/")
 }
 
-const (
-	tokenCookie = "lq_token"
-	csrfCookie  = "lq_csrf"
-)
-
-// authorized reports whether r carries the access token.
-func (s *server) authorized(r *http.Request) bool {
-	var got string
-	if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") {
-		got = strings.TrimPrefix(a, "Bearer ")
-	} else if c, err := r.Cookie(tokenCookie); err == nil {
-		got = c.Value
-	} else {
-		return false
-	}
-	return s.tokenMatches(got)
-}
-
-// tokenMatches compares digests in constant time, so neither the token's
-// bytes nor its length leak through timing.
-func (s *server) tokenMatches(got string) bool {
-	sum := sha256.Sum256([]byte(got))
-	return subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1
-}
-
-func (s *server) login(w http.ResponseWriter, r *http.Request) {
-	root := rootOf(r)
-	if s.opts.Token == "" {
-		http.Redirect(w, r, root+"/", http.StatusSeeOther)
-		return
-	}
-	if err := s.cop.Check(r); err != nil {
-		http.Error(w, "cross-origin request refused", http.StatusForbidden)
-		return
-	}
-	if !s.tokenMatches(r.PostFormValue("token")) {
-		w.WriteHeader(http.StatusUnauthorized)
-		s.render(w, r, "login", &page{Title: "Sign in", Error: "That token is not right."})
-		return
-	}
-	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: r.PostFormValue("token"), Path: root + "/",
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
-	http.Redirect(w, r, root+"/", http.StatusSeeOther)
-}
-
 // csrfToken returns the request's CSRF token, setting the cookie that holds
 // it when the request has none.
 func (s *server) csrfToken(w http.ResponseWriter, r *http.Request) string {
@@ -268,13 +264,13 @@ func (s *server) csrfToken(w http.ResponseWriter, r *http.Request) string {
 }
 
 // action wraps a POST handler that changes the queue: refused in read-only
-// mode, refused across origins, refused without the CSRF token of the
-// form matching the cookie.
+// mode, refused across origins, refused without the CSRF cookie before the
+// body is read, then refused unless the form's CSRF token matches the
+// cookie.
 func (s *server) action(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.opts.ReadOnly {
-			w.WriteHeader(http.StatusForbidden)
-			s.render(w, r, "error", &page{Title: "Read-only", Error: "This dashboard is read-only: it makes no changes."})
+			s.render(w, r, http.StatusForbidden, "error", &page{Title: "Read-only", Error: "This dashboard is read-only: it makes no changes."})
 			return
 		}
 		if err := s.cop.Check(r); err != nil {
@@ -282,10 +278,15 @@ func (s *server) action(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		c, err := r.Cookie(csrfCookie)
-		form := r.PostFormValue("csrf")
-		if err != nil || form == "" || subtle.ConstantTimeCompare([]byte(c.Value), []byte(form)) != 1 {
-			w.WriteHeader(http.StatusForbidden)
-			s.render(w, r, "error", &page{Title: "Refused", Error: "The form's security token is missing or stale: reload the page and try again."})
+		if err != nil || len(c.Value) != 64 {
+			s.render(w, r, http.StatusForbidden, "error", &page{Title: "Refused", Error: "The form's security token is missing or stale: reload the page and try again."})
+			return
+		}
+		if !s.readForm(w, r) {
+			return
+		}
+		if subtle.ConstantTimeCompare([]byte(c.Value), []byte(r.PostFormValue("csrf"))) != 1 {
+			s.render(w, r, http.StatusForbidden, "error", &page{Title: "Refused", Error: "The form's security token is missing or stale: reload the page and try again."})
 			return
 		}
 		h(w, r)

@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/litequeue/litequeue/metrics/prometheus"
@@ -20,7 +20,7 @@ const envToken = "LQINSPECT_TOKEN"
 var serveCommand = command{"serve", "serve the web dashboard and /metrics of a queue file", (*app).serve}
 
 func (a *app) serve(args []string) error {
-	fs := a.newFlags("serve", "FILE [--addr HOST:PORT] [--read-only] [--token TOKEN]", `
+	fs := a.newFlags("serve", "FILE [--addr HOST:PORT] [--read-only] [--token TOKEN] [--tls-cert FILE --tls-key FILE]", `
 Serve the web dashboard of the queue file FILE: per-queue counts that refresh
 by themselves, jobs with filters, each job's attempts and its live progress
 and output, dead letters grouped by error, queues with pause and resume,
@@ -29,12 +29,18 @@ a retry plan explorer, bulk requeue, cancel and delete, and /metrics in the
 Prometheus text format. It runs until interrupted.
 
 It listens on the loopback interface unless told otherwise, and refuses an
-address other machines can reach without an access token (--token or $`+envToken+`).
-The browser asks for the token once and keeps it in a cookie; scrapers send
-"Authorization: Bearer TOKEN".`)
+address other machines can reach without an access token (--token or $`+envToken+`,
+at least 16 characters: openssl rand -hex 16 makes one). The browser asks
+for the token once and keeps a session cookie (not the token) for 12 hours;
+scrapers send "Authorization: Bearer TOKEN". Without a token it answers only
+requests for localhost, an IP address or the host of --addr (a guard against
+DNS rebinding). With --tls-cert and --tls-key (PEM files) it serves HTTPS.
+docs/security.md has the threat model.`)
 	addr := fs.String("addr", "127.0.0.1:8080", "the address to listen on")
 	readOnly := fs.Bool("read-only", false, "open the file read-only and offer no actions")
-	token := fs.String("token", "", "require this access token (default $"+envToken+")")
+	token := fs.String("token", "", "require this access token, at least 16 characters (default $"+envToken+")")
+	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key)")
+	tlsKey := fs.String("tls-key", "", "the private key (PEM) of --tls-cert")
 	fs.fileFlags(true)
 	pos, err := fs.parse(args)
 	if err != nil {
@@ -48,6 +54,20 @@ The browser asks for the token once and keeps it in a cookie; scrapers send
 	}
 	if *token == "" {
 		*token = a.getenv(envToken)
+	}
+	if err := web.CheckToken(*token); err != nil {
+		return usagef("--token (or $%s): %v", envToken, err)
+	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return usagef("--tls-cert and --tls-key go together: give both, or neither")
+	}
+	var tlsConfig *tls.Config
+	if *tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+		if err != nil {
+			return fmt.Errorf("serve: --tls-cert %s and --tls-key %s: %w", *tlsCert, *tlsKey, err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	loopback, err := isLoopback(*addr)
 	if err != nil {
@@ -63,7 +83,9 @@ The browser asks for the token once and keeps it in a cookie; scrapers send
 	defer f.Close()
 	collector := prometheus.NewCollector(nil)
 	collector.SetQueue(f.q)
-	h := web.Handler(f.q, &web.Options{ReadOnly: *readOnly, Token: *token, Metrics: collector.Handler()})
+	host, _, _ := net.SplitHostPort(*addr)
+	h := web.Handler(f.q, &web.Options{ReadOnly: *readOnly, Token: *token, Metrics: collector.Handler(),
+		AllowedHosts: []string{host}})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
@@ -72,14 +94,20 @@ The browser asks for the token once and keeps it in a cookie; scrapers send
 	// their own, so that Shutdown can finish.
 	base, stopStreams := context.WithCancel(context.Background())
 	defer stopStreams()
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return base }}
+	srv := web.NewServer(h, nil)
+	srv.BaseContext = func(net.Listener) context.Context { return base }
+	scheme, serve := "http", func() error { return srv.Serve(ln) }
+	if tlsConfig != nil {
+		srv.TLSConfig = tlsConfig
+		scheme, serve = "https", func() error { return srv.ServeTLS(ln, "", "") }
+	}
 	mode := ""
 	if *readOnly {
 		mode = " (read-only)"
 	}
-	fmt.Fprintf(a.stderr, "lqinspect: serving %s%s at http://%s/ ; Ctrl-C stops\n", f.path, mode, ln.Addr())
+	fmt.Fprintf(a.stderr, "lqinspect: serving %s%s at %s://%s/ ; Ctrl-C stops\n", f.path, mode, scheme, ln.Addr())
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- serve() }()
 	select {
 	case err := <-errc:
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,8 +26,10 @@ func init() {
 		{"SearchJobsPagesByKeysetAndFilters", testSearchJobs},
 		{"SearchJobsStopsAtItsScanWindowAndCountJobsAtItsLimit", testSearchWindow},
 		{"QueueSummariesMatchStatsAndCap", testSummaries},
+		{"QueueSummariesBoundTheOldestReadySearchByPriorityLevels", testSummariesPriorityLevels},
 		{"BulkActionsTouchOnlyTheirStatesInChunks", testBulk},
 		{"DeadLetterGroupsAndRequeueGroup", testDeadGroups},
+		{"DeadLetterGroupsReadTheStartOfEachMessageAndBoundTheGroups", testDeadGroupsBounded},
 		{"HistoryCountsOutcomesPerMinutePersistsAndPrunes", testHistory},
 		{"WorkThroughAQueueStoresTheAttemptAndItsOutcome", testWorkThrough},
 	}...)
@@ -209,6 +212,43 @@ func testSummaries(t *testing.T, b Backend) {
 	require.False(t, sums[0].DeadCapped)
 }
 
+// The oldest ready job is found among the live jobs counted when the count
+// did not stop at its limit, whatever their priorities; when it stopped,
+// only the 100 most urgent priority levels are searched, and the answer
+// says it is an "at least" figure.
+func testSummariesPriorityLevels(t *testing.T, b Backend) {
+	h := setup(t, b, nil)
+	ctx := context.Background()
+	oldest, err := h.Q.Enqueue(ctx, Email{To: "oldest"}, &litequeue.EnqueueOptions{Priority: 149})
+	require.NoError(t, err)
+	h.Clock.Add(time.Minute)
+	items := make([]litequeue.BatchItem, 149)
+	for i := range items {
+		items[i] = litequeue.BatchItem{Job: Email{To: fmt.Sprint(i)}, Options: &litequeue.EnqueueOptions{Priority: i}}
+	}
+	_, err = h.Q.EnqueueBatch(ctx, items)
+	require.NoError(t, err)
+	h.Clock.Add(time.Second)
+
+	sums, err := h.Q.QueueSummaries(ctx, 1000)
+	require.NoError(t, err)
+	require.Len(t, sums, 1)
+	require.Equal(t, 150, sums[0].Ready)
+	require.Equal(t, oldest, sums[0].OldestReadyID, "every live job was counted: the oldest is found at any priority")
+	require.Equal(t, 61*time.Second, sums[0].OldestReady)
+	require.False(t, sums[0].OldestReadyCapped)
+
+	sums, err = h.Q.QueueSummaries(ctx, 10)
+	require.NoError(t, err)
+	require.True(t, sums[0].Capped)
+	require.True(t, sums[0].OldestReadyCapped, "150 priority levels: only the 100 most urgent are searched")
+	require.NotEqual(t, oldest, sums[0].OldestReadyID)
+	require.Equal(t, time.Second, sums[0].OldestReady, "the oldest of the levels searched")
+	j, err := h.Q.Job(ctx, sums[0].OldestReadyID)
+	require.NoError(t, err)
+	require.Less(t, j.Priority, 100)
+}
+
 func testBulk(t *testing.T, b Backend) {
 	h := setup(t, b, queues(queue(litequeue.NoRetry())))
 	ctx := context.Background()
@@ -309,6 +349,44 @@ func testDeadGroups(t *testing.T, b Backend) {
 	n, err = h.Q.RequeueDeadGroup(ctx, "no such group", litequeue.DeadGroupQuery{})
 	require.NoError(t, err)
 	require.Zero(t, n)
+}
+
+// The grouping reads the first DeadMessagePrefix characters of a message,
+// which give the whole message's key; past MaxGroups the smallest groups
+// are counted together.
+func testDeadGroupsBounded(t *testing.T, b Backend) {
+	h := setup(t, b, queues(queue(litequeue.NoRetry())))
+	ctx := context.Background()
+	long := "upstream said: " + strings.Repeat("é", 1100) // 1,115 characters, 2,215 bytes
+	ids := buryAll(t, h, long, "a 1 failed", "b failed", "b failed", "c failed", "c failed", "c failed", "d failed")
+	groups, err := h.Q.DeadLetterGroups(ctx, litequeue.DeadGroupQuery{MaxGroups: 3})
+	require.NoError(t, err)
+	require.Len(t, groups, 3)
+	require.Equal(t, "c failed", groups[0].Key)
+	require.Equal(t, "b failed", groups[1].Key)
+	rest := groups[2]
+	require.Equal(t, 3, rest.Merged, "the long message, a <n> failed and d failed")
+	require.Equal(t, 3, rest.Count)
+	require.Empty(t, rest.Key)
+	require.Equal(t, ids[7], rest.SampleID, "the newest of the remainder")
+
+	all, err := h.Q.DeadLetterGroups(ctx, litequeue.DeadGroupQuery{})
+	require.NoError(t, err)
+	require.Len(t, all, 5)
+	var lg litequeue.DeadGroup
+	for _, g := range all {
+		if g.SampleID == ids[0] {
+			lg = g
+		}
+	}
+	require.Equal(t, litequeue.NormalizeError(long), lg.Key, "the start of the message gives the whole message's key")
+	require.Equal(t, []rune(long)[:litequeue.DeadMessagePrefix], []rune(lg.SampleError), "the first DeadMessagePrefix characters")
+	n, err := h.Q.RequeueDeadGroup(ctx, lg.Key, litequeue.DeadGroupQuery{})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	j, err := h.Q.Job(ctx, ids[0])
+	require.NoError(t, err)
+	require.Equal(t, long, j.LastError, "the job keeps its whole message")
 }
 
 func testHistory(t *testing.T, b Backend) {

@@ -2,13 +2,14 @@ package sqlite
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/litequeue/litequeue/internal/store"
 )
 
 // deadMessageSQL is the message a dead letter is grouped by: its last
-// error, else its dead reason.
-const deadMessageSQL = `coalesce(nullif(last_error, ''), dead_reason, '')`
+// error, else its dead reason; its first store.DeadMessageChars characters.
+var deadMessageSQL = `substr(coalesce(nullif(last_error, ''), dead_reason, ''), 1, ` + strconv.Itoa(store.DeadMessageChars) + `)`
 
 // latestDeadSQL reads the newest dead letters through the finished index;
 // state IN (2, 3) repeats the index's condition so that SQLite sees the

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 
 	"github.com/litequeue/litequeue/internal/store"
@@ -33,7 +34,7 @@ func queryWhere(q store.JobQuery) ([]string, []any) {
 		where = append(where, "("+strings.Join(ors, " OR ")+")")
 	}
 	if q.Text != "" {
-		where = append(where, `(instr(lower(CAST(payload AS TEXT)), :text) > 0 OR instr(lower(coalesce(last_error, '')), :text) > 0)`)
+		where = append(where, textSearchSQL)
 		args = append(args, sql.Named("text", strings.ToLower(q.Text)))
 	}
 	if len(q.IDs) > 0 {
@@ -42,6 +43,11 @@ func queryWhere(q store.JobQuery) ([]string, []any) {
 	}
 	return where, args
 }
+
+// textSearchSQL keeps the rows whose payload or last error holds :text in
+// its first store.TextSearchChars characters.
+var textSearchSQL = fmt.Sprintf(`(instr(lower(substr(CAST(payload AS TEXT), 1, %[1]d)), :text) > 0 OR instr(lower(substr(coalesce(last_error, ''), 1, %[1]d)), :text) > 0)`,
+	store.TextSearchChars)
 
 // searchSQL is the query of one Search page: the filter's conditions
 // inside the id window, through the primary key.
@@ -112,7 +118,7 @@ func (s *Store) Count(ctx context.Context, q store.JobQuery, limit int) (int, er
 const (
 	idRangeSQL       = `SELECT (SELECT min(id) FROM lq_jobs), (SELECT max(id) FROM lq_jobs)`
 	nextLiveQueueSQL = `SELECT min(queue) FROM lq_jobs WHERE state IN (0, 1) AND queue > ?`
-	liveCountSQL     = `SELECT state, visible_at <= ? FROM lq_jobs WHERE queue = ? AND state IN (0, 1) LIMIT ?`
+	liveCountSQL     = `SELECT id, state, visible_at FROM lq_jobs WHERE queue = ? AND state IN (0, 1) LIMIT ?`
 	// The states are literals so that the planner sees the partial
 	// finished index applies.
 	completedCountSQL = `SELECT queue, count(*) FROM
@@ -128,9 +134,9 @@ const (
 
 // Summaries implements store.Store: the live queue names come from a skip
 // scan of the claim index, one seek per queue; the live rows of each are
-// counted through it up to limit; the completed and dead ones through the
-// finished index up to limit in all; the oldest ready row with one seek
-// per priority level.
+// counted through it up to limit, which finds the oldest ready row too when
+// the count did not stop there; the completed and dead ones are counted
+// through the finished index up to limit in all.
 func (s *Store) Summaries(ctx context.Context, now int64, limit int) ([]store.QueueSummary, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -158,8 +164,10 @@ func (s *Store) Summaries(ctx context.Context, now int64, limit int) ([]store.Qu
 		if err := liveCounts(ctx, tx, sum, now, limit); err != nil {
 			return nil, err
 		}
-		if err := oldestReady(ctx, tx, sum, now); err != nil {
-			return nil, err
+		if sum.LiveCapped {
+			if err := oldestReady(ctx, tx, sum, now); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := sums.AddFinished(ctx, tx, store.Completed, limit, completedCountSQL, limit); err != nil {
@@ -171,26 +179,28 @@ func (s *Store) Summaries(ctx context.Context, now int64, limit int) ([]store.Qu
 	return sums.List(), nil
 }
 
-// liveCounts counts the live rows of sum's queue, up to limit.
+// liveCounts counts the live rows of sum's queue, up to limit, and finds
+// the oldest ready row among them.
 func liveCounts(ctx context.Context, tx *sql.Tx, sum *store.QueueSummary, now int64, limit int) error {
-	rows, err := tx.QueryContext(ctx, liveCountSQL, now, sum.Queue, limit)
+	rows, err := tx.QueryContext(ctx, liveCountSQL, sum.Queue, limit)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	n := 0
 	for rows.Next() {
+		var id, visible int64
 		var state store.State
-		var due bool
-		if err := rows.Scan(&state, &due); err != nil {
+		if err := rows.Scan(&id, &state, &visible); err != nil {
 			return err
 		}
 		n++
 		switch {
 		case state == store.Running:
 			sum.Running++
-		case due:
+		case visible <= now:
 			sum.Ready++
+			sum.OfferOldest(id, visible)
 		default:
 			sum.Scheduled++
 		}
@@ -199,22 +209,26 @@ func liveCounts(ctx context.Context, tx *sql.Tx, sum *store.QueueSummary, now in
 	return rows.Err()
 }
 
-// oldestReady finds sum's longest-waiting ready row: for each priority
-// level of the queue (a skip scan of the claim index) the earliest due
-// pending row.
+// oldestReady finds sum's longest-waiting ready row when the count stopped
+// at its limit: the earliest due pending row of each of the queue's
+// store.OldestReadyLevels lowest priority levels (one seek of the claim
+// index each), marking the answer capped when more levels exist.
 func oldestReady(ctx context.Context, tx *sql.Tx, sum *store.QueueSummary, now int64) error {
+	sum.OldestReadyID, sum.OldestReadyAt = 0, 0
 	var prio sql.NullInt64
-	first := true
-	for {
+	for level := 0; ; level++ {
 		query, args := nextLivePrioritySQL, []any{sum.Queue, prio.Int64}
-		if first {
+		if level == 0 {
 			query, args = firstLivePrioritySQL, args[:1]
 		}
-		first = false
 		if err := tx.QueryRowContext(ctx, query, args...).Scan(&prio); err != nil {
 			return err
 		}
 		if !prio.Valid {
+			return nil
+		}
+		if level == store.OldestReadyLevels {
+			sum.OldestReadyCapped = true
 			return nil
 		}
 		var id, visible int64
@@ -225,8 +239,6 @@ func oldestReady(ctx context.Context, tx *sql.Tx, sum *store.QueueSummary, now i
 		if err != nil {
 			return err
 		}
-		if sum.OldestReadyID == 0 || visible < sum.OldestReadyAt {
-			sum.OldestReadyAt, sum.OldestReadyID = visible, id
-		}
+		sum.OfferOldest(id, visible)
 	}
 }

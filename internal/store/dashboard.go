@@ -25,8 +25,11 @@ type DashboardStore interface {
 	// live rows of each queue up to limit (LiveCapped when it stopped
 	// there), the completed and the dead ones among the limit most recently
 	// finished of each state in all (CompletedCapped, DeadCapped on every
-	// summary when that many exist), and the longest-waiting ready row
-	// exactly. A queue with no rows counted is absent.
+	// summary when that many exist), and the longest-waiting ready row:
+	// among the live rows counted when the count did not stop at limit
+	// (exact), else among the OldestReadyLevels lowest priority levels of
+	// the queue (exact when it has no more; OldestReadyCapped when it has).
+	// A queue with no rows counted is absent.
 	Summaries(ctx context.Context, now int64, limit int) ([]QueueSummary, error)
 	// Bulk selects, in one write transaction, the up to n highest ids below
 	// before among the rows q selects, and applies op to those of them in
@@ -39,10 +42,12 @@ type DashboardStore interface {
 	Bulk(ctx context.Context, op BulkOp, q JobQuery, before int64, n int) (BulkResult, error)
 	// LatestDead returns the limit most recently dead rows f selects,
 	// latest death first (FinishedAt, then id, descending), through an
-	// index of finished rows.
+	// index of finished rows, with the first DeadMessageChars characters
+	// of each message.
 	LatestDead(ctx context.Context, f DeadFilter, limit int) ([]DeadMessage, error)
 	// DeadBefore returns the up to limit highest-id dead rows f selects
-	// whose id is below before, id descending.
+	// whose id is below before, id descending, with the first
+	// DeadMessageChars characters of each message.
 	DeadBefore(ctx context.Context, f DeadFilter, before int64, limit int) ([]DeadMessage, error)
 	// AddHistory adds counts to the history rows of their (queue, minute),
 	// creating them, and deletes the rows of minutes before pruneBefore, in
@@ -72,8 +77,9 @@ type JobQuery struct {
 	Queue  string
 	Kind   string
 	States []ListState // any of these; empty means every state
-	// Text keeps the rows whose payload or last error contains it, ignoring
-	// ASCII case; "" keeps all. No index serves it.
+	// Text keeps the rows whose payload or last error contains it in its
+	// first TextSearchChars characters, ignoring ASCII case; "" keeps all.
+	// No index serves it.
 	Text string
 	IDs  []int64 // when not empty, only these ids
 	Now  int64   // tells ready from scheduled
@@ -144,6 +150,20 @@ type QueueSummary struct {
 	CompletedCapped, DeadCapped                bool  // at least limit rows of that state exist in all
 	OldestReadyAt                              int64 // VisibleAt of the longest-waiting ready row; 0 if none
 	OldestReadyID                              int64 // its id; 0 if none
+	OldestReadyCapped                          bool  // only the OldestReadyLevels lowest priority levels were searched
+}
+
+// OldestReadyLevels bounds the priority levels Summaries searches one by one
+// for the oldest ready row of a queue whose live rows it did not count to
+// the end: its cost stays bounded when every job has its own priority.
+const OldestReadyLevels = 100
+
+// OfferOldest makes the ready row id, due at visible, sum's oldest when it
+// is older than the one found so far (the first found wins a tie).
+func (sum *QueueSummary) OfferOldest(id, visible int64) {
+	if sum.OldestReadyID == 0 || visible < sum.OldestReadyAt {
+		sum.OldestReadyID, sum.OldestReadyAt = id, visible
+	}
 }
 
 // BulkOp is what Bulk does to the rows it selects.
@@ -169,8 +189,17 @@ type DeadMessage struct {
 	ID          int64
 	Queue, Kind string
 	FinishedAt  int64
-	Message     string // the last error, or the dead reason when it is empty
+	Message     string // the last error, or the dead reason when it is empty, cut to DeadMessageChars characters
 }
+
+// DeadMessageChars is how much of a dead row's message LatestDead and
+// DeadBefore read, and TextSearchChars how much of a payload and a last
+// error a text filter searches: the start of each, so that neither
+// read's cost grows with the size of what is stored.
+const (
+	DeadMessageChars = 1024
+	TextSearchChars  = 4096
+)
 
 // HistoryCount is one queue's outcomes in one minute.
 type HistoryCount struct {
