@@ -51,6 +51,6 @@ instead of litequeue.Open(FILE, opts).`)
 		return err
 	}
 	_, err = fmt.Fprintf(a.stdout, "moved %d jobs from %s into PostgreSQL schema %q: %d pending or scheduled, %d running (their leases run out as on SQLite), %d dead letters, %d completed, %d cancelled, %d attempt records; %d paused queues, %d schedules, %d minutes of history; %d jobs already moved by an earlier run; new ids continue after %d\n",
-		m.Jobs(), pos[0], m.Schema, m.Pending, m.Running, m.Dead, m.Completed, m.Cancelled, m.Attempts, m.PausedQueues, m.Schedules, m.History, m.Skipped, m.LastJobID)
+		m.Jobs(), safeLine(pos[0]), safeLine(m.Schema), m.Pending, m.Running, m.Dead, m.Completed, m.Cancelled, m.Attempts, m.PausedQueues, m.Schedules, m.History, m.Skipped, m.LastJobID)
 	return err
 }

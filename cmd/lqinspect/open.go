@@ -11,6 +11,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/redact"
 	"github.com/litequeue/litequeue/postgres"
 )
 
@@ -31,7 +32,7 @@ func (f *file) replaced() (bool, error) {
 	}
 	st, err := os.Stat(f.path)
 	if err != nil {
-		return false, fmt.Errorf("%s: %w; the file was removed or renamed", f.path, err)
+		return false, fmt.Errorf("%s: %w; the file was removed or renamed", f.name(), err)
 	}
 	return !os.SameFile(st, f.info), nil
 }
@@ -159,6 +160,9 @@ func openError(path string, err error) error {
 
 func (f *file) Close() error { return f.q.Close() }
 
+// name is f's path or URL as messages show it: a URL's password masked.
+func (f *file) name() string { return redact.URL(f.path) }
+
 // writeCtx bounds a mutating call by the busy timeout: a file another
 // process holds fails after it instead of waiting forever.
 func (f *file) writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -168,7 +172,7 @@ func (f *file) writeCtx(ctx context.Context) (context.Context, context.CancelFun
 // lockedError explains a mutating call that ran out of time.
 func (f *file) lockedError(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%s: another process held the write lock for the whole --busy-timeout (%s); nothing was changed", f.path, f.busy)
+		return fmt.Errorf("%s: another process held the write lock for the whole --busy-timeout (%s); nothing was changed", f.name(), f.busy)
 	}
 	return err
 }

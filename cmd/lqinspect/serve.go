@@ -77,7 +77,7 @@ The browser asks for the token once and keeps it in a cookie; scrapers send
 	if *readOnly {
 		mode = " (read-only)"
 	}
-	fmt.Fprintf(a.stderr, "lqinspect: serving %s%s at http://%s/ ; Ctrl-C stops\n", f.path, mode, ln.Addr())
+	fmt.Fprintf(a.stderr, "lqinspect: serving %s%s at http://%s/ ; Ctrl-C stops\n", safeAddr(f.path), mode, ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

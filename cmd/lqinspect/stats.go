@@ -62,7 +62,7 @@ says so on stderr.`)
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(a.stdout, "%s\n", line)
+			_, err = fmt.Fprintf(a.stdout, "%s\n", safeJSON(line))
 			return err
 		case fs.json:
 			return writeList(a.stdout, stats)
@@ -88,7 +88,7 @@ says so on stderr.`)
 				}
 				f.Close()
 				f = nf
-				fmt.Fprintf(a.stderr, "lqinspect stats: note: %s was replaced; showing the new file\n", f.path)
+				fmt.Fprintf(a.stderr, "lqinspect stats: note: %s was replaced; showing the new file\n", safeAddr(f.path))
 			}
 		}
 		if !fs.json {
@@ -98,7 +98,7 @@ says so on stderr.`)
 			case frame > 0:
 				fmt.Fprintln(a.stdout)
 			}
-			fmt.Fprintf(a.stdout, "Every %s: lqinspect stats %s\t%s\n\n", *interval, f.path, absTime(f.now()))
+			fmt.Fprintf(a.stdout, "Every %s: lqinspect stats %s\t%s\n\n", *interval, safeAddr(f.path), absTime(f.now()))
 		}
 		if err := render(); err != nil {
 			if a.ctx.Err() != nil {
