@@ -214,7 +214,8 @@ func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
 		s := QueueStats{Queue: r.Queue, Ready: r.Ready, Scheduled: r.Scheduled, Running: r.Running,
 			Completed: r.Completed, Dead: r.Dead, Cancelled: r.Cancelled}
 		if r.OldestReadySince != 0 {
-			s.OldestReady = time.Duration(now - r.OldestReadySince)
+			// Saturated, not wrapped, for a time more than 292 years ago.
+			s.OldestReady = time.Unix(0, now).Sub(time.Unix(0, r.OldestReadySince))
 		}
 		if r.NextDue != 0 {
 			s.NextDue = time.Unix(0, r.NextDue)

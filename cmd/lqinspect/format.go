@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -16,18 +17,38 @@ import (
 const none = "-"
 
 // relTime says when t is relative to now: "in 4m", "12s ago", "now", or
-// none for a zero t.
+// none for a zero t. Times more than 292 years apart (more than a
+// time.Duration holds; a queue file may hold such a time) are shown in days
+// and hours too.
 func relTime(t, now time.Time) string {
 	if t.IsZero() {
 		return none
 	}
-	switch d := t.Sub(now); {
-	case d > 0:
-		return "in " + shortDuration(d)
-	case d < 0:
-		return shortDuration(-d) + " ago"
+	span := shortSpan(t, now)
+	switch t.Compare(now) {
+	case 1:
+		return "in " + span
+	case -1:
+		return span + " ago"
 	}
 	return "now"
+}
+
+// shortSpan is shortDuration of the time between t and now, whichever is
+// later, without the overflow of t.Sub(now).
+func shortSpan(t, now time.Time) string {
+	if t.Before(now) {
+		t, now = now, t
+	}
+	if d := t.Sub(now); d < time.Duration(math.MaxInt64) {
+		return shortDuration(d)
+	}
+	secs := t.Unix() - now.Unix() // at most 584 billion years apart: no overflow
+	s := strconv.FormatInt(secs/86400, 10) + "d"
+	if h := secs % 86400 / 3600; h > 0 {
+		s += strconv.FormatInt(h, 10) + "h"
+	}
+	return s
 }
 
 var units = []struct {
@@ -38,6 +59,9 @@ var units = []struct {
 // shortDuration formats d with at most its two largest units: "4m", "4m12s",
 // "3d2h", "350ms".
 func shortDuration(d time.Duration) string {
+	if d == math.MinInt64 {
+		d++ // -d would be d again
+	}
 	if d < 0 {
 		return "-" + shortDuration(-d)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -140,8 +141,20 @@ func (a *app) fixedNow(flagValue string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, usagef("%s %q is not an RFC 3339 time (like 2026-01-02T15:04:05Z)", from, s)
 	}
+	if t.Before(earliestNow) || t.After(latestNow) {
+		return time.Time{}, usagef("%s %s is outside %s to %s, the times a queue stores", from, s,
+			earliestNow.Format(time.RFC3339), latestNow.Format(time.RFC3339))
+	}
 	return t, nil
 }
+
+// earliestNow and latestNow bound --now: the times a queue stores (Unix
+// nanoseconds, due times from 1970 on), between which the time from any
+// stored time to now is a time.Duration.
+var (
+	earliestNow = time.Unix(0, 0).UTC()
+	latestNow   = time.Unix(0, math.MaxInt64).UTC().Truncate(time.Second)
+)
 
 // openError says in words which kind of file path is when Open refuses it.
 func openError(path string, err error) error {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"time"
 
@@ -118,7 +119,10 @@ func statsTable(w io.Writer, stats []litequeue.QueueStats, now time.Time) error 
 	rows := make([][]string, len(stats))
 	for i, s := range stats {
 		oldest := none
-		if s.Ready > 0 {
+		switch {
+		case s.Ready > 0 && s.OldestReady == math.MaxInt64:
+			oldest = "over 292y" // saturated: due more than a time.Duration ago
+		case s.Ready > 0:
 			oldest = shortDuration(s.OldestReady)
 		}
 		paused := none
