@@ -372,7 +372,9 @@ type Queue struct {
 
 // Open opens the queue file at name, creating it (and its schema) if it does
 // not exist. A nil opts means defaults. Open refuses, leaving the file
-// untouched: a directory, a path whose directory is missing (fs.ErrNotExist)
+// untouched: a directory, a FIFO, device or other file that is not a regular
+// file (refused before it is opened, as is such a -wal or -shm beside the
+// file), a path whose directory is missing (fs.ErrNotExist)
 // or read-only (each error says so), a file this process cannot write
 // (ErrReadOnly: open it with Options.ReadOnly to inspect it), a file that is
 // not SQLite (ErrNotSQLite), a damaged one such as a

@@ -53,6 +53,11 @@ func (a *app) open(path string, fs *flagSet, mutating bool) (*file, error) {
 		return nil, err
 	case st.IsDir():
 		return nil, fmt.Errorf("%s: is a directory, not a queue file", path)
+	case st.Mode()&os.ModeNamedPipe != 0:
+		// Opening a FIFO would wait for a writer for ever.
+		return nil, fmt.Errorf("%s: is a named pipe (FIFO), not a queue file", path)
+	case !st.Mode().IsRegular():
+		return nil, fmt.Errorf("%s: is a %s, not a queue file", path, fileType(st.Mode()))
 	}
 	opts := &litequeue.Options{ReadOnly: !mutating, BusyTimeout: fs.busyTimeout, PollInterval: -1}
 	now, err := a.fixedNow(fs.now)
@@ -87,6 +92,17 @@ func (a *app) open(path string, fs *flagSet, mutating bool) (*file, error) {
 		f.now = func() time.Time { return now }
 	}
 	return f, nil
+}
+
+// fileType names the type of a file that is not a regular one.
+func fileType(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeDevice != 0, m&fs.ModeCharDevice != 0:
+		return "device"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	}
+	return "special file"
 }
 
 // isPostgresURL reports whether a FILE argument is a PostgreSQL URL.

@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/litequeue/litequeue/internal/store"
@@ -92,19 +93,64 @@ func checkFile(name string, readOnly bool) error {
 	if st.IsDir() {
 		return fmt.Errorf("litequeue: open %s: is a directory, not a queue file; pass the path of a file inside it", name)
 	}
+	if err := checkRegular(name, name, st); err != nil {
+		return err
+	}
+	// SQLite opens the -wal and -shm beside the file too.
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if cst, err := os.Stat(name + suffix); err == nil {
+			if err := checkRegular(name, name+suffix, cst); err != nil {
+				return err
+			}
+		}
+	}
 	if st.Size() == 0 {
 		return checkWritable(name, readOnly)
 	}
-	f, err := os.Open(name)
+	// O_NONBLOCK: should the path be swapped for a FIFO since the Stat, the
+	// open returns instead of waiting for a writer; Fstat then refuses it.
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return fmt.Errorf("litequeue: open %s: %w", name, err)
 	}
 	defer f.Close()
+	if fst, err := f.Stat(); err != nil {
+		return fmt.Errorf("litequeue: open %s: %w", name, err)
+	} else if err := checkRegular(name, name, fst); err != nil {
+		return err
+	}
 	head := make([]byte, len(sqliteHeader))
 	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, sqliteHeader) {
 		return fmt.Errorf("litequeue: open %s: %w (its first bytes are not the SQLite header)", name, store.ErrNotSQLite)
 	}
 	return checkWritable(name, readOnly)
+}
+
+// checkRegular refuses a path that is not a regular file (a FIFO, a device,
+// a socket) before anything opens it: open(2) of a FIFO waits for a writer
+// for ever, deaf to signals, and a device is no database. A symbolic link
+// to a regular file is fine (st follows it). path is name or its -wal or
+// -shm.
+func checkRegular(name, path string, st os.FileInfo) error {
+	m := st.Mode()
+	if m.IsRegular() {
+		return nil
+	}
+	what := "not a regular file"
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		what = "a named pipe (FIFO)"
+	case m&fs.ModeDevice != 0, m&fs.ModeCharDevice != 0:
+		what = "a device"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	case m.IsDir():
+		what = "a directory"
+	}
+	if path == name {
+		return fmt.Errorf("litequeue: open %s: is %s, not a regular file; a queue file is one", name, what)
+	}
+	return fmt.Errorf("litequeue: open %s: %s is %s, not a regular file; a queue file's -wal and -shm are regular files: remove it", name, path, what)
 }
 
 // checkWritable refuses a file this process cannot write, unless readOnly:
@@ -405,7 +451,8 @@ type Options struct {
 }
 
 // Open opens the queue file at name, creating it (and its schema) if it does
-// not exist. It refuses, leaving the file untouched: a directory, a path
+// not exist. It refuses, leaving the file untouched: a directory, a file that
+// is not a regular file (a FIFO, a device; or such a -wal or -shm), a path
 // whose directory is missing (fs.ErrNotExist) or read-only (each error says
 // so), a file this process cannot write (store.ErrReadOnly), a file that is
 // not SQLite (store.ErrNotSQLite), a damaged one (store.ErrCorrupt), another
