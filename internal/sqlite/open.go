@@ -265,16 +265,25 @@ func identify(ctx context.Context, db Execer) (version int, foreign bool, err er
 	return version, foreign, nil
 }
 
-// onReadOnlyMedia reports whether a read-only open of name failed because
-// SQLite could not create the -shm of a WAL file, and no -wal exists: the
-// directory takes no new files, so no writer can have the file open.
-func onReadOnlyMedia(name string, err error) bool {
+// noShm reports whether a read-only open failed because SQLite could not
+// create the -shm a WAL file needs (SQLITE_CANTOPEN, or SQLITE_READONLY and
+// its extended codes such as SQLITE_READONLY_DIRECTORY): the directory
+// takes no new files for this user.
+func noShm(err error) bool {
 	var se *sqlite.Error
-	if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_CANTOPEN {
+	if !errors.As(err, &se) {
 		return false
 	}
-	_, werr := os.Stat(name + "-wal")
-	return errors.Is(werr, fs.ErrNotExist)
+	c := se.Code() & 0xff
+	return c == sqlite3.SQLITE_CANTOPEN || c == sqlite3.SQLITE_READONLY
+}
+
+// readOnlyDirError explains a read-only open that failed for want of a
+// -shm while a -wal exists: SQLite needs the -shm to read the -wal, and
+// reading the file without its -wal would miss what the -wal holds.
+func readOnlyDirError(name string, err error) error {
+	return fmt.Errorf("%s-wal exists (a process has the queue open, or did not close it) and SQLite cannot create the -shm it needs to read it: this user may not write the directory %s; copy the file with its -wal into a directory you can write and inspect the copy, or run as a user who can write the directory (%w)",
+		name, filepath.Dir(name), err)
 }
 
 // classifyOpenError turns the driver's "not a database" into store.ErrNotSQLite
@@ -475,16 +484,24 @@ func Open(name string, o Options) (*Store, error) {
 	rdb.SetMaxOpenConns(4)
 	if o.ReadOnly {
 		version, foreign, err := identify(ctx, rdb)
-		if err != nil && onReadOnlyMedia(name, err) {
-			// A WAL file on read-only media with no -wal beside it: no
-			// process can be writing it, so read it as immutable (SQLite
-			// cannot make the -shm it would otherwise need).
-			rdb.Close()
-			if rdb, err = sql.Open("sqlite", dsn(name, &o, true)+"&immutable=1"); err != nil {
-				return nil, err
+		if err != nil && noShm(err) {
+			_, werr := os.Stat(name + "-wal")
+			switch {
+			case errors.Is(werr, fs.ErrNotExist):
+				// A WAL file with no -wal beside it (closed cleanly) in a
+				// directory this user cannot write, or on read-only media:
+				// no process has it open (the first to open it would make
+				// a -wal), so read it as immutable, without the -shm that
+				// SQLite cannot make. Nothing is written.
+				rdb.Close()
+				if rdb, err = sql.Open("sqlite", dsn(name, &o, true)+"&immutable=1"); err != nil {
+					return nil, err
+				}
+				rdb.SetMaxOpenConns(4)
+				version, foreign, err = identify(ctx, rdb)
+			case werr == nil:
+				err = readOnlyDirError(name, err)
 			}
-			rdb.SetMaxOpenConns(4)
-			version, foreign, err = identify(ctx, rdb)
 		}
 		if err == nil {
 			err = checkVersion(version, foreign)
