@@ -107,6 +107,7 @@ var commands = []command{
 	{"backup", "write a consistent copy of a live queue (file or PostgreSQL) to a file", (*app).backup},
 	{"migrate", "copy a queue file's jobs into PostgreSQL", (*app).migrate},
 	{"schema", "print the SQL of a PostgreSQL queue's tables, for your own migrations", (*app).schema},
+	{"upgrade", "migrate a queue of an older schema on purpose (writing commands refuse one)", (*app).upgrade},
 	{"schedules", "list recurring jobs; pause, resume or trigger one", (*app).schedules},
 	serveCommand,
 }

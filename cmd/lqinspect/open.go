@@ -82,6 +82,15 @@ func (a *app) open(path string, fs *flagSet, mutating bool) (*file, error) {
 		if err := q.Close(); err != nil {
 			return nil, err
 		}
+		// Nor does it migrate a file of an older schema behind its
+		// application's back.
+		v, err := litequeue.InstalledVersion(path)
+		if err != nil {
+			return nil, openError(path, err)
+		}
+		if v < litequeue.SchemaVersion {
+			return nil, olderSchemaError(path, v, litequeue.SchemaVersion)
+		}
 	}
 	q, err := litequeue.Open(path, opts)
 	if err != nil {
@@ -130,6 +139,14 @@ func (a *app) openPostgres(url string, fs *flagSet, mutating bool) (*file, error
 	q, err := postgres.Open(a.ctx, url, opts)
 	if err == nil && mutating {
 		q.Close()
+		// Nor does it migrate tables of an older schema.
+		v, _, verr := postgres.InstalledVersion(a.ctx, url)
+		switch {
+		case verr != nil:
+			return nil, verr
+		case v < postgres.SchemaVersion:
+			return nil, olderSchemaError(url, v, postgres.SchemaVersion)
+		}
 		opts.ReadOnly = false
 		q, err = postgres.Open(a.ctx, url, opts)
 	}
@@ -171,6 +188,14 @@ var (
 	earliestNow = time.Unix(0, 0).UTC()
 	latestNow   = time.Unix(0, math.MaxInt64).UTC().Truncate(time.Second)
 )
+
+// olderSchemaError refuses to write a queue of an older schema: the write
+// would migrate it, and the application that owns it, still built with the
+// older litequeue, would then refuse its own queue.
+func olderSchemaError(addr string, have, want int) error {
+	return fmt.Errorf("%s: queue schema version %d, older than this lqinspect's %d: writing to it would migrate it, and applications built with a litequeue of schema %d would then refuse it; nothing was changed. Read commands work on it as it is; to migrate it on purpose, once every application using it runs a litequeue of schema %d, run: lqinspect upgrade %s",
+		redact.URL(addr), have, want, have, want, redact.URL(addr))
+}
 
 // openError says in words which kind of file path is when Open refuses it.
 func openError(path string, err error) error {
