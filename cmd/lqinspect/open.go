@@ -203,7 +203,13 @@ func openError(path string, err error) error {
 	case errors.Is(err, litequeue.ErrNotSQLite):
 		return fmt.Errorf("%s: not a SQLite database; the file was left unchanged", path)
 	case errors.Is(err, litequeue.ErrNotLitequeue):
-		return fmt.Errorf("%s: a SQLite database but not a litequeue queue file; the file was left unchanged", path)
+		// The library's detail names what is wrong (a view in place of a
+		// queue table, a trigger on one, another application's tables).
+		detail := ""
+		if _, d, ok := strings.Cut(err.Error(), strings.TrimPrefix(litequeue.ErrNotLitequeue.Error(), "litequeue: ")+": "); ok {
+			detail = ": " + d
+		}
+		return fmt.Errorf("%s: a SQLite database but not a litequeue queue file%s; the file was left unchanged", path, detail)
 	case errors.Is(err, litequeue.ErrSchemaTooNew):
 		return fmt.Errorf("%s: written by a newer litequeue schema than this lqinspect knows; upgrade lqinspect (the file was left unchanged): %w", path, err)
 	case errors.Is(err, fs.ErrPermission):

@@ -197,6 +197,9 @@ func dsn(name string, o *Options, readOnly bool) string {
 		fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()),
 		"foreign_keys(1)",
 		"synchronous(" + o.Synchronous + ")",
+		// The schema of a file from elsewhere may call only SQLite's
+		// innocuous functions from its views, triggers and indexes.
+		"trusted_schema(0)",
 	} {
 		if !slices.ContainsFunc(o.Pragmas, func(u string) bool { return pragmaName(u) == pragmaName(p) }) {
 			v.Add("_pragma", p)
@@ -226,16 +229,23 @@ func pragmaName(p string) string {
 // version is 0 for a database with no litequeue tables; foreign reports
 // whether the database holds other tables.
 func identify(ctx context.Context, db Execer) (version int, foreign bool, err error) {
-	rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table'`)
+	rows, err := db.QueryContext(ctx, `SELECT type, name FROM sqlite_schema WHERE type IN ('table', 'view')`)
 	if err != nil {
 		return 0, false, classifyOpenError(err)
 	}
 	hasMeta := false
 	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
+		var typ, name string
+		if err := rows.Scan(&typ, &name); err != nil {
 			rows.Close()
 			return 0, false, err
+		}
+		if typ == "view" {
+			if strings.HasPrefix(strings.ToLower(name), "lq_") {
+				rows.Close()
+				return 0, false, fmt.Errorf("%w: %s is a view, not a table: the file's queue tables were altered; litequeue reads only tables its own migrations made (nothing was read)", store.ErrNotLitequeue, name)
+			}
+			continue
 		}
 		switch {
 		case name == "lq_meta":
@@ -250,6 +260,11 @@ func identify(ctx context.Context, db Execer) (version int, foreign bool, err er
 	}
 	if !hasMeta {
 		return 0, foreign, nil
+	}
+	// lq_meta must be the plain table migration 1 made before a value is
+	// read from it (a generated column could compute anything).
+	if err := checkMetaShape(ctx, db); err != nil {
+		return 0, foreign, err
 	}
 	var format, ver string
 	err = db.QueryRowContext(ctx, `SELECT
@@ -506,6 +521,9 @@ func Open(name string, o Options) (*Store, error) {
 		if err == nil {
 			err = checkVersion(version, foreign)
 		}
+		if err == nil {
+			err = checkShape(ctx, rdb, version, true)
+		}
 		if err != nil {
 			rdb.Close()
 			return nil, fmt.Errorf("litequeue: open %s: %w", name, err)
@@ -576,6 +594,7 @@ func New(db *sql.DB, o Options) (*Store, error) {
 		fmt.Sprintf("PRAGMA busy_timeout = %d", o.BusyTimeout.Milliseconds()),
 		"PRAGMA foreign_keys = ON",
 		"PRAGMA synchronous = " + o.Synchronous,
+		"PRAGMA trusted_schema = OFF",
 	} {
 		if _, err := conn.ExecContext(ctx, p); err != nil {
 			conn.Close()
@@ -616,6 +635,11 @@ func prepareFile(ctx context.Context, conn *sql.Conn, own bool) error {
 	}
 	if own && version == 0 && foreign {
 		return checkVersion(version, foreign)
+	}
+	if version > 0 {
+		if err := checkShape(ctx, conn, version, own); err != nil {
+			return err
+		}
 	}
 	var mode string
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
