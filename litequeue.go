@@ -379,8 +379,12 @@ type Queue struct {
 // (ErrReadOnly: open it with Options.ReadOnly to inspect it), a file that is
 // not SQLite (ErrNotSQLite), a damaged one such as a
 // truncated queue file (ErrCorrupt), another application's SQLite file
-// (ErrNotLitequeue), and a file of a newer schema version (ErrSchemaTooNew).
-// An older schema is migrated. The file is put in WAL mode.
+// (ErrNotLitequeue), a file of a newer schema version (ErrSchemaTooNew), a
+// file whose queue tables are not the tables its schema's migrations made
+// (views, other columns, triggers: ErrNotLitequeue naming the object), and,
+// unless Options.ReadOnly, a file whose jobs were moved to PostgreSQL
+// (ErrMoved, a *MovedError). An older schema is migrated. The file is put in
+// WAL mode.
 //
 // An empty (0-byte) file, and a SQLite file with no tables at all, open as a
 // new queue: that is what a process killed inside its first Open leaves (the

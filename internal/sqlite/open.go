@@ -270,7 +270,9 @@ func identify(ctx context.Context, db Execer) (version int, foreign bool, err er
 	err = db.QueryRowContext(ctx, `SELECT
 		(SELECT value FROM lq_meta WHERE key = 'format'),
 		(SELECT value FROM lq_meta WHERE key = 'schema_version')`).Scan(&format, &ver)
-	if err != nil || format != formatName {
+	// A moved file (moved.go) is a queue file this build reads, and opens
+	// for writing no more.
+	if err != nil || (format != formatName && format != movedFormat) {
 		return 0, foreign, fmt.Errorf("%w: its lq_meta table does not name the litequeue format", store.ErrNotLitequeue)
 	}
 	version, err = strconv.Atoi(ver)
@@ -481,8 +483,11 @@ type Options struct {
 // so), a file this process cannot write (store.ErrReadOnly), a file that is
 // not SQLite (store.ErrNotSQLite), a damaged one (store.ErrCorrupt), another
 // application's SQLite file (store.ErrNotLitequeue), and a file of a newer
-// schema version (store.ErrSchemaTooNew). An older schema is migrated. The
-// file is put in WAL mode.
+// schema version (store.ErrSchemaTooNew), a file whose queue tables are not
+// what its schema's migrations made (store.ErrNotLitequeue, naming the
+// object), and, unless read-only, a file moved to PostgreSQL
+// (*store.MovedError). An older schema is migrated. The file is put in WAL
+// mode.
 //
 // An empty (0-byte) file, and a SQLite file with no tables at all, open as a
 // new queue: that is what a process killed inside its first Open leaves (the
@@ -550,6 +555,11 @@ func Open(name string, o Options) (*Store, error) {
 		}
 		wdb.Close()
 		rdb.Close()
+		var moved *store.MovedError
+		if errors.As(err, &moved) {
+			moved.Path = name
+			return nil, moved // its message names the file
+		}
 		return nil, fmt.Errorf("litequeue: open %s: %w", name, err)
 	}
 	id, err := newFileIdentity(name)
@@ -603,6 +613,11 @@ func New(db *sql.DB, o Options) (*Store, error) {
 	}
 	if err := prepareFile(ctx, conn, false); err != nil {
 		conn.Close()
+		var moved *store.MovedError
+		if errors.As(err, &moved) {
+			moved.Path = "the database given to New"
+			return nil, moved
+		}
 		return nil, fmt.Errorf("litequeue: New: %w", err)
 	}
 	return newStore(o, db, nil, false, conn), nil
@@ -639,6 +654,12 @@ func prepareFile(ctx context.Context, conn *sql.Conn, own bool) error {
 	if version > 0 {
 		if err := checkShape(ctx, conn, version, own); err != nil {
 			return err
+		}
+		// Its jobs may have been handed over to PostgreSQL.
+		if m, err := ReadMoved(ctx, conn); err != nil {
+			return err
+		} else if m != nil {
+			return m
 		}
 	}
 	var mode string
