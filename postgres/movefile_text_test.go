@@ -31,9 +31,9 @@ func TestMoveFileEscapesTextPostgreSQLCannotStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, stmt := range []string{
-		`UPDATE lq_jobs SET idem_key = CAST(x'610062' AS TEXT) WHERE id = 1`,                    // a NUL b
-		`UPDATE lq_jobs SET idem_key = CAST(x'63ff5c64' AS TEXT) WHERE id = 2`,                  // c 0xff \ d
-		`UPDATE lq_jobs SET idem_key = 'c\xff\d' WHERE id = 3`,                                  // what the escape of job 2's key reads like
+		`UPDATE lq_jobs SET idem_key = CAST(x'610062' AS TEXT) WHERE id = 1`,   // a NUL b
+		`UPDATE lq_jobs SET idem_key = CAST(x'63ff5c64' AS TEXT) WHERE id = 2`, // c 0xff \ d
+		`UPDATE lq_jobs SET idem_key = 'c\xff\d' WHERE id = 3`,                 // what the escape of job 2's key reads like
 		`UPDATE lq_jobs SET queue = CAST(x'71fe' AS TEXT), state = 3, finished_at = 1, attempt = 1,
 			last_error = CAST(x'6f6f707300' AS TEXT), dead_reason = 'permanent error' WHERE id = 4`, // q 0xfe; oops NUL
 		`INSERT INTO lq_attempts (job_id, attempt, started_at, finished_at, error, decision, delay)
