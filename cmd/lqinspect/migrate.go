@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/litequeue/litequeue/internal/redact"
 	"github.com/litequeue/litequeue/postgres"
 )
 
@@ -42,7 +43,7 @@ with postgres.Open(ctx, URL, opts) instead of litequeue.Open(FILE, opts).`)
 		return usagef("want FILE and a postgres:// URL, got %d arguments", len(pos))
 	}
 	if !isPostgresURL(pos[1]) {
-		return usagef("%q is not a postgres:// URL", pos[1])
+		return usagef("%q is not a postgres:// URL", redact.URL(pos[1]))
 	}
 	if isPostgresURL(pos[0]) {
 		return usagef("FILE must be a queue file, not a URL")
@@ -55,7 +56,7 @@ with postgres.Open(ctx, URL, opts) instead of litequeue.Open(FILE, opts).`)
 		b, _ := json.Marshal(map[string]any{"pending": m.Pending, "running": m.Running, "dead": m.Dead, "completed": m.Completed, "cancelled": m.Cancelled,
 			"attempts": m.Attempts, "skipped": m.Skipped, "schema": m.Schema, "last_job_id": m.LastJobID,
 			"paused_queues": m.PausedQueues, "schedules": m.Schedules, "history_minutes": m.History, "escaped_text": m.Escaped})
-		_, err = fmt.Fprintln(a.stdout, string(b))
+		_, err = fmt.Fprintln(a.stdout, string(safeJSON(b)))
 		return err
 	}
 	_, err = fmt.Fprintf(a.stdout, "moved %d jobs from %s into PostgreSQL schema %q: %d pending or scheduled, %d running (their leases run out as on SQLite), %d dead letters, %d completed, %d cancelled, %d attempt records; %d paused queues, %d schedules, %d minutes of history; %d jobs already moved by an earlier run; new ids continue after %d\n",
