@@ -336,7 +336,7 @@ type flagSet struct {
 // line and help its description, both printed by -h.
 func (a *app) newFlags(name, synopsis, help string) *flagSet {
 	fs := &flagSet{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError)}
-	fs.SetOutput(a.stderr)
+	fs.SetOutput(safeWriter{a.stderr})
 	fs.Usage = func() {
 		w := fs.Output()
 		fmt.Fprintf(w, "Usage: lqinspect %s %s\n\n%s\n", name, synopsis, strings.TrimSpace(help))

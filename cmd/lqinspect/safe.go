@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -28,17 +29,29 @@ import (
 
 // safeLine returns s escaped for one line or one table cell: newlines and
 // tabs are escaped too.
-func safeLine(s string) string { return escape(s, false) }
+func safeLine(s string) string { return escape(s, false, false) }
 
 // safeText returns s escaped for a block of lines: newlines are kept,
 // everything else is escaped as safeLine does.
-func safeText(s string) string { return escape(s, true) }
+func safeText(s string) string { return escape(s, true, false) }
+
+// safeWriter writes what it is given escaped for the terminal, newlines
+// and tabs kept: for the flag package's messages, which quote the
+// arguments as given, and its usage text.
+type safeWriter struct{ w io.Writer }
+
+func (s safeWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(s.w, escape(string(p), true, true)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
 
 // safeAddr returns a queue's address (a file path or a postgres:// URL)
 // for printing: the URL's password masked, then escaped.
 func safeAddr(addr string) string { return safeLine(redact.URL(addr)) }
 
-func escape(s string, keepNewlines bool) string {
+func escape(s string, keepNewlines, keepTabs bool) string {
 	if printableASCII(s) {
 		return s
 	}
@@ -50,8 +63,8 @@ func escape(s string, keepNewlines bool) string {
 		case r == utf8.RuneError && size == 1:
 			b.WriteString(`\x`)
 			b.WriteString(hex2(s[i]))
-		case r == '\n' && keepNewlines:
-			b.WriteByte('\n')
+		case r == '\n' && keepNewlines, r == '\t' && keepTabs:
+			b.WriteRune(r)
 		case r == ' ' || unicode.IsPrint(r):
 			b.WriteString(s[i : i+size])
 		case r == '\n':

@@ -150,6 +150,13 @@ func TestErrorsAreEscapedForTheTerminal(t *testing.T) {
 	require.Equal(t, exitError, r.code)
 	requireTerminalSafe(t, r.stderr, nil)
 	require.Contains(t, r.stderr, `q\x1b]0;pwned\x07.db: no such file`)
+
+	// The flag package's own messages quote the argument as given.
+	r = lq(t, "", "stats", path, "--\x1b]0;pwned\x07")
+	require.Equal(t, exitUsage, r.code)
+	_, ok := terminalSafe(r.stderr, "\n\t") // the usage text is tab-indented
+	require.True(t, ok, r.stderr)
+	require.Contains(t, r.stderr, `flag provided but not defined: -\x1b]0;pwned\x07`)
 }
 
 // show prints every attempt's error whole, every line of it, in its column.
