@@ -31,19 +31,27 @@ func validName(what, s string) error {
 		return fmt.Errorf("%w: empty %s name", ErrInvalidJob, what)
 	case len(s) > MaxNameLen:
 		return fmt.Errorf("%w: %s name is %d bytes, longer than %d", ErrInvalidJob, what, len(s), MaxNameLen)
-	case !utf8.ValidString(s):
-		return fmt.Errorf("%w: %s name %q is not valid UTF-8", ErrInvalidJob, what, s)
 	}
-	for i, r := range s {
-		if r != ' ' && !unicode.IsPrint(r) {
-			return fmt.Errorf("%w: %s name %q holds %U at byte %d; names may not hold control characters or other invisible ones (format characters such as U+202E, white space other than the space)",
-				ErrInvalidJob, what, s, r, i)
+	// The common case, printable ASCII, in one pass over the bytes.
+	ascii := true
+	for i := 0; i < len(s) && ascii; i++ {
+		ascii = s[i] >= 0x20 && s[i] < 0x7f
+	}
+	if !ascii {
+		if !utf8.ValidString(s) {
+			return fmt.Errorf("%w: %s name %q is not valid UTF-8", ErrInvalidJob, what, s)
+		}
+		for i, r := range s {
+			if r != ' ' && !unicode.IsPrint(r) {
+				return fmt.Errorf("%w: %s name %q holds %U at byte %d; names may not hold control characters or other invisible ones (format characters such as U+202E, white space other than the space)",
+					ErrInvalidJob, what, s, r, i)
+			}
 		}
 	}
-	switch {
-	case strings.TrimSpace(s) == "":
-		return fmt.Errorf("%w: %s name %q is only spaces", ErrInvalidJob, what, s)
-	case s[0] == ' ' || s[len(s)-1] == ' ':
+	if s[0] == ' ' || s[len(s)-1] == ' ' {
+		if strings.TrimLeft(s, " ") == "" {
+			return fmt.Errorf("%w: %s name %q is only spaces", ErrInvalidJob, what, s)
+		}
 		return fmt.Errorf("%w: %s name %q begins or ends with a space", ErrInvalidJob, what, s)
 	}
 	return nil
