@@ -71,6 +71,9 @@ func (q *Queue) RequeueAll(ctx context.Context, f DeadFilter) (int, error) {
 	if err := q.writable(); err != nil {
 		return 0, err
 	}
+	if !storableText(f.Queue) || !storableText(f.Kind) {
+		return 0, nil // no stored name holds NUL or invalid UTF-8
+	}
 	moved, err := q.store.RequeueWhere(ctx, store.DeadFilter{Queue: f.Queue, Kind: f.Kind, IDs: f.IDs}, unixNanos(q.clock))
 	if err != nil {
 		return 0, wrapf("litequeue: requeue dead letters: %w", err)
@@ -99,6 +102,9 @@ func (q *Queue) PurgeDead(ctx context.Context, f DeadFilter) (int, error) {
 	sf := store.DeadFilter{Queue: f.Queue, Kind: f.Kind, IDs: f.IDs}
 	if f.OlderThan > 0 {
 		sf.FinishedBefore = unixNanos(q.clock) - int64(f.OlderThan)
+	}
+	if !storableText(f.Queue) || !storableText(f.Kind) {
+		return 0, nil // no stored name holds NUL or invalid UTF-8
 	}
 	n, err := q.store.PurgeDead(ctx, sf)
 	if err != nil {

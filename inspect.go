@@ -108,7 +108,8 @@ type JobFilter struct {
 }
 
 // Jobs lists the jobs f selects, in f.Order. It reads a consistent snapshot
-// and works on a read-only queue.
+// and works on a read-only queue. A Queue or Kind that no name can be (it
+// holds NUL or invalid UTF-8) selects nothing, on every backend.
 func (q *Queue) Jobs(ctx context.Context, f JobFilter) ([]JobInfo, error) {
 	now := unixNanos(q.clock)
 	sf := store.JobFilter{Queue: f.Queue, Kind: f.Kind, Limit: f.Limit, Offset: f.Offset, Now: now}
@@ -125,6 +126,9 @@ func (q *Queue) Jobs(ctx context.Context, f JobFilter) ([]JobInfo, error) {
 		sf.Order = store.NewestFirst
 	default:
 		return nil, fmt.Errorf("litequeue: unknown order %q; use %q or %q", f.Order, OrderNewest, OrderNextDue)
+	}
+	if !storableText(f.Queue) || !storableText(f.Kind) {
+		return []JobInfo{}, nil // no stored name holds NUL or invalid UTF-8
 	}
 	rows, err := q.store.Jobs(ctx, sf)
 	if err != nil {
@@ -210,7 +214,8 @@ func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
 		s := QueueStats{Queue: r.Queue, Ready: r.Ready, Scheduled: r.Scheduled, Running: r.Running,
 			Completed: r.Completed, Dead: r.Dead, Cancelled: r.Cancelled}
 		if r.OldestReadySince != 0 {
-			s.OldestReady = time.Duration(now - r.OldestReadySince)
+			// Saturated, not wrapped, for a time more than 292 years ago.
+			s.OldestReady = time.Unix(0, now).Sub(time.Unix(0, r.OldestReadySince))
 		}
 		if r.NextDue != 0 {
 			s.NextDue = time.Unix(0, r.NextDue)

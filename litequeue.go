@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/benbjohnson/clock"
 
@@ -45,7 +43,11 @@ type retryPolicer interface{ RetryPolicy() *RetryPolicy }
 // DefaultQueue is the queue of a job type without a QueueName method.
 const DefaultQueue = "default"
 
-// Limits on names and keys, in bytes.
+// Limits on names and keys, in bytes. A kind, queue or schedule name is
+// valid UTF-8 of letters, marks, digits, punctuation, symbols and inner
+// spaces: no control, format (such as U+202E) or other invisible
+// character, and no space at either end. A key is valid UTF-8 without NUL.
+// Anything else is refused with ErrInvalidJob.
 const (
 	MaxNameLen = 128 // kind and queue names
 	MaxKeyLen  = 512 // idempotency keys
@@ -370,13 +372,19 @@ type Queue struct {
 
 // Open opens the queue file at name, creating it (and its schema) if it does
 // not exist. A nil opts means defaults. Open refuses, leaving the file
-// untouched: a directory, a path whose directory is missing (fs.ErrNotExist)
+// untouched: a directory, a FIFO, device or other file that is not a regular
+// file (refused before it is opened, as is such a -wal or -shm beside the
+// file), a path whose directory is missing (fs.ErrNotExist)
 // or read-only (each error says so), a file this process cannot write
 // (ErrReadOnly: open it with Options.ReadOnly to inspect it), a file that is
 // not SQLite (ErrNotSQLite), a damaged one such as a
 // truncated queue file (ErrCorrupt), another application's SQLite file
-// (ErrNotLitequeue), and a file of a newer schema version (ErrSchemaTooNew).
-// An older schema is migrated. The file is put in WAL mode.
+// (ErrNotLitequeue), a file of a newer schema version (ErrSchemaTooNew), a
+// file whose queue tables are not the tables its schema's migrations made
+// (views, other columns, triggers: ErrNotLitequeue naming the object), and,
+// unless Options.ReadOnly, a file whose jobs were moved to PostgreSQL
+// (ErrMoved, a *MovedError). An older schema is migrated. The file is put in
+// WAL mode.
 //
 // An empty (0-byte) file, and a SQLite file with no tables at all, open as a
 // new queue: that is what a process killed inside its first Open leaves (the
@@ -558,12 +566,16 @@ type EnqueueOptions struct {
 	Delay time.Duration
 	// RunAt makes the job due at RunAt. Zero means now. A time in the past
 	// makes the job due at once, ordered by that time among jobs of its
-	// priority. Times beyond year 2262 are rejected.
+	// priority; a time before 1970 counts as 1970-01-01 UTC, the earliest
+	// due time the queue stores (such jobs run first, in id order, and show
+	// that time). Times before 1678 or after 2262-04-11 (outside an int64 of
+	// Unix nanoseconds) are refused with ErrInvalidJob.
 	RunAt time.Time
 	// Priority orders due jobs of a queue: lower runs first. Default 0;
 	// negative values run before the default.
 	Priority int
-	// Key is an idempotency key, at most MaxKeyLen bytes. Enqueuing with the
+	// Key is an idempotency key, at most MaxKeyLen bytes of valid UTF-8
+	// without NUL (ErrInvalidJob otherwise). Enqueuing with the
 	// key of a job that is still pending, scheduled or running enqueues
 	// nothing and returns that job's id with a *DuplicateError
 	// (errors.Is(err, ErrDuplicate)). Once that job succeeded or died the
@@ -577,18 +589,6 @@ type EnqueueOptions struct {
 	Unique *UniqueOptions
 }
 
-func validName(what, s string) error {
-	switch {
-	case s == "":
-		return fmt.Errorf("%w: empty %s name", ErrInvalidJob, what)
-	case len(s) > MaxNameLen:
-		return fmt.Errorf("%w: %s name is %d bytes, longer than %d", ErrInvalidJob, what, len(s), MaxNameLen)
-	case !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		return fmt.Errorf("%w: %s name %q holds invalid UTF-8 or control characters", ErrInvalidJob, what, s)
-	}
-	return nil
-}
-
 // jobQueue returns the queue a job of this type goes to by default.
 func jobQueue(j Job) string {
 	if qn, ok := j.(queueNamer); ok {
@@ -598,9 +598,13 @@ func jobQueue(j Job) string {
 }
 
 // minRunAt and maxRunAt bound the times an int64 of Unix nanoseconds holds.
+// earliestDue is the earliest due time the queue stores: a RunAt before it
+// counts as it, so that every stored time lies between the Unix epoch and
+// maxRunAt and any two differ by less than the longest time.Duration.
 var (
-	minRunAt = time.Unix(0, -1<<63)
-	maxRunAt = time.Unix(0, 1<<63-1)
+	minRunAt    = time.Unix(0, -1<<63)
+	maxRunAt    = time.Unix(0, 1<<63-1)
+	earliestDue = time.Unix(0, 0)
 )
 
 func (q *Queue) prepare(job Job, o *EnqueueOptions) (store.NewJob, error) {
@@ -620,8 +624,8 @@ func (q *Queue) prepare(job Job, o *EnqueueOptions) (store.NewJob, error) {
 	if err := validName("queue", nj.Queue); err != nil {
 		return store.NewJob{}, err
 	}
-	if len(nj.Key) > MaxKeyLen {
-		return store.NewJob{}, fmt.Errorf("%w: idempotency key is %d bytes, longer than %d", ErrInvalidJob, len(nj.Key), MaxKeyLen)
+	if err := validText("idempotency key", nj.Key, MaxKeyLen); err != nil {
+		return store.NewJob{}, err
 	}
 	if o.Delay < 0 {
 		return store.NewJob{}, fmt.Errorf("%w: negative delay %s; use 0 to run now", ErrInvalidJob, o.Delay)
@@ -638,6 +642,9 @@ func (q *Queue) prepare(job Job, o *EnqueueOptions) (store.NewJob, error) {
 			return store.NewJob{}, fmt.Errorf("%w: RunAt %s is outside the years 1678–2262 that the queue can store", ErrInvalidJob, o.RunAt)
 		}
 		due = o.RunAt
+		if due.Before(earliestDue) {
+			due = earliestDue
+		}
 	case o.Delay > 0:
 		if now.After(maxRunAt.Add(-o.Delay)) {
 			return store.NewJob{}, fmt.Errorf("%w: delay %s runs past year 2262", ErrInvalidJob, o.Delay)
@@ -652,6 +659,9 @@ func (q *Queue) prepare(job Job, o *EnqueueOptions) (store.NewJob, error) {
 	if q.opts.MaxPayloadBytes > 0 && len(payload) > q.opts.MaxPayloadBytes {
 		return store.NewJob{}, fmt.Errorf("%w: job of kind %q encodes to %d bytes, over Options.MaxPayloadBytes (%d); store large data elsewhere and enqueue a reference",
 			ErrInvalidJob, nj.Kind, len(payload), q.opts.MaxPayloadBytes)
+	}
+	if err := checkPayloadText(nj.Kind, job, payload); err != nil {
+		return store.NewJob{}, err
 	}
 	nj.Payload = payload
 	if err := prepareUnique(job, o, &nj); err != nil {

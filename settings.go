@@ -4,8 +4,9 @@ import "context"
 
 // Pragmas reads back the SQLite settings in effect on the queue's writer
 // connection (on the read pool for a read-only queue): journal_mode,
-// synchronous (0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA), busy_timeout in ms and
-// foreign_keys, after Durability, BusyTimeout and Options.Pragmas were
+// synchronous (0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA), busy_timeout in ms,
+// foreign_keys and trusted_schema (0: the file's views and triggers may
+// call only SQLite's innocuous functions), after Durability, BusyTimeout and Options.Pragmas were
 // applied. For benchmarks and diagnostics. On a queue that is not on SQLite
 // it returns ErrUnsupported.
 func (q *Queue) Pragmas(ctx context.Context) (map[string]string, error) {

@@ -1,6 +1,7 @@
 package litequeue
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -18,6 +19,24 @@ import (
 // Open migrates older files up to it and refuses newer ones with
 // ErrSchemaTooNew.
 const SchemaVersion = sqlite.SchemaVersion
+
+// InstalledVersion reads the schema version of the queue file at path
+// without changing it: the file is opened read-only, with the checks of a
+// read-only Open (so it exists, is a queue file, and is of a schema this
+// build reads). A result below SchemaVersion means that a writable Open
+// would migrate the file, after which builds of an older schema refuse it.
+func InstalledVersion(path string) (int, error) {
+	q, err := Open(path, &Options{ReadOnly: true, PollInterval: -1})
+	if err != nil {
+		return 0, err
+	}
+	defer q.Close()
+	v, err := q.lite.Version(context.Background())
+	if err != nil {
+		return 0, wrapf("litequeue: %s: %w", path, err)
+	}
+	return v, nil
+}
 
 // jobInfo converts a stored row to the public view at the Unix nanosecond
 // now (which tells ready from scheduled).

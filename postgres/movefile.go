@@ -8,10 +8,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/redact"
+	"github.com/litequeue/litequeue/internal/sqlite"
 )
 
 // ErrFileInUse is returned by MoveFile while another process has the queue
@@ -27,6 +31,12 @@ type Moved struct {
 	Cancelled int // cancelled jobs (kept until purged)
 	Attempts  int // attempt records of those jobs
 	Skipped   int // jobs an earlier MoveFile of this file already copied
+	// Escaped counts the text values (names, keys, errors, ...) that held
+	// a NUL byte or invalid UTF-8, which PostgreSQL's text cannot store:
+	// they were copied with each such byte written as \xNN and each
+	// backslash as \\ (a file written before Enqueue refused such keys may
+	// hold them).
+	Escaped int
 
 	// The queue-level state, copied by the first MoveFile of a file only.
 	PausedQueues int // queues paused in the file: paused in PostgreSQL too
@@ -62,6 +72,16 @@ type moveRow struct {
 	uniqueStates                   *int16
 }
 
+// moveHook, when set (only by tests), is called at each step of MoveFile
+// that a crash may follow, so a test can kill the process there.
+var moveHook func(step string)
+
+func moveStep(step string) {
+	if moveHook != nil {
+		moveHook(step)
+	}
+}
+
 // MoveFile copies every job of the queue file at path — live (pending,
 // scheduled, and running under the lease of a process that is gone: it runs
 // again when the lease ends, as on SQLite), dead letters, retained completed
@@ -69,7 +89,8 @@ type moveRow struct {
 // and uniqueness, into the PostgreSQL queue at url (creating its tables if
 // needed). Jobs keep their ids, states, attempts, due times, keys,
 // priorities, errors and dead reasons. The PostgreSQL id sequence continues
-// after the file's highest id.
+// after the file's highest id. Text PostgreSQL cannot store (NUL, invalid
+// UTF-8: see Moved.Escaped) is copied escaped.
 //
 // The queue-level state comes along: a queue paused in the file is paused
 // in PostgreSQL (a pause already there is kept), each durable schedule keeps
@@ -77,9 +98,19 @@ type moveRow struct {
 // dashboard's per-minute counts are added to PostgreSQL's. A file of an
 // older schema is read as it is, without migrating it.
 //
+// The file is marked moved (to url, with its password masked), so that no
+// queue runs the moved jobs from it a second time: litequeue.Open and New
+// refuse it for writing with a *litequeue.MovedError (builds without the
+// mark refuse it as not a queue file), and a read-only open still reads it.
+// The mark is committed to the file before PostgreSQL's transaction and
+// completed after it: should the move stop in between, the file stays
+// refused, and running MoveFile again with the same url finishes the move.
+// A copy that fails (an id or key PostgreSQL already has, say) takes the
+// mark back. Nothing else in the file changes.
+//
 // It refuses (ErrFileInUse, nothing written anywhere) while any process has
-// the file open, and holds the file's exclusive lock while it reads, so no
-// queue can start on it meanwhile. It writes nothing to the file. It is
+// the file open, and holds the file's exclusive lock throughout, so no queue
+// can start on it meanwhile. It refuses a file moved elsewhere before. It is
 // idempotent: the file's highest id is recorded in lq_meta, and a re-run
 // copies only jobs added to the file after it (none, normally) and leaves
 // pauses, schedules and history as PostgreSQL has them by then. A job id the
@@ -99,6 +130,7 @@ func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 	if err := q.Close(); err != nil {
 		return m, err
 	}
+	dest := redact.URL(url)
 	src, err := sql.Open("sqlite", "file:"+filepath.ToSlash(abs)+"?_pragma=busy_timeout(0)&_pragma=locking_mode(EXCLUSIVE)")
 	if err != nil {
 		return m, err
@@ -110,12 +142,34 @@ func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 		return m, err
 	}
 	defer conn.Close()
+	// trusted_schema off, as on the queue's own connections.
+	if _, err := conn.ExecContext(ctx, "PRAGMA trusted_schema = OFF"); err != nil {
+		return m, fmt.Errorf("litequeue: %s: %w", path, err)
+	}
 	// In WAL mode every open connection holds a shared lock on the file: an
-	// exclusive lock is ours only when no process has it open.
+	// exclusive lock is ours only when no process has it open. In EXCLUSIVE
+	// locking mode it stays ours until the connection closes, through the
+	// commits of the mark below.
 	if _, err := conn.ExecContext(ctx, "BEGIN EXCLUSIVE"); err != nil {
 		return m, fmt.Errorf("%w (%s: %v); stop every process using the queue, then run the move again", ErrFileInUse, path, err)
 	}
-	defer conn.ExecContext(context.Background(), "ROLLBACK")
+	inTx := true
+	defer func() {
+		if inTx {
+			conn.ExecContext(context.Background(), "ROLLBACK")
+		}
+	}()
+	// Checked again on this connection, under the lock: the file read
+	// below is the file checked.
+	if _, err := sqlite.CheckFile(ctx, conn); err != nil {
+		return m, fmt.Errorf("litequeue: %s: %w", path, err)
+	}
+	metaKey := "moved_from_file:" + abs
+	prior, err := sqlite.ReadMoved(ctx, conn)
+	if err != nil {
+		return m, err
+	}
+
 	var seq int64
 	if err := conn.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'lq_jobs'), 0)`).Scan(&seq); err != nil {
 		return m, err
@@ -135,6 +189,7 @@ func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 		return m, err
 	}
 	var jobs []moveRow
+	esc := &escaper{}
 	for rows.Next() {
 		var r moveRow
 		if err := rows.Scan(&r.id, &r.queue, &r.kind, &r.state, &r.priority, &r.visibleAt, &r.attempt, &r.payload, &r.key, &r.lease,
@@ -146,6 +201,9 @@ func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 		if r.payload == nil {
 			r.payload = []byte{}
 		}
+		r.queue, r.kind = esc.text(r.queue), esc.text(r.kind)
+		r.key, r.lastError, r.deadReason = esc.ptr(r.key), esc.ptr(r.lastError), esc.ptr(r.deadReason)
+		r.progressMsg, r.uniqueKey = esc.ptr(r.progressMsg), esc.ptr(r.uniqueKey)
 		jobs = append(jobs, r)
 		seq = max(seq, r.id)
 	}
@@ -157,14 +215,44 @@ func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 	if err != nil {
 		return m, fmt.Errorf("litequeue: %s: %w", path, err)
 	}
+	state.escape(esc)
 
+	// PostgreSQL now (it creates the queue's tables if needed), before the
+	// file is marked: an address that does not work marks nothing.
 	s, err := openStore(ctx, url, false)
 	if err != nil {
 		return m, err
 	}
 	defer s.Close()
 	m.Schema = s.schema
-	metaKey := "moved_from_file:" + abs
+	if prior != nil && (prior.To != dest || prior.Schema != s.schema) {
+		// Moved before: on, only if this is the same queue (spelt otherwise).
+		var mark sql.NullString
+		err := s.db.QueryRowContext(ctx, s.q(`SELECT value FROM lq_meta WHERE key = $1`), metaKey).Scan(&mark)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return m, err
+		}
+		if !mark.Valid {
+			return m, fmt.Errorf("litequeue: %s was moved to PostgreSQL at %s (%s, schema %q) already; its jobs belong to that queue, and moving them to %s (schema %q) too would run them twice; nothing was copied",
+				path, prior.At.UTC().Format(time.RFC3339), prior.To, prior.Schema, dest, s.schema)
+		}
+	}
+
+	// Mark the file before PostgreSQL holds anything: from this commit on,
+	// no queue opens the file for writing. (The connection's synchronous
+	// is SQLite's default, FULL: the commit is on disk when it returns.)
+	if prior == nil {
+		if err := sqlite.MarkMoving(ctx, conn, dest, s.schema, time.Now()); err != nil {
+			return m, fmt.Errorf("litequeue: mark %s as moved: %w; nothing was copied", path, err)
+		}
+	}
+	inTx = false
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		conn.ExecContext(context.Background(), "ROLLBACK")
+		return m, fmt.Errorf("litequeue: mark %s as moved: %w; nothing was copied", path, err)
+	}
+	moveStep("marked")
+
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('litequeue move ' || $1::text, 0))`, s.schema); err != nil {
 			return err
@@ -199,7 +287,7 @@ func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 			if err := copyJobs(ctx, s, tx, todo); err != nil {
 				return err
 			}
-			n, err := copyAttempts(ctx, s, tx, conn, todo)
+			n, err := copyAttempts(ctx, s, tx, conn, todo, esc)
 			if err != nil {
 				return err
 			}
@@ -236,9 +324,73 @@ func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 		return s.notifyTx(ctx, tx, queues)
 	})
 	if err != nil {
+		if prior == nil {
+			// Nothing was copied: the file is the application's again.
+			if uerr := markFile(conn, sqlite.Unmark); uerr != nil {
+				return Moved{Schema: m.Schema}, fmt.Errorf("%w; and the file's mark could not be taken back (%v): it opens read-only only until the move is run again and succeeds", err, uerr)
+			}
+		}
 		return Moved{Schema: m.Schema}, err
 	}
+	moveStep("copied")
+	if err := markFile(conn, sqlite.MarkMoved); err != nil {
+		return m, fmt.Errorf("litequeue: the jobs were copied, and recording the move's end in %s failed: %w; run the move again to record it (it copies nothing twice)", path, err)
+	}
+	m.Escaped = esc.n
 	return m, nil
+}
+
+// markFile runs mark in a transaction of its own on the mover's connection
+// to the file (whose exclusive lock it still holds).
+func markFile(conn *sql.Conn, mark func(context.Context, sqlite.Execer) error) error {
+	ctx := context.Background()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	if err := mark(ctx, conn); err != nil {
+		conn.ExecContext(ctx, "ROLLBACK")
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		conn.ExecContext(ctx, "ROLLBACK")
+		return err
+	}
+	return nil
+}
+
+// escaper makes text PostgreSQL's text type can store: valid UTF-8 without
+// NUL is kept as it is; in other text each NUL and each byte that is not
+// UTF-8 is written as \xNN and each backslash as \\, so that two different
+// values stay different. n counts the values it changed.
+type escaper struct{ n int }
+
+func (e *escaper) text(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	e.n++
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1, r == 0:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\\':
+			b.WriteString(`\\`)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+func (e *escaper) ptr(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	t := e.text(*s)
+	return &t
 }
 
 // checkMove refuses ids the PostgreSQL queue already has and keys its live
@@ -327,8 +479,8 @@ func copyJobs(ctx context.Context, s *pgStore, tx *sql.Tx, todo []moveRow) error
 }
 
 // copyAttempts copies the attempt history of the moved jobs, in the file's
-// order.
-func copyAttempts(ctx context.Context, s *pgStore, tx *sql.Tx, src *sql.Conn, todo []moveRow) (int, error) {
+// order, their text made storable by esc.
+func copyAttempts(ctx context.Context, s *pgStore, tx *sql.Tx, src *sql.Conn, todo []moveRow, esc *escaper) (int, error) {
 	moved := make(map[int64]bool, len(todo))
 	for _, r := range todo {
 		moved[r.id] = true
@@ -363,7 +515,7 @@ func copyAttempts(ctx context.Context, s *pgStore, tx *sql.Tx, src *sql.Conn, to
 			continue
 		}
 		jobIDs, attempts, started, finished = append(jobIDs, id), append(attempts, att), append(started, st), append(finished, fin)
-		errs, decisions, delays = append(errs, e), append(decisions, d), append(delays, delay)
+		errs, decisions, delays = append(errs, esc.text(e)), append(decisions, esc.text(d)), append(delays, delay)
 		n++
 		if len(jobIDs) == 5000 {
 			if err := flush(); err != nil {

@@ -17,8 +17,8 @@ import (
 //
 // Files of an older schema lack some tables and columns: a missing table is
 // copied as empty, a missing column as the value its migration gave
-// existing rows. MoveFile writes nothing to the file, so it never migrates
-// it.
+// existing rows. MoveFile writes only its mark to the file (lq_meta), so it
+// never migrates it.
 
 // fileState is what MoveFile reads from the file besides jobs.
 type fileState struct {
@@ -63,6 +63,24 @@ type historyRow struct {
 	queue                              string
 	minute                             int64
 	enqueued, succeeded, retried, dead int64
+}
+
+// escape makes the state's text storable in PostgreSQL (escaper).
+func (st *fileState) escape(e *escaper) {
+	for i := range st.paused {
+		st.paused[i].queue = e.text(st.paused[i].queue)
+	}
+	for i := range st.schedules {
+		sc := &st.schedules[i]
+		sc.name, sc.cron, sc.tz, sc.queue, sc.kind = e.text(sc.name), e.text(sc.cron), e.text(sc.tz), e.text(sc.queue), e.text(sc.kind)
+	}
+	for i := range st.events {
+		ev := &st.events[i]
+		ev.schedule, ev.event, ev.detail = e.text(ev.schedule), e.text(ev.event), e.text(ev.detail)
+	}
+	for i := range st.history {
+		st.history[i].queue = e.text(st.history[i].queue)
+	}
 }
 
 // fileColumns returns the columns of table in the file: none when the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -171,8 +172,9 @@ func TestMoveFileRefusesAScheduleTheDatabaseAlreadyHas(t *testing.T) {
 
 // A file of schema 3 (before schedules, live control, progress and
 // uniqueness) moves without being migrated: its jobs, their attempt
-// history and its dashboard history.
-func TestMoveFileReadsAFileOfAnOlderSchemaWithoutChangingIt(t *testing.T) {
+// history and its dashboard history. The move changes nothing in it but its
+// mark (lq_meta).
+func TestMoveFileReadsAFileOfAnOlderSchemaWithoutMigratingIt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
 	db, err := sql.Open("sqlite", "file:"+path)
 	require.NoError(t, err)
@@ -191,17 +193,24 @@ func TestMoveFileReadsAFileOfAnOlderSchemaWithoutChangingIt(t *testing.T) {
 		INSERT INTO lq_history (queue, minute, enqueued, dead) VALUES ('default', 7, 2, 1);`)
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
-	before, err := os.ReadFile(path)
-	require.NoError(t, err)
+	before := fileRows(t, path)
 
 	u, _ := freshSchema(t)
 	ctx := context.Background()
 	m, err := MoveFile(ctx, path, u)
 	require.NoError(t, err)
 	require.Equal(t, Moved{Pending: 1, Dead: 1, Attempts: 2, History: 1, Schema: m.Schema, LastJobID: 2}, m)
-	after, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.Equal(t, before, after, "the file is not changed")
+	after := fileRows(t, path)
+	require.Equal(t, "3", after["lq_meta:schema_version"], "the file is not migrated")
+	require.Equal(t, "litequeue (moved to PostgreSQL)", after["lq_meta:format"], "the file is marked moved")
+	for k, v := range before {
+		if !strings.HasPrefix(k, "lq_meta:") {
+			require.Equal(t, v, after[k], "%s changed", k)
+		}
+	}
+	require.Len(t, after, len(before)+4, "the mark's four rows are all that was added")
+	_, err = litequeue.Open(path, &litequeue.Options{PollInterval: -1})
+	require.ErrorIs(t, err, litequeue.ErrMoved)
 
 	q, err := Open(ctx, u, &litequeue.Options{PollInterval: -1})
 	require.NoError(t, err)
@@ -252,4 +261,43 @@ func TestMoveFileAsARoleWithoutTheSequenceSaysWhatToGrant(t *testing.T) {
 	id, err := q.Enqueue(ctx, moveJob{N: 99}, nil)
 	require.NoError(t, err, "a new job after the moved ones")
 	require.Greater(t, id, m.LastJobID)
+}
+
+// fileRows reads every row of every table of a queue file, as text keyed
+// by table and first column (lq_meta:format, lq_jobs:1, ...).
+func fileRows(t *testing.T, path string) map[string]string {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	require.NoError(t, err)
+	defer db.Close()
+	var tables []string
+	rows, err := db.Query(`SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var n string
+		require.NoError(t, rows.Scan(&n))
+		tables = append(tables, n)
+	}
+	rows.Close()
+	out := map[string]string{}
+	for _, table := range tables {
+		rows, err := db.Query(`SELECT * FROM ` + table)
+		require.NoError(t, err)
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			require.NoError(t, rows.Scan(ptrs...))
+			var rest []string
+			for _, v := range vals[1:] {
+				rest = append(rest, fmt.Sprint(v))
+			}
+			out[table+":"+fmt.Sprint(vals[0])] = strings.Join(rest, "|")
+		}
+		rows.Close()
+	}
+	return out
 }

@@ -127,7 +127,7 @@ It asks for confirmation when stdin is a terminal; otherwise pass --yes.`)
 		what = strings.Replace(what, "completed jobs", "cancelled jobs", 1)
 	}
 	if !*yes {
-		if err := a.confirm(fmt.Sprintf("Delete %s from %s?", what, path)); err != nil {
+		if err := a.confirm(fmt.Sprintf("Delete %s from %s?", what, safeAddr(path))); err != nil {
 			return err
 		}
 	}

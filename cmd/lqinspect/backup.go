@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/url"
 )
 
 func (a *app) backup(args []string) error {
@@ -39,10 +38,6 @@ queue only; back the application's database up with the server's tools.`)
 	if err := f.q.Backup(a.ctx, pos[1]); err != nil {
 		return err
 	}
-	src := f.path
-	if u, err := url.Parse(src); err == nil && isPostgresURL(src) {
-		src = u.Redacted()
-	}
-	_, err = fmt.Fprintf(a.stdout, "backed up %s to %s\n", src, pos[1])
+	_, err = fmt.Fprintf(a.stdout, "backed up %s to %s\n", safeAddr(f.path), safeLine(pos[1]))
 	return err
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -15,18 +17,38 @@ import (
 const none = "-"
 
 // relTime says when t is relative to now: "in 4m", "12s ago", "now", or
-// none for a zero t.
+// none for a zero t. Times more than 292 years apart (more than a
+// time.Duration holds; a queue file may hold such a time) are shown in days
+// and hours too.
 func relTime(t, now time.Time) string {
 	if t.IsZero() {
 		return none
 	}
-	switch d := t.Sub(now); {
-	case d > 0:
-		return "in " + shortDuration(d)
-	case d < 0:
-		return shortDuration(-d) + " ago"
+	span := shortSpan(t, now)
+	switch t.Compare(now) {
+	case 1:
+		return "in " + span
+	case -1:
+		return span + " ago"
 	}
 	return "now"
+}
+
+// shortSpan is shortDuration of the time between t and now, whichever is
+// later, without the overflow of t.Sub(now).
+func shortSpan(t, now time.Time) string {
+	if t.Before(now) {
+		t, now = now, t
+	}
+	if d := t.Sub(now); d < time.Duration(math.MaxInt64) {
+		return shortDuration(d)
+	}
+	secs := t.Unix() - now.Unix() // at most 584 billion years apart: no overflow
+	s := strconv.FormatInt(secs/86400, 10) + "d"
+	if h := secs % 86400 / 3600; h > 0 {
+		s += strconv.FormatInt(h, 10) + "h"
+	}
+	return s
 }
 
 var units = []struct {
@@ -37,6 +59,9 @@ var units = []struct {
 // shortDuration formats d with at most its two largest units: "4m", "4m12s",
 // "3d2h", "350ms".
 func shortDuration(d time.Duration) string {
+	if d == math.MinInt64 {
+		d++ // -d would be d again
+	}
 	if d < 0 {
 		return "-" + shortDuration(-d)
 	}
@@ -78,21 +103,33 @@ func whenTime(t, now time.Time) string {
 	return absTime(t) + " (" + relTime(t, now) + ")"
 }
 
-// shorten returns the first line of s, cut to at most n runes with "…".
+// shorten returns the first line of s escaped for the terminal (safeLine),
+// cut to at most n runes with "…", and " …" after it when more lines
+// follow. An escape sequence is never cut in half.
 func shorten(s string, n int) string {
 	line, _, more := strings.Cut(s, "\n")
 	line = strings.TrimSpace(line)
-	if utf8.RuneCountInString(line) > n {
-		r := []rune(line)
-		return string(r[:n-1]) + "…"
-	}
-	if more {
-		return line + " …"
-	}
-	if line == "" {
+	if line == "" && !more {
 		return none
 	}
-	return line
+	if safe := safeLine(line); utf8.RuneCountInString(safe) <= n {
+		if more {
+			return safe + " …"
+		}
+		return safe
+	}
+	var b strings.Builder
+	width := 0
+	for i := 0; i < len(line); {
+		_, size := utf8.DecodeRuneInString(line[i:])
+		piece := safeLine(line[i : i+size])
+		if width += utf8.RuneCountInString(piece); width > n-1 {
+			break
+		}
+		b.WriteString(piece)
+		i += size
+	}
+	return b.String() + "…"
 }
 
 // orNone returns s, or none when s is empty.
@@ -104,7 +141,8 @@ func orNone(s string) string {
 }
 
 // table writes rows under header as aligned columns, or the line empty
-// when there are no rows.
+// when there are no rows. Every cell is escaped for the terminal (safeLine):
+// one line of printable runes, so its width is its rune count.
 func table(w io.Writer, empty string, header []string, rows [][]string) error {
 	if len(rows) == 0 {
 		_, err := fmt.Fprintln(w, empty)
@@ -112,17 +150,28 @@ func table(w io.Writer, empty string, header []string, rows [][]string) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	cells := make([]string, 0, len(header))
 	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
+		cells = cells[:0]
+		for _, c := range r {
+			cells = append(cells, safeLine(c))
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
 }
 
-// writeJSON writes v as one indented JSON document.
+// writeJSON writes v as one indented JSON document, escaped for the
+// terminal (safeJSON).
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(safeJSON(b.Bytes()))
+	return err
 }
 
 // writeList writes items as one JSON array, [] when there are none.

@@ -107,6 +107,7 @@ var commands = []command{
 	{"backup", "write a consistent copy of a live queue (file or PostgreSQL) to a file", (*app).backup},
 	{"migrate", "copy a queue file's jobs into PostgreSQL", (*app).migrate},
 	{"schema", "print the SQL of a PostgreSQL queue's tables, for your own migrations", (*app).schema},
+	{"upgrade", "migrate a queue of an older schema on purpose (writing commands refuse one)", (*app).upgrade},
 	{"schedules", "list recurring jobs; pause, resume or trigger one", (*app).schedules},
 	serveCommand,
 }
@@ -145,7 +146,7 @@ func (a *app) run(args []string) int {
 	}
 	c, rest, err := findCommand(args)
 	if err != nil {
-		fmt.Fprintf(a.stderr, "lqinspect: %v\n", err)
+		fmt.Fprintf(a.stderr, "lqinspect: %s\n", safeText(err.Error()))
 		if strings.Contains(err.Error(), "did you mean") {
 			fmt.Fprintln(a.stderr, "Run 'lqinspect help' for the commands.")
 		} else {
@@ -289,7 +290,9 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// exit prints err for command name and returns the exit code.
+// exit prints err for command name, escaped for the terminal (safeText: a
+// message may quote a path, a name or a stored error), and returns the exit
+// code.
 func (a *app) exit(name string, err error) int {
 	var ue usageError
 	switch {
@@ -301,13 +304,13 @@ func (a *app) exit(name string, err error) int {
 		if ue.msg == "" { // the flag package printed the error and the usage
 			return exitUsage
 		}
-		fmt.Fprintf(a.stderr, "lqinspect %s: %s\n", name, ue.msg)
+		fmt.Fprintf(a.stderr, "lqinspect %s: %s\n", name, safeText(ue.msg))
 		fmt.Fprintf(a.stderr, "Run 'lqinspect %s -h' for usage.\n", name)
 		return exitUsage
 	default:
 		// The command's name says where the error comes from; the
 		// library's own "litequeue: " prefix would say it twice.
-		fmt.Fprintf(a.stderr, "lqinspect %s: %s\n", name, strings.TrimPrefix(err.Error(), "litequeue: "))
+		fmt.Fprintf(a.stderr, "lqinspect %s: %s\n", name, safeText(strings.TrimPrefix(err.Error(), "litequeue: ")))
 		return exitError
 	}
 }
@@ -333,7 +336,7 @@ type flagSet struct {
 // line and help its description, both printed by -h.
 func (a *app) newFlags(name, synopsis, help string) *flagSet {
 	fs := &flagSet{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError)}
-	fs.SetOutput(a.stderr)
+	fs.SetOutput(safeWriter{a.stderr})
 	fs.Usage = func() {
 		w := fs.Output()
 		fmt.Fprintf(w, "Usage: lqinspect %s %s\n\n%s\n", name, synopsis, strings.TrimSpace(help))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/litequeue/litequeue/internal/redact"
 	"github.com/litequeue/litequeue/postgres"
 )
 
@@ -19,12 +20,20 @@ sequence continues after the file's highest id. Paused queues stay paused,
 schedules keep their next run, pause and history, and the dashboard's
 per-minute counts come along. A file of an older schema is read as it is.
 
+Text PostgreSQL cannot store (NUL bytes, invalid UTF-8: an old file may
+hold such keys) is copied escaped, \xNN for each such byte, and counted.
+
 It refuses while any process has FILE open (stop the queue first), and holds
-the file's lock while it reads. FILE is not changed. It refuses a schedule
-that PostgreSQL already has (move before any process registers schedules
-there). Running it again copies nothing more (only jobs added to the file
-since, if any). Afterwards open the queue with postgres.Open(ctx, URL, opts)
-instead of litequeue.Open(FILE, opts).`)
+the file's lock throughout. It marks FILE as moved (where to, when), before
+PostgreSQL holds anything, so that the application restarted on the file
+cannot run the moved jobs a second time: litequeue.Open refuses the file
+for writing (ErrMoved), every writing lqinspect command too, and read
+commands still read it. A move that fails takes the mark back; one that
+stopped half-way (killed) is finished by running it again with the same
+URL. It refuses a file moved to another queue before, and a schedule that
+PostgreSQL already has (move before any process registers schedules
+there). Running it again copies nothing more. Afterwards open the queue
+with postgres.Open(ctx, URL, opts) instead of litequeue.Open(FILE, opts).`)
 	fs.jsonFlag()
 	pos, err := fs.parse(args)
 	if err != nil {
@@ -34,7 +43,7 @@ instead of litequeue.Open(FILE, opts).`)
 		return usagef("want FILE and a postgres:// URL, got %d arguments", len(pos))
 	}
 	if !isPostgresURL(pos[1]) {
-		return usagef("%q is not a postgres:// URL", pos[1])
+		return usagef("%q is not a postgres:// URL", redact.URL(pos[1]))
 	}
 	if isPostgresURL(pos[0]) {
 		return usagef("FILE must be a queue file, not a URL")
@@ -46,11 +55,17 @@ instead of litequeue.Open(FILE, opts).`)
 	if fs.json {
 		b, _ := json.Marshal(map[string]any{"pending": m.Pending, "running": m.Running, "dead": m.Dead, "completed": m.Completed, "cancelled": m.Cancelled,
 			"attempts": m.Attempts, "skipped": m.Skipped, "schema": m.Schema, "last_job_id": m.LastJobID,
-			"paused_queues": m.PausedQueues, "schedules": m.Schedules, "history_minutes": m.History})
-		_, err = fmt.Fprintln(a.stdout, string(b))
+			"paused_queues": m.PausedQueues, "schedules": m.Schedules, "history_minutes": m.History, "escaped_text": m.Escaped})
+		_, err = fmt.Fprintln(a.stdout, string(safeJSON(b)))
 		return err
 	}
 	_, err = fmt.Fprintf(a.stdout, "moved %d jobs from %s into PostgreSQL schema %q: %d pending or scheduled, %d running (their leases run out as on SQLite), %d dead letters, %d completed, %d cancelled, %d attempt records; %d paused queues, %d schedules, %d minutes of history; %d jobs already moved by an earlier run; new ids continue after %d\n",
-		m.Jobs(), pos[0], m.Schema, m.Pending, m.Running, m.Dead, m.Completed, m.Cancelled, m.Attempts, m.PausedQueues, m.Schedules, m.History, m.Skipped, m.LastJobID)
+		m.Jobs(), safeLine(pos[0]), safeLine(m.Schema), m.Pending, m.Running, m.Dead, m.Completed, m.Cancelled, m.Attempts, m.PausedQueues, m.Schedules, m.History, m.Skipped, m.LastJobID)
+	if err == nil && m.Escaped > 0 {
+		_, err = fmt.Fprintf(a.stdout, "%d text values (keys, names, errors) held NUL bytes or invalid UTF-8, which PostgreSQL cannot store: they were copied with each such byte written as \\xNN (and each backslash in them as \\\\)\n", m.Escaped)
+	}
+	if err == nil {
+		_, err = fmt.Fprintf(a.stdout, "%s is marked as moved: applications and lqinspect open it read-only only\n", safeLine(pos[0]))
+	}
 	return err
 }

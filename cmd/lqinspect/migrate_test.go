@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"path/filepath"
 	"testing"
 
@@ -82,6 +83,10 @@ func TestCommandsThroughAPooler(t *testing.T) {
 	b := pgtest.StartBouncer(t)
 	pooled, _ := b.FreshDatabase(t)
 	path := scheduleFile(t)
+	// The moved file refuses writes: a copy from before the move stands in
+	// for it when the same change is made to both.
+	unmoved := filepath.Join(t.TempDir(), "unmoved.db")
+	require.Equal(t, 0, lq(t, "", "backup", path, unmoved).code)
 
 	r := lq(t, "", "migrate", path, pooled)
 	require.Equal(t, 0, r.code, r.stderr)
@@ -92,8 +97,52 @@ func TestCommandsThroughAPooler(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout+r.stderr, "nothing to apply")
 
-	require.Equal(t, 0, lq(t, "", "pause", path, "reports").code)
+	require.Equal(t, 0, lq(t, "", "pause", unmoved, "reports").code)
 	r = lq(t, "", "pause", pooled, "reports")
 	require.Equal(t, 0, r.code, r.stderr)
-	sameOutput(t, path, pooled, []string{"stats", "--json"})
+	sameOutput(t, unmoved, pooled, []string{"stats", "--json"})
+}
+
+// After migrate the file is marked moved: every writing command refuses it
+// (the application restarted on it would run the moved jobs again), read
+// commands read it, and a second migrate into another schema is refused.
+func TestMigratedFileRefusesWritesAndIsReadStill(t *testing.T) {
+	path := scheduleFile(t)
+	u, _ := pgtest.FreshSchema(t)
+	r := lq(t, "", "migrate", path, u)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "is marked as moved")
+	for _, args := range [][]string{{"pause", path, "reports"}, {"requeue", path, "--all"}, {"schedules", path, "trigger", "nightly"}, {"cancel", path, "1"}} {
+		r := lq(t, "", args...)
+		require.Equal(t, exitError, r.code, "%v: %s", args, r.stdout)
+		require.Contains(t, r.stderr, "the queue file was moved to PostgreSQL", "%v", args)
+		require.Contains(t, r.stderr, "schema \""+pgtest.Schema(t, u)+"\"", "%v", args)
+	}
+	sameOutput(t, path, u, []string{"jobs", "--json"}, []string{"schedules", "--json"})
+
+	other, _ := pgtest.FreshSchema(t)
+	r = lq(t, "", "migrate", path, other)
+	require.Equal(t, exitError, r.code, r.stdout)
+	require.Contains(t, r.stderr, "would run them twice")
+}
+
+// A file holding keys PostgreSQL's text cannot store (written before
+// Enqueue refused them) migrates whole: they are escaped and counted.
+func TestMigrateEscapesKeysPostgreSQLCannotStore(t *testing.T) {
+	fx := newFixture(t)
+	path := filepath.Join(t.TempDir(), "old.db")
+	require.Equal(t, 0, lq(t, "", "backup", fx.path, path).code)
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	_, err = db.Exec(`UPDATE lq_jobs SET idem_key = CAST(x'6b0031' AS TEXT) WHERE id = 1; UPDATE lq_jobs SET idem_key = CAST(x'6bff32' AS TEXT) WHERE id = 2`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	u, _ := pgtest.FreshSchema(t)
+	r := lq(t, "", "migrate", path, u)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "moved 10 jobs")
+	require.Contains(t, r.stdout, `2 text values (keys, names, errors) held NUL bytes or invalid UTF-8`)
+	r = lq(t, "", "show", u, "2", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"key": "k\\xff2"`)
 }

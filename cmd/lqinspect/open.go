@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/redact"
 	"github.com/litequeue/litequeue/postgres"
 )
 
@@ -31,7 +33,7 @@ func (f *file) replaced() (bool, error) {
 	}
 	st, err := os.Stat(f.path)
 	if err != nil {
-		return false, fmt.Errorf("%s: %w; the file was removed or renamed", f.path, err)
+		return false, fmt.Errorf("%s: %w; the file was removed or renamed", f.name(), err)
 	}
 	return !os.SameFile(st, f.info), nil
 }
@@ -51,6 +53,11 @@ func (a *app) open(path string, fs *flagSet, mutating bool) (*file, error) {
 		return nil, err
 	case st.IsDir():
 		return nil, fmt.Errorf("%s: is a directory, not a queue file", path)
+	case st.Mode()&os.ModeNamedPipe != 0:
+		// Opening a FIFO would wait for a writer for ever.
+		return nil, fmt.Errorf("%s: is a named pipe (FIFO), not a queue file", path)
+	case !st.Mode().IsRegular():
+		return nil, fmt.Errorf("%s: is a %s, not a queue file", path, fileType(st.Mode()))
 	}
 	opts := &litequeue.Options{ReadOnly: !mutating, BusyTimeout: fs.busyTimeout, PollInterval: -1}
 	now, err := a.fixedNow(fs.now)
@@ -75,6 +82,15 @@ func (a *app) open(path string, fs *flagSet, mutating bool) (*file, error) {
 		if err := q.Close(); err != nil {
 			return nil, err
 		}
+		// Nor does it migrate a file of an older schema behind its
+		// application's back.
+		v, err := litequeue.InstalledVersion(path)
+		if err != nil {
+			return nil, openError(path, err)
+		}
+		if v < litequeue.SchemaVersion {
+			return nil, olderSchemaError(path, v, litequeue.SchemaVersion)
+		}
 	}
 	q, err := litequeue.Open(path, opts)
 	if err != nil {
@@ -85,6 +101,17 @@ func (a *app) open(path string, fs *flagSet, mutating bool) (*file, error) {
 		f.now = func() time.Time { return now }
 	}
 	return f, nil
+}
+
+// fileType names the type of a file that is not a regular one.
+func fileType(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeDevice != 0, m&fs.ModeCharDevice != 0:
+		return "device"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	}
+	return "special file"
 }
 
 // isPostgresURL reports whether a FILE argument is a PostgreSQL URL.
@@ -112,6 +139,14 @@ func (a *app) openPostgres(url string, fs *flagSet, mutating bool) (*file, error
 	q, err := postgres.Open(a.ctx, url, opts)
 	if err == nil && mutating {
 		q.Close()
+		// Nor does it migrate tables of an older schema.
+		v, _, verr := postgres.InstalledVersion(a.ctx, url)
+		switch {
+		case verr != nil:
+			return nil, verr
+		case v < postgres.SchemaVersion:
+			return nil, olderSchemaError(url, v, postgres.SchemaVersion)
+		}
 		opts.ReadOnly = false
 		q, err = postgres.Open(a.ctx, url, opts)
 	}
@@ -139,7 +174,27 @@ func (a *app) fixedNow(flagValue string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, usagef("%s %q is not an RFC 3339 time (like 2026-01-02T15:04:05Z)", from, s)
 	}
+	if t.Before(earliestNow) || t.After(latestNow) {
+		return time.Time{}, usagef("%s %s is outside %s to %s, the times a queue stores", from, s,
+			earliestNow.Format(time.RFC3339), latestNow.Format(time.RFC3339))
+	}
 	return t, nil
+}
+
+// earliestNow and latestNow bound --now: the times a queue stores (Unix
+// nanoseconds, due times from 1970 on), between which the time from any
+// stored time to now is a time.Duration.
+var (
+	earliestNow = time.Unix(0, 0).UTC()
+	latestNow   = time.Unix(0, math.MaxInt64).UTC().Truncate(time.Second)
+)
+
+// olderSchemaError refuses to write a queue of an older schema: the write
+// would migrate it, and the application that owns it, still built with the
+// older litequeue, would then refuse its own queue.
+func olderSchemaError(addr string, have, want int) error {
+	return fmt.Errorf("%s: queue schema version %d, older than this lqinspect's %d: writing to it would migrate it, and applications built with a litequeue of schema %d would then refuse it; nothing was changed. Read commands work on it as it is; to migrate it on purpose, once every application using it runs a litequeue of schema %d, run: lqinspect upgrade %s",
+		redact.URL(addr), have, want, have, want, redact.URL(addr))
 }
 
 // openError says in words which kind of file path is when Open refuses it.
@@ -148,7 +203,13 @@ func openError(path string, err error) error {
 	case errors.Is(err, litequeue.ErrNotSQLite):
 		return fmt.Errorf("%s: not a SQLite database; the file was left unchanged", path)
 	case errors.Is(err, litequeue.ErrNotLitequeue):
-		return fmt.Errorf("%s: a SQLite database but not a litequeue queue file; the file was left unchanged", path)
+		// The library's detail names what is wrong (a view in place of a
+		// queue table, a trigger on one, another application's tables).
+		detail := ""
+		if _, d, ok := strings.Cut(err.Error(), strings.TrimPrefix(litequeue.ErrNotLitequeue.Error(), "litequeue: ")+": "); ok {
+			detail = ": " + d
+		}
+		return fmt.Errorf("%s: a SQLite database but not a litequeue queue file%s; the file was left unchanged", path, detail)
 	case errors.Is(err, litequeue.ErrSchemaTooNew):
 		return fmt.Errorf("%s: written by a newer litequeue schema than this lqinspect knows; upgrade lqinspect (the file was left unchanged): %w", path, err)
 	case errors.Is(err, fs.ErrPermission):
@@ -159,6 +220,9 @@ func openError(path string, err error) error {
 
 func (f *file) Close() error { return f.q.Close() }
 
+// name is f's path or URL as messages show it: a URL's password masked.
+func (f *file) name() string { return redact.URL(f.path) }
+
 // writeCtx bounds a mutating call by the busy timeout: a file another
 // process holds fails after it instead of waiting forever.
 func (f *file) writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -168,7 +232,7 @@ func (f *file) writeCtx(ctx context.Context) (context.Context, context.CancelFun
 // lockedError explains a mutating call that ran out of time.
 func (f *file) lockedError(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%s: another process held the write lock for the whole --busy-timeout (%s); nothing was changed", f.path, f.busy)
+		return fmt.Errorf("%s: another process held the write lock for the whole --busy-timeout (%s); nothing was changed", f.name(), f.busy)
 	}
 	return err
 }

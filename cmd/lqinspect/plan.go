@@ -42,11 +42,18 @@ func (s planStep) MarshalJSON() ([]byte, error) {
 	}{s.Attempt, s.Retry, s.Ceiling.String(), s.MinDelay.String(), s.MaxDelay.String(), s.Cumulative.String()})
 }
 
+// planStepLimit is how many attempts plan lists at most: a policy may allow
+// billions (retry for ever), which no table can show.
+const planStepLimit = 1000
+
 // retryPlan is the document plan --json prints.
 type retryPlan struct {
 	MaxAttempts int        `json:"max_attempts"`
 	Jitter      bool       `json:"jitter"`
 	Steps       []planStep `json:"steps"`
+	// NotListed is how many attempts after the listed ones the policy
+	// allows (more than planStepLimit in all).
+	NotListed int `json:"steps_not_listed,omitempty"`
 }
 
 func (a *app) plan(args []string) error {
@@ -94,12 +101,13 @@ cumulative time since the first failure. The policy is JSON, for example
 	return planTable(a.stdout, p, plan)
 }
 
-// planFor computes the schedule of p.
+// planFor computes the schedule of p: its first planStepLimit attempts.
 func planFor(p litequeue.RetryPolicy) retryPlan {
 	jitter := p.Backoff.Kind == litequeue.BackoffExponential && p.Backoff.Jitter
-	plan := retryPlan{MaxAttempts: p.Attempts(), Jitter: jitter, Steps: make([]planStep, 0, p.Attempts())}
+	listed := min(p.Attempts(), planStepLimit)
+	plan := retryPlan{MaxAttempts: p.Attempts(), Jitter: jitter, Steps: make([]planStep, 0, listed), NotListed: p.Attempts() - listed}
 	var total time.Duration
-	for n := 1; n <= p.Attempts(); n++ {
+	for n := 1; n <= listed; n++ {
 		step := planStep{Attempt: n, Retry: n < p.Attempts(), Cumulative: total}
 		if step.Retry {
 			step.Ceiling = p.Backoff.Ceiling(n)
@@ -140,6 +148,10 @@ func planTable(w io.Writer, p litequeue.RetryPolicy, plan retryPlan) error {
 	}
 	if err := table(w, "", []string{"FAILED ATTEMPT", "THEN", "CEILING", "WAIT RANGE", "CUMULATIVE (MAX)"}, rows); err != nil {
 		return err
+	}
+	if plan.NotListed > 0 {
+		fmt.Fprintf(w, "… attempts %d to %d (%d more) not listed: plan lists the first %d attempts\n",
+			planStepLimit+1, plan.MaxAttempts, plan.NotListed, planStepLimit)
 	}
 	switch {
 	case plan.MaxAttempts == 1:

@@ -92,9 +92,9 @@ purged).`)
 	}
 	switch verb {
 	case "trigger":
-		_, err = fmt.Fprintf(a.stdout, "triggered %s: enqueued job %d\n", name, id)
+		_, err = fmt.Fprintf(a.stdout, "triggered %s: enqueued job %d\n", safeLine(name), id)
 	default:
-		_, err = fmt.Fprintf(a.stdout, "%sd %s\n", verb, name)
+		_, err = fmt.Fprintf(a.stdout, "%sd %s\n", verb, safeLine(name))
 	}
 	return err
 }

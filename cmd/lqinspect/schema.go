@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/litequeue/litequeue/internal/redact"
 	"github.com/litequeue/litequeue/postgres"
 )
 
@@ -38,7 +39,7 @@ search_path, for example, for the schema jobs:
 	case len(pos) > 1:
 		return usagef("want at most one postgres:// URL, got %d arguments", len(pos))
 	case len(pos) == 1 && !isPostgresURL(pos[0]):
-		return usagef("%q is not a postgres:// URL (schema prints PostgreSQL SQL; a queue file makes its own tables)", pos[0])
+		return usagef("%q is not a postgres:// URL (schema prints PostgreSQL SQL; a queue file makes its own tables)", redact.URL(pos[0]))
 	}
 	if len(pos) == 1 {
 		v, schema, err := postgres.InstalledVersion(a.ctx, pos[0])

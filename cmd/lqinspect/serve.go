@@ -105,7 +105,7 @@ docs/security.md has the threat model.`)
 	if *readOnly {
 		mode = " (read-only)"
 	}
-	fmt.Fprintf(a.stderr, "lqinspect: serving %s%s at %s://%s/ ; Ctrl-C stops\n", f.path, mode, scheme, ln.Addr())
+	fmt.Fprintf(a.stderr, "lqinspect: serving %s%s at %s://%s/ ; Ctrl-C stops\n", safeAddr(f.path), mode, scheme, ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- serve() }()
 	select {

@@ -36,7 +36,7 @@ reported and the output it set, if any.`)
 	defer f.Close()
 	j, err := f.q.Job(a.ctx, ids[0])
 	if errors.Is(err, litequeue.ErrNotFound) {
-		return fmt.Errorf("no job with id %d in %s (it may have succeeded and been deleted, been cancelled or purged)", ids[0], f.path)
+		return fmt.Errorf("no job with id %d in %s (it may have succeeded and been deleted, been cancelled or purged)", ids[0], f.name())
 	}
 	if err != nil {
 		return err
@@ -49,7 +49,7 @@ reported and the output it set, if any.`)
 
 func showJob(w io.Writer, j litequeue.JobInfo, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	field := func(name, value string) { fmt.Fprintf(tw, "%s:\t%s\n", name, value) }
+	field := func(name, value string) { fmt.Fprintf(tw, "%s:\t%s\n", name, safeLine(value)) }
 	field("id", strconv.FormatInt(j.ID, 10))
 	field("queue", j.Queue)
 	field("kind", j.Kind)
@@ -77,7 +77,13 @@ func showJob(w io.Writer, j litequeue.JobInfo, now time.Time) error {
 		field("dead reason", orNone(j.DeadReason))
 	}
 	if j.LastError != "" {
-		field("last error", strings.ReplaceAll(j.LastError, "\n", "\n\t"))
+		// One line per line of the error, each escaped, the later ones
+		// indented to the value column.
+		lines := strings.Split(j.LastError, "\n")
+		for i, l := range lines {
+			lines[i] = safeLine(l)
+		}
+		fmt.Fprintf(tw, "last error:\t%s\n", strings.Join(lines, "\n\t"))
 	}
 	if p := j.Progress; p != nil {
 		field("progress", progressLine(*p, now))
@@ -85,22 +91,28 @@ func showJob(w io.Writer, j litequeue.JobInfo, now time.Time) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\npayload:\n%s\n", indentJSON(j.Payload))
+	fmt.Fprintf(w, "\npayload:\n%s\n", safeText(indentJSON(j.Payload)))
 	if j.Output != nil {
-		fmt.Fprintf(w, "\noutput:\n%s\n", indentJSON(j.Output))
+		fmt.Fprintf(w, "\noutput:\n%s\n", safeText(indentJSON(j.Output)))
 	}
 	fmt.Fprintln(w)
 	if len(j.Attempts) > 0 {
 		fmt.Fprintln(w, "failed attempts:")
 	}
-	rows := make([][]string, len(j.Attempts))
-	for i, at := range j.Attempts {
+	// Each error whole: its first line in the ERROR column of the
+	// attempt's row, every further line in that column of a row of its own.
+	rows := make([][]string, 0, len(j.Attempts))
+	for _, at := range j.Attempts {
 		delay := none
 		if at.Decision == litequeue.DecisionRetry {
 			delay = at.Delay.String()
 		}
-		rows[i] = []string{strconv.Itoa(at.Attempt), absTime(at.StartedAt), at.FinishedAt.Sub(at.StartedAt).String(),
-			string(at.Decision), delay, shorten(at.Error, 60)}
+		lines := strings.Split(strings.TrimRight(at.Error, "\n"), "\n")
+		rows = append(rows, []string{strconv.Itoa(at.Attempt), absTime(at.StartedAt), at.FinishedAt.Sub(at.StartedAt).String(),
+			string(at.Decision), delay, orNone(lines[0])})
+		for _, l := range lines[1:] {
+			rows = append(rows, []string{"", "", "", "", "", l})
+		}
 	}
 	return table(w, "no failed attempts", []string{"ATTEMPT", "STARTED", "RAN", "DECISION", "DELAY", "ERROR"}, rows)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"time"
 
@@ -62,7 +63,7 @@ says so on stderr.`)
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(a.stdout, "%s\n", line)
+			_, err = fmt.Fprintf(a.stdout, "%s\n", safeJSON(line))
 			return err
 		case fs.json:
 			return writeList(a.stdout, stats)
@@ -88,7 +89,7 @@ says so on stderr.`)
 				}
 				f.Close()
 				f = nf
-				fmt.Fprintf(a.stderr, "lqinspect stats: note: %s was replaced; showing the new file\n", f.path)
+				fmt.Fprintf(a.stderr, "lqinspect stats: note: %s was replaced; showing the new file\n", safeAddr(f.path))
 			}
 		}
 		if !fs.json {
@@ -98,7 +99,7 @@ says so on stderr.`)
 			case frame > 0:
 				fmt.Fprintln(a.stdout)
 			}
-			fmt.Fprintf(a.stdout, "Every %s: lqinspect stats %s\t%s\n\n", *interval, f.path, absTime(f.now()))
+			fmt.Fprintf(a.stdout, "Every %s: lqinspect stats %s\t%s\n\n", *interval, safeAddr(f.path), absTime(f.now()))
 		}
 		if err := render(); err != nil {
 			if a.ctx.Err() != nil {
@@ -118,7 +119,10 @@ func statsTable(w io.Writer, stats []litequeue.QueueStats, now time.Time) error 
 	rows := make([][]string, len(stats))
 	for i, s := range stats {
 		oldest := none
-		if s.Ready > 0 {
+		switch {
+		case s.Ready > 0 && s.OldestReady == math.MaxInt64:
+			oldest = "over 292y" // saturated: due more than a time.Duration ago
+		case s.Ready > 0:
 			oldest = shortDuration(s.OldestReady)
 		}
 		paused := none

@@ -107,8 +107,8 @@ func syncDir(dir string) error {
 }
 
 // effectivePragmas are the settings Pragmas reads back: the ones that decide
-// durability and write speed.
-var effectivePragmas = []string{"journal_mode", "synchronous", "busy_timeout", "foreign_keys"}
+// durability and write speed, and whether the file's schema is trusted.
+var effectivePragmas = []string{"journal_mode", "synchronous", "busy_timeout", "foreign_keys", "trusted_schema"}
 
 // Pragmas reads back the SQLite settings in effect on the writer's
 // connection (on the read pool for a read-only store).

@@ -43,6 +43,7 @@ func writeCopy(ctx context.Context, name string, fill func(ctx context.Context, 
 	v := url.Values{}
 	v.Add("_pragma", "foreign_keys(1)")
 	v.Add("_pragma", "synchronous(FULL)")
+	v.Add("_pragma", "trusted_schema(0)")
 	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: name}).EscapedPath()+"?"+v.Encode())
 	if err != nil {
 		return err

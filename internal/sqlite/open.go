@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/litequeue/litequeue/internal/store"
@@ -92,19 +93,64 @@ func checkFile(name string, readOnly bool) error {
 	if st.IsDir() {
 		return fmt.Errorf("litequeue: open %s: is a directory, not a queue file; pass the path of a file inside it", name)
 	}
+	if err := checkRegular(name, name, st); err != nil {
+		return err
+	}
+	// SQLite opens the -wal and -shm beside the file too.
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if cst, err := os.Stat(name + suffix); err == nil {
+			if err := checkRegular(name, name+suffix, cst); err != nil {
+				return err
+			}
+		}
+	}
 	if st.Size() == 0 {
 		return checkWritable(name, readOnly)
 	}
-	f, err := os.Open(name)
+	// O_NONBLOCK: should the path be swapped for a FIFO since the Stat, the
+	// open returns instead of waiting for a writer; Fstat then refuses it.
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return fmt.Errorf("litequeue: open %s: %w", name, err)
 	}
 	defer f.Close()
+	if fst, err := f.Stat(); err != nil {
+		return fmt.Errorf("litequeue: open %s: %w", name, err)
+	} else if err := checkRegular(name, name, fst); err != nil {
+		return err
+	}
 	head := make([]byte, len(sqliteHeader))
 	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, sqliteHeader) {
 		return fmt.Errorf("litequeue: open %s: %w (its first bytes are not the SQLite header)", name, store.ErrNotSQLite)
 	}
 	return checkWritable(name, readOnly)
+}
+
+// checkRegular refuses a path that is not a regular file (a FIFO, a device,
+// a socket) before anything opens it: open(2) of a FIFO waits for a writer
+// for ever, deaf to signals, and a device is no database. A symbolic link
+// to a regular file is fine (st follows it). path is name or its -wal or
+// -shm.
+func checkRegular(name, path string, st os.FileInfo) error {
+	m := st.Mode()
+	if m.IsRegular() {
+		return nil
+	}
+	what := "not a regular file"
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		what = "a named pipe (FIFO)"
+	case m&fs.ModeDevice != 0, m&fs.ModeCharDevice != 0:
+		what = "a device"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	case m.IsDir():
+		what = "a directory"
+	}
+	if path == name {
+		return fmt.Errorf("litequeue: open %s: is %s, not a regular file; a queue file is one", name, what)
+	}
+	return fmt.Errorf("litequeue: open %s: %s is %s, not a regular file; a queue file's -wal and -shm are regular files: remove it", name, path, what)
 }
 
 // checkWritable refuses a file this process cannot write, unless readOnly:
@@ -151,6 +197,9 @@ func dsn(name string, o *Options, readOnly bool) string {
 		fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()),
 		"foreign_keys(1)",
 		"synchronous(" + o.Synchronous + ")",
+		// The schema of a file from elsewhere may call only SQLite's
+		// innocuous functions from its views, triggers and indexes.
+		"trusted_schema(0)",
 	} {
 		if !slices.ContainsFunc(o.Pragmas, func(u string) bool { return pragmaName(u) == pragmaName(p) }) {
 			v.Add("_pragma", p)
@@ -180,16 +229,23 @@ func pragmaName(p string) string {
 // version is 0 for a database with no litequeue tables; foreign reports
 // whether the database holds other tables.
 func identify(ctx context.Context, db Execer) (version int, foreign bool, err error) {
-	rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table'`)
+	rows, err := db.QueryContext(ctx, `SELECT type, name FROM sqlite_schema WHERE type IN ('table', 'view')`)
 	if err != nil {
 		return 0, false, classifyOpenError(err)
 	}
 	hasMeta := false
 	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
+		var typ, name string
+		if err := rows.Scan(&typ, &name); err != nil {
 			rows.Close()
 			return 0, false, err
+		}
+		if typ == "view" {
+			if strings.HasPrefix(strings.ToLower(name), "lq_") {
+				rows.Close()
+				return 0, false, fmt.Errorf("%w: %s is a view, not a table: the file's queue tables were altered; litequeue reads only tables its own migrations made (nothing was read)", store.ErrNotLitequeue, name)
+			}
+			continue
 		}
 		switch {
 		case name == "lq_meta":
@@ -205,11 +261,18 @@ func identify(ctx context.Context, db Execer) (version int, foreign bool, err er
 	if !hasMeta {
 		return 0, foreign, nil
 	}
+	// lq_meta must be the plain table migration 1 made before a value is
+	// read from it (a generated column could compute anything).
+	if err := checkMetaShape(ctx, db); err != nil {
+		return 0, foreign, err
+	}
 	var format, ver string
 	err = db.QueryRowContext(ctx, `SELECT
 		(SELECT value FROM lq_meta WHERE key = 'format'),
 		(SELECT value FROM lq_meta WHERE key = 'schema_version')`).Scan(&format, &ver)
-	if err != nil || format != formatName {
+	// A moved file (moved.go) is a queue file this build reads, and opens
+	// for writing no more.
+	if err != nil || (format != formatName && format != movedFormat) {
 		return 0, foreign, fmt.Errorf("%w: its lq_meta table does not name the litequeue format", store.ErrNotLitequeue)
 	}
 	version, err = strconv.Atoi(ver)
@@ -219,16 +282,25 @@ func identify(ctx context.Context, db Execer) (version int, foreign bool, err er
 	return version, foreign, nil
 }
 
-// onReadOnlyMedia reports whether a read-only open of name failed because
-// SQLite could not create the -shm of a WAL file, and no -wal exists: the
-// directory takes no new files, so no writer can have the file open.
-func onReadOnlyMedia(name string, err error) bool {
+// noShm reports whether a read-only open failed because SQLite could not
+// create the -shm a WAL file needs (SQLITE_CANTOPEN, or SQLITE_READONLY and
+// its extended codes such as SQLITE_READONLY_DIRECTORY): the directory
+// takes no new files for this user.
+func noShm(err error) bool {
 	var se *sqlite.Error
-	if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_CANTOPEN {
+	if !errors.As(err, &se) {
 		return false
 	}
-	_, werr := os.Stat(name + "-wal")
-	return errors.Is(werr, fs.ErrNotExist)
+	c := se.Code() & 0xff
+	return c == sqlite3.SQLITE_CANTOPEN || c == sqlite3.SQLITE_READONLY
+}
+
+// readOnlyDirError explains a read-only open that failed for want of a
+// -shm while a -wal exists: SQLite needs the -shm to read the -wal, and
+// reading the file without its -wal would miss what the -wal holds.
+func readOnlyDirError(name string, err error) error {
+	return fmt.Errorf("%s-wal exists (a process has the queue open, or did not close it) and SQLite cannot create the -shm it needs to read it: this user may not write the directory %s; copy the file with its -wal into a directory you can write and inspect the copy, or run as a user who can write the directory (%w)",
+		name, filepath.Dir(name), err)
 }
 
 // classifyOpenError turns the driver's "not a database" into store.ErrNotSQLite
@@ -405,13 +477,17 @@ type Options struct {
 }
 
 // Open opens the queue file at name, creating it (and its schema) if it does
-// not exist. It refuses, leaving the file untouched: a directory, a path
+// not exist. It refuses, leaving the file untouched: a directory, a file that
+// is not a regular file (a FIFO, a device; or such a -wal or -shm), a path
 // whose directory is missing (fs.ErrNotExist) or read-only (each error says
 // so), a file this process cannot write (store.ErrReadOnly), a file that is
 // not SQLite (store.ErrNotSQLite), a damaged one (store.ErrCorrupt), another
 // application's SQLite file (store.ErrNotLitequeue), and a file of a newer
-// schema version (store.ErrSchemaTooNew). An older schema is migrated. The
-// file is put in WAL mode.
+// schema version (store.ErrSchemaTooNew), a file whose queue tables are not
+// what its schema's migrations made (store.ErrNotLitequeue, naming the
+// object), and, unless read-only, a file moved to PostgreSQL
+// (*store.MovedError). An older schema is migrated. The file is put in WAL
+// mode.
 //
 // An empty (0-byte) file, and a SQLite file with no tables at all, open as a
 // new queue: that is what a process killed inside its first Open leaves (the
@@ -428,19 +504,30 @@ func Open(name string, o Options) (*Store, error) {
 	rdb.SetMaxOpenConns(4)
 	if o.ReadOnly {
 		version, foreign, err := identify(ctx, rdb)
-		if err != nil && onReadOnlyMedia(name, err) {
-			// A WAL file on read-only media with no -wal beside it: no
-			// process can be writing it, so read it as immutable (SQLite
-			// cannot make the -shm it would otherwise need).
-			rdb.Close()
-			if rdb, err = sql.Open("sqlite", dsn(name, &o, true)+"&immutable=1"); err != nil {
-				return nil, err
+		if err != nil && noShm(err) {
+			_, werr := os.Stat(name + "-wal")
+			switch {
+			case errors.Is(werr, fs.ErrNotExist):
+				// A WAL file with no -wal beside it (closed cleanly) in a
+				// directory this user cannot write, or on read-only media:
+				// no process has it open (the first to open it would make
+				// a -wal), so read it as immutable, without the -shm that
+				// SQLite cannot make. Nothing is written.
+				rdb.Close()
+				if rdb, err = sql.Open("sqlite", dsn(name, &o, true)+"&immutable=1"); err != nil {
+					return nil, err
+				}
+				rdb.SetMaxOpenConns(4)
+				version, foreign, err = identify(ctx, rdb)
+			case werr == nil:
+				err = readOnlyDirError(name, err)
 			}
-			rdb.SetMaxOpenConns(4)
-			version, foreign, err = identify(ctx, rdb)
 		}
 		if err == nil {
 			err = checkVersion(version, foreign)
+		}
+		if err == nil {
+			err = checkShape(ctx, rdb, version, true)
 		}
 		if err != nil {
 			rdb.Close()
@@ -468,6 +555,11 @@ func Open(name string, o Options) (*Store, error) {
 		}
 		wdb.Close()
 		rdb.Close()
+		var moved *store.MovedError
+		if errors.As(err, &moved) {
+			moved.Path = name
+			return nil, moved // its message names the file
+		}
 		return nil, fmt.Errorf("litequeue: open %s: %w", name, err)
 	}
 	id, err := newFileIdentity(name)
@@ -512,6 +604,7 @@ func New(db *sql.DB, o Options) (*Store, error) {
 		fmt.Sprintf("PRAGMA busy_timeout = %d", o.BusyTimeout.Milliseconds()),
 		"PRAGMA foreign_keys = ON",
 		"PRAGMA synchronous = " + o.Synchronous,
+		"PRAGMA trusted_schema = OFF",
 	} {
 		if _, err := conn.ExecContext(ctx, p); err != nil {
 			conn.Close()
@@ -520,6 +613,11 @@ func New(db *sql.DB, o Options) (*Store, error) {
 	}
 	if err := prepareFile(ctx, conn, false); err != nil {
 		conn.Close()
+		var moved *store.MovedError
+		if errors.As(err, &moved) {
+			moved.Path = "the database given to New"
+			return nil, moved
+		}
 		return nil, fmt.Errorf("litequeue: New: %w", err)
 	}
 	return newStore(o, db, nil, false, conn), nil
@@ -552,6 +650,17 @@ func prepareFile(ctx context.Context, conn *sql.Conn, own bool) error {
 	}
 	if own && version == 0 && foreign {
 		return checkVersion(version, foreign)
+	}
+	if version > 0 {
+		if err := checkShape(ctx, conn, version, own); err != nil {
+			return err
+		}
+		// Its jobs may have been handed over to PostgreSQL.
+		if m, err := ReadMoved(ctx, conn); err != nil {
+			return err
+		} else if m != nil {
+			return m
+		}
 	}
 	var mode string
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {

@@ -46,6 +46,14 @@ func (s *Store) DB() *sql.DB { return s.db }
 // ReadOnly reports whether the store was opened read-only.
 func (s *Store) ReadOnly() bool { return s.w == nil }
 
+// Version reads the schema version the file holds: SchemaVersion unless
+// the store was opened read-only on a file of an older schema (which a
+// read-only open does not migrate).
+func (s *Store) Version(ctx context.Context) (int, error) {
+	v, _, err := identify(ctx, s.db)
+	return v, err
+}
+
 // Do runs fn in the writer's next transaction and waits for its commit.
 func (s *Store) Do(ctx context.Context, fn func(ctx context.Context, tx Execer) error) error {
 	if s.w == nil {

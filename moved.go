@@ -1,0 +1,14 @@
+package litequeue
+
+import "github.com/litequeue/litequeue/internal/store"
+
+// ErrMoved is what Open and New return (errors.Is) for a queue file whose
+// jobs were moved to PostgreSQL (postgres.MoveFile, lqinspect migrate),
+// unless opened read-only: a queue on the file would run the moved jobs a
+// second time. errors.As gives a *MovedError with the destination.
+var ErrMoved = store.ErrMoved
+
+// MovedError says where and when a queue file was moved (its To has the
+// password masked), and whether the move recorded its end (Complete); a
+// move that did not is finished by running it again.
+type MovedError = store.MovedError
