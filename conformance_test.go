@@ -32,5 +32,13 @@ func TestConformance(t *testing.T) {
 				BEGIN SELECT RAISE(ABORT, 'refused by the test: the device failed'); END`)
 			return func() { exec(`DROP TRIGGER lq_test_refuse_delete`) }
 		},
+		DB: func(t *testing.T, path string) *sql.DB {
+			db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			return db
+		},
 	})
 }

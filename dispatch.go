@@ -74,7 +74,7 @@ func (p *pool) ownLeaseLapsed(now int64) (running, completing bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for d := range p.inflight {
-		if !d.released.Load() && d.until.Load() <= now {
+		if d.holdsLease() && d.until.Load() <= now {
 			running = true
 			break
 		}

@@ -51,6 +51,14 @@ var (
 	// ErrLeaseLost: the delivery's lease expired and the job was claimed
 	// again or removed; this worker's result no longer counts.
 	ErrLeaseLost = store.ErrLeaseLost
+	// ErrQueueStopped: the cause (context.Cause) with which a running
+	// handler's context is cancelled when Stop's context ends (or Start's
+	// context is cancelled) before the handler returned. Its job was
+	// released — ready again, the attempt given back, reported as
+	// EventReleased — and what the handler returns is dropped. A handler
+	// that already called CompleteTx is cancelled too but not released: its
+	// transaction decides the outcome.
+	ErrQueueStopped = errors.New("litequeue: queue stopped")
 	// ErrAlreadyStarted: Start was called on a running queue.
 	ErrAlreadyStarted = errors.New("litequeue: queue already started")
 	// ErrNoTx: EnqueueTx or CompleteTx was given a nil transaction.

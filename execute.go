@@ -38,13 +38,18 @@ func (p *pool) execute(d *delivery) {
 	own, run, decodeErr := h.prepare(d.payload)
 	policy := p.policy(own.policy)
 	timeout := timeoutFor(own.timeout, own.hasTimeout, p.cfg.Timeout)
-	if d.attempt > policy.Attempts() {
-		// The last allowed attempt died with its process: no crash loop.
-		p.bury(d, policy)
-		return
-	}
-	if decodeErr != nil {
-		p.fail(d, policy, Permanent(decodeErr), 0)
+	if d.attempt > policy.Attempts() || decodeErr != nil {
+		// No handler runs: the outcome is decided now.
+		if _, ok := d.move(setOf(dQueued), dReturned); !ok {
+			p.dropUnstarted(d)
+			return
+		}
+		if decodeErr != nil {
+			p.fail(d, policy, Permanent(decodeErr), 0)
+		} else {
+			// The last allowed attempt died with its process: no crash loop.
+			p.bury(d, policy)
+		}
 		return
 	}
 	ctx, cancel := context.WithCancelCause(p.r.base)
@@ -59,44 +64,34 @@ func (p *pool) execute(d *delivery) {
 	d.mu.Lock()
 	d.cancel = cancel
 	d.mu.Unlock()
-	if d.released.Load() { // released by shutdown, or cancelled, before it started
-		if d.cancelled.Load() {
-			p.dropCancelled(d, nil, 0)
+	if p.paused.Load() { // the queue was paused after this job was claimed
+		if _, ok := d.move(setOf(dQueued), dReleased); ok {
+			p.release([]*delivery{d})
 			return
 		}
-		p.forget(d)
-		return
 	}
-	if p.paused.Load() { // the queue was paused after this job was claimed
-		p.release([]*delivery{d})
+	if !d.start() { // released by shutdown, lost or cancelled before it started
+		p.dropUnstarted(d)
 		return
 	}
 	d.started = q.clock.Now()
 	p.running.Add(1)
+	q.awaitEnqueued(d)
 	q.emit(Event{Type: EventStarted, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt})
 	err := safeCall(hctx, d, run)
+	from, ok := d.returned()
 	// A test kit may lose the outcome here, as a process that dies now
-	// would (testsupport.go): released, so nothing more is written for it.
-	lost := !d.released.Load() && q.dropOutcome(d, policy.Attempts(), err)
-	if lost {
-		d.released.Store(true)
-	}
-	p.finishReports(d, err == nil)
+	// would (testsupport.go): nothing more is written for it.
+	lost := ok && q.dropOutcome(d, policy.Attempts(), err)
+	p.finishReports(d, ok && !lost && !inCallersTx.has(from) && (err != nil || q.opts.CompletedRetention > 0))
 	p.running.Add(-1)
-	if lost {
-		p.freed(d)
+	took := q.clock.Since(d.started)
+	if !ok {
+		p.dropResult(d, from, err, took)
 		return
 	}
-	took := q.clock.Since(d.started)
-	if d.released.Load() {
-		if d.cancelled.Load() {
-			p.dropCancelled(d, err, took)
-			return
-		}
-		// Shutdown released the job, or the lease was lost: the result no
-		// longer counts.
-		q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: err})
-		p.forget(d)
+	if lost {
+		p.freed(d)
 		return
 	}
 	if err != nil && timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) && !errors.As(err, new(*TimeoutError)) {
@@ -108,7 +103,7 @@ func (p *pool) execute(d *delivery) {
 		}
 		return
 	}
-	if d.inTx.Load() {
+	if inCallersTx.has(from) {
 		p.finishTx(d, policy, took)
 		return
 	}
@@ -133,6 +128,35 @@ func (p *pool) execute(d *delivery) {
 	// then shares the writer's transaction with these successes instead of
 	// waiting for a commit of its own.
 	p.freed(d)
+}
+
+// dropUnstarted ends d, which was released, lost or cancelled before its
+// handler started.
+func (p *pool) dropUnstarted(d *delivery) {
+	if d.state() == dCancelled {
+		p.dropCancelled(d, nil, 0)
+		return
+	}
+	p.forget(d)
+}
+
+// dropResult ends d, whose handler returned err after its result had been
+// dropped: in state st, the state the delivery holds. A cancelled job
+// reports EventCancelled and a lost lease EventStale; a job released by
+// Stop (or a pause) was reported by its release (EventReleased), and its
+// handler's return changes nothing more.
+func (p *pool) dropResult(d *delivery, st deliveryState, err error, took time.Duration) {
+	switch st {
+	case dCancelled:
+		p.dropCancelled(d, err, took)
+		return
+	case dLost:
+		p.q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: err})
+	case dReleased:
+		p.q.log.Debug("litequeue: the handler of a released job returned; its result is dropped",
+			LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogAttempt, d.attempt)
+	}
+	p.forget(d)
 }
 
 // successWritten reports the outcome of writing d's success: its events
@@ -344,8 +368,13 @@ func (p *pool) releaseQueued() {
 		select {
 		case <-p.tokens:
 			p.mu.Lock()
-			ds = append(ds, heap.Pop(&p.ready).(*delivery))
+			d := heap.Pop(&p.ready).(*delivery)
 			p.mu.Unlock()
+			if _, ok := d.move(setOf(dQueued), dReleased); ok {
+				ds = append(ds, d)
+			} else {
+				p.dropUnstarted(d) // lost or cancelled while it waited
+			}
 			continue
 		default:
 		}
@@ -354,30 +383,43 @@ func (p *pool) releaseQueued() {
 	p.release(ds)
 }
 
-// releaseRunning cancels the running handlers of p and releases their jobs.
+// releaseRunning releases the jobs of p whose handlers have not returned
+// and cancels those handlers' contexts with ErrQueueStopped. A handler that
+// put its success into the caller's transaction (CompleteTx) is cancelled
+// but not released: that transaction decides its outcome. An outcome being
+// written, or kept because its write failed, is not released: its handler
+// finished, and Stop tries its write once more.
 func (p *pool) releaseRunning() {
-	// An outcome kept because its write failed is not released: its
-	// handler finished, and Stop tries its write once more.
-	ds := slices.DeleteFunc(p.claimed(), p.isUnwritten)
-	for _, d := range ds {
-		d.released.Store(true)
+	var ds []*delivery
+	for _, d := range p.claimed() {
+		_, released := d.move(beforeOutcome, dReleased)
+		if !released && !inCallersTx.has(d.state()) {
+			continue
+		}
 		d.mu.Lock()
 		if d.cancel != nil {
-			d.cancel(errShutdown)
+			d.cancel(ErrQueueStopped)
 		}
 		d.mu.Unlock()
+		if released {
+			ds = append(ds, d)
+		}
 	}
 	p.release(ds)
 }
-
-var errShutdown = errors.New("litequeue: queue stopped")
 
 // releaseTimeout bounds how long a release on shutdown waits for the write
 // lock; past it the jobs come back when their leases expire instead.
 const releaseTimeout = 30 * time.Second
 
-// release puts claimed jobs back to ready without using an attempt.
+// release puts claimed jobs back to ready without using an attempt, those
+// not yet decided otherwise (started, lost or cancelled: see
+// delivery_state.go), and reports each with EventReleased.
 func (p *pool) release(ds []*delivery) {
+	ds = slices.DeleteFunc(ds, func(d *delivery) bool {
+		_, ok := d.move(releasable, dReleased)
+		return !ok
+	})
 	if len(ds) == 0 {
 		return
 	}
@@ -387,7 +429,6 @@ func (p *pool) release(ds []*delivery) {
 	defer cancel()
 	err := q.store.Release(ctx, leasesOf(ds), now)
 	for _, d := range ds {
-		d.released.Store(true)
 		p.forget(d)
 		if err == nil {
 			q.emit(Event{Type: EventReleased, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt})

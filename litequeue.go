@@ -352,8 +352,9 @@ type Queue struct {
 	rnd    *rand.Rand
 
 	leaseSeq atomic.Int64
-	cleanup  *alarm     // when the next retained completed job expires
-	events   *eventPump // nil without Options.OnEvent
+	cleanup  *alarm      // when the next retained completed job expires
+	events   *eventPump  // nil without Options.OnEvent
+	gate     enqueueGate // orders a job's EventEnqueued before its EventStarted (enqueue_order.go)
 
 	mu       sync.Mutex
 	handlers map[string]*handler // by kind
@@ -685,6 +686,10 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 	if err != nil {
 		return 0, err
 	}
+	// From the insert's commit on a worker may start the job; it waits for
+	// this enqueue's EventEnqueued.
+	q.gate.enter(nj)
+	defer q.gate.leave(nj)
 	// A job due now, of a kind whose pool here is idle, is claimed in the
 	// same transaction and handed straight to a worker.
 	var direct *pool
@@ -802,6 +807,8 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []BatchItem) ([]int64, e
 	if err != nil {
 		return nil, err
 	}
+	q.gate.enter(jobs...)
+	defer q.gate.leave(jobs...)
 	ids, dups, err := q.store.Insert(ctx, nil, jobs)
 	if err != nil {
 		return nil, wrapf("litequeue: enqueue batch: %w", err)

@@ -111,17 +111,6 @@ func (p *pool) unwrittenDeliveries() []*delivery {
 	return ds
 }
 
-// isUnwritten reports whether d's outcome is kept because its write failed.
-func (p *pool) isUnwritten(d *delivery) bool {
-	if p.nUnwritten.Load() == 0 {
-		return false
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	_, ok := p.unwritten[d]
-	return ok
-}
-
 // abandonUnwritten gives up the outcomes still kept when Stop ends: their
 // jobs run again when their leases end, as after a crash.
 func (p *pool) abandonUnwritten() {

@@ -73,15 +73,13 @@ type delivery struct {
 	lastErr   string
 	until     atomic.Int64 // when the lease ends, as last written (by the claim or an extension)
 
-	started  time.Time
-	cancel   context.CancelCauseFunc
-	mu       sync.Mutex // guards cancel
-	inTx     atomic.Bool
-	released atomic.Bool // shutdown or lease loss: this worker's result is dropped
+	st      atomic.Int32 // a deliveryState: changed only by its transitions (delivery_state.go)
+	started time.Time
+	cancel  context.CancelCauseFunc
+	mu      sync.Mutex // guards cancel
 
-	cancelled atomic.Bool // the job was cancelled (see control.go); set before released
-	repOnce   sync.Once
-	rep       *reporter // progress and output (progress.go); nil until the first report
+	repOnce sync.Once
+	rep     *reporter // progress and output (progress.go); nil until the first report
 }
 
 func (d *delivery) info() JobInfo {
@@ -106,7 +104,10 @@ func (d *delivery) completeTx(ctx context.Context, tx *sql.Tx) error {
 	if keepAt != 0 {
 		d.q.noteRetained(keepAt)
 	}
-	d.inTx.Store(true)
+	// The success is the caller's commit now: a lease extension that finds
+	// the row completed before the handler returns is that commit, not a
+	// lost lease.
+	d.move(setOf(dRunning), dInTx)
 	return nil
 }
 

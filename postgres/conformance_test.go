@@ -24,6 +24,7 @@ func TestConformance(t *testing.T) {
 			return postgres.Open(context.Background(), u, opts)
 		},
 		FailJobDeletes: refuseJobDeletes,
+		DB:             openDB,
 	})
 }
 
@@ -64,4 +65,15 @@ func refuseJobDeletes(t *testing.T, u string) (restore func()) {
 	exec(`CREATE TRIGGER lq_test_refuse_delete BEFORE DELETE ON lq_jobs
 		FOR EACH ROW EXECUTE FUNCTION lq_test_refuse_delete()`)
 	return func() { exec(`DROP TRIGGER lq_test_refuse_delete ON lq_jobs`) }
+}
+
+// openDB opens a *sql.DB on the database at u (the queue's schema on its
+// search_path), closed when the test ends.
+func openDB(t *testing.T, u string) *sql.DB {
+	db, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }

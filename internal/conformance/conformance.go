@@ -8,6 +8,7 @@ package conformance
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"math/rand/v2"
 	"sync"
@@ -33,6 +34,10 @@ type Backend struct {
 	// device refuses a write, until the returned restore is called. The
 	// tests that need it skip when it is nil.
 	FailJobDeletes func(t *testing.T, addr string) (restore func())
+	// DB opens a *sql.DB on the database at addr for the handlers' and
+	// producers' own transactions (CompleteTx, EnqueueTx), closed when the
+	// test ends. The tests that need it skip when it is nil.
+	DB func(t *testing.T, addr string) *sql.DB
 }
 
 // WaitLimit bounds every wait of the suite for the queue's goroutines.

@@ -1,0 +1,281 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/litequeue/litequeue"
+)
+
+// The attempt runtime's tests: what one delivery reports, and in which
+// order, where a handler's outcome meets a lease extension, Stop, the
+// caller's transaction and other producers.
+
+func init() {
+	tests = append(tests, []struct {
+		name string
+		fn   func(t *testing.T, b Backend)
+	}{
+		{"CommittedCompleteTxIsASuccessWhileTheHandlerWorksOn", testCompleteTxThenWorkOn},
+		{"StopReportsARunningJobItReleasesAsReleased", testStopReportsReleased},
+		{"EnqueuedPrecedesStartedWithManyProducersAndWorkers", testEnqueuedBeforeStarted},
+	}...)
+}
+
+// logRecorder records a queue's log messages.
+type logRecorder struct {
+	mu   sync.Mutex
+	msgs []string
+	ch   chan struct{}
+}
+
+func newLogRecorder() *logRecorder { return &logRecorder{ch: make(chan struct{}, 1)} }
+
+func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	l.msgs = append(l.msgs, r.Level.String()+" "+r.Message)
+	l.mu.Unlock()
+	select {
+	case l.ch <- struct{}{}:
+	default:
+	}
+	return nil
+}
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
+
+// containing returns the recorded messages that contain any of subs.
+func (l *logRecorder) containing(subs ...string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, m := range l.msgs {
+		for _, s := range subs {
+			if strings.Contains(m, s) {
+				out = append(out, m)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// wait blocks until a message containing any of subs was recorded and
+// returns the first.
+func (l *logRecorder) wait(t *testing.T, subs ...string) string {
+	t.Helper()
+	deadline := time.NewTimer(WaitLimit)
+	defer deadline.Stop()
+	for {
+		if m := l.containing(subs...); len(m) > 0 {
+			return m[0]
+		}
+		select {
+		case <-l.ch:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for a log message containing %q", subs)
+		}
+	}
+}
+
+// outcome waits for the first event of job id that ends its attempt and
+// returns it.
+func (h *Harness) outcome(t *testing.T, id int64) litequeue.Event {
+	t.Helper()
+	ends := map[litequeue.EventType]bool{litequeue.EventSucceeded: true, litequeue.EventRetrying: true,
+		litequeue.EventDead: true, litequeue.EventStale: true, litequeue.EventReleased: true, litequeue.EventCancelled: true}
+	deadline := time.NewTimer(WaitLimit)
+	defer deadline.Stop()
+	for {
+		h.Ev.mu.Lock()
+		for _, ev := range h.Ev.all {
+			if ev.JobID == id && ends[ev.Type] {
+				h.Ev.mu.Unlock()
+				return ev
+			}
+		}
+		h.Ev.mu.Unlock()
+		select {
+		case <-h.Ev.ch:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for the outcome of job %d", id)
+		}
+	}
+}
+
+// testCompleteTxThenWorkOn: a handler completes its job in its own
+// transaction, commits, and works on past two lease extensions. The first
+// finds the row gone — the commit, not a lost lease: the handler keeps its
+// context, nothing warns, and the job is reported succeeded.
+func testCompleteTxThenWorkOn(t *testing.T, b Backend) {
+	if b.DB == nil {
+		t.Skip("the backend opens no *sql.DB for a handler's transaction")
+	}
+	const vis = 3 * time.Second
+	logs := newLogRecorder()
+	h := setup(t, b, func(o *litequeue.Options) {
+		o.Queues = []litequeue.QueueConfig{{Name: litequeue.DefaultQueue, Retry: litequeue.FixedRetry(3, time.Second),
+			VisibilityTimeout: vis, Concurrency: 2}}
+		o.Logger = slog.New(logs)
+	})
+	db := b.DB(t, h.Addr)
+	committed, proceed, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	causes := make(chan error, 1)
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
+		if d.Job.To == "blocker" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		}
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if err := d.CompleteTx(ctx, tx); err != nil {
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		close(committed)
+		select { // the work after the commit
+		case <-proceed:
+		case <-ctx.Done():
+		}
+		causes <- context.Cause(ctx)
+		return nil
+	})
+	h.start(t)
+	ctx := context.Background()
+	// The blocker runs beside the job: its lease shows when an extension
+	// round has run.
+	blocker, err := h.Q.Enqueue(ctx, Email{To: "blocker"}, nil)
+	require.NoError(t, err)
+	h.Ev.Wait(t, litequeue.EventStarted, blocker, 1)
+	id, err := h.Q.Enqueue(ctx, Email{To: "tx"}, nil)
+	require.NoError(t, err)
+	select {
+	case <-committed:
+	case <-time.After(WaitLimit):
+		t.Fatal("the handler did not commit its transaction")
+	}
+	// Half a visibility timeout of work after the commit, then a third:
+	// two extension rounds, the second only after the first has handled
+	// what it found.
+	j, err := h.Q.Job(ctx, blocker)
+	require.NoError(t, err)
+	leaseEnd := j.VisibleAt
+	for _, step := range []time.Duration{vis / 2, vis / 3} {
+		h.Clock.Add(step)
+		require.Eventually(t, func() bool {
+			j, err := h.Q.Job(ctx, blocker)
+			if err != nil || !j.VisibleAt.After(leaseEnd) {
+				return false
+			}
+			leaseEnd = j.VisibleAt
+			return true
+		}, WaitLimit, time.Millisecond, "no lease extension after %s", leaseEnd)
+	}
+	close(proceed)
+	require.NoError(t, <-causes, "the handler's context was cancelled after its own commit")
+	ev := h.outcome(t, id)
+	require.Equal(t, litequeue.EventSucceeded, ev.Type, "the committed CompleteTx is reported as %s (%v)", ev.Type, ev.Err)
+	require.Zero(t, h.Ev.Count(litequeue.EventStale, id))
+	require.Empty(t, logs.containing("lease lost"), "a committed CompleteTx is not a lost lease")
+	once.Do(func() { close(release) })
+	h.Ev.Wait(t, litequeue.EventSucceeded, blocker, 1)
+}
+
+// testStopReportsReleased: Stop whose context ended releases a running job
+// (ready again, attempt given back): the job is reported released, never
+// stale, and its handler's context ends with ErrQueueStopped.
+func testStopReportsReleased(t *testing.T, b Backend) {
+	logs := newLogRecorder()
+	h := setup(t, b, func(o *litequeue.Options) {
+		o.Queues = []litequeue.QueueConfig{queue(litequeue.FixedRetry(3, time.Second))}
+		o.Logger = slog.New(logs)
+	})
+	causes := make(chan error, 1)
+	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return ctx.Err()
+	})
+	h.start(t)
+	ctx := context.Background()
+	id, err := h.Q.Enqueue(ctx, Email{To: "x"}, nil)
+	require.NoError(t, err)
+	h.Ev.Wait(t, litequeue.EventStarted, id, 1)
+	expired, cancel := context.WithCancel(ctx)
+	cancel()
+	require.NoError(t, h.Q.Stop(expired))
+	cause := <-causes
+	require.ErrorIs(t, cause, litequeue.ErrQueueStopped, "the handler's cause: %v", cause)
+	// The worker has handled the handler's return once it logs either.
+	logs.wait(t, "job stale", "released job returned")
+	h.flush(t)
+	require.Equal(t, 1, h.Ev.Count(litequeue.EventReleased, id))
+	require.Zero(t, h.Ev.Count(litequeue.EventStale, id), "a job released by Stop is reported stale")
+	require.Empty(t, logs.containing("job stale"))
+	j, err := h.Q.Job(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, litequeue.StateReady, j.State)
+	require.Equal(t, 0, j.Attempt)
+}
+
+// testEnqueuedBeforeStarted: producers enqueue while idle workers take the
+// jobs, many of them handed straight to a worker by the enqueue's own
+// transaction; every job's EventEnqueued precedes its EventStarted, as
+// OnEvent promises emission order.
+func testEnqueuedBeforeStarted(t *testing.T, b Backend) {
+	const producers, each = 4, 100
+	h := setup(t, b, queues(litequeue.QueueConfig{Name: litequeue.DefaultQueue, Concurrency: 10, Retry: litequeue.NoRetry()}))
+	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error { return nil })
+	h.start(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, producers)
+	for range producers {
+		wg.Go(func() {
+			for range each {
+				if _, err := h.Q.Enqueue(context.Background(), Email{To: "x"}, nil); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	require.NoError(t, errors.Join(<-errs))
+	h.Ev.Wait(t, litequeue.EventSucceeded, 0, producers*each)
+	h.flush(t)
+	h.Ev.mu.Lock()
+	defer h.Ev.mu.Unlock()
+	enqueued := map[int64]bool{}
+	var early []int64
+	for _, ev := range h.Ev.all {
+		switch ev.Type {
+		case litequeue.EventEnqueued:
+			enqueued[ev.JobID] = true
+		case litequeue.EventStarted:
+			if !enqueued[ev.JobID] {
+				early = append(early, ev.JobID)
+			}
+		}
+	}
+	require.Len(t, enqueued, producers*each)
+	require.Empty(t, early, "%d of %d jobs reported started before enqueued", len(early), producers*each)
+}
