@@ -423,6 +423,6 @@ func (p *pool) snoozed(d *delivery, policy RetryPolicy, err error, took time.Dur
 				Delay: se.Delay, Decision: DecisionSnooze, Duration: took})
 		}
 		return nil
-	})
+	}, p.refusedWrite(d, policy, took))
 	return true
 }

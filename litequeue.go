@@ -138,12 +138,16 @@ type QueueConfig struct {
 	// neither, even across a crash, so business state waiting on the job
 	// (an order left "pending") always hears of its end — handle the
 	// follow-up kind to update it, with its own retries. dead describes the
-	// job (State dead, its payload, attempt and last error); cause is the
-	// final failure. OnDead runs on the worker's goroutine before the write
-	// and must not block. A follow-up that does not validate, or an OnDead
-	// that panics, is logged and the job is dead-lettered without it. A
-	// follow-up whose idempotency key is held by a live job is not
-	// enqueued again. Nil means no follow-up.
+	// job as the dead letter will be: State dead, its payload, attempt
+	// count, last error (the final failure's, as stored), DeadReason,
+	// FinishedAt, and Attempts, the history ending with the final attempt.
+	// cause is the final failure. OnDead runs on the worker's goroutine
+	// before the write (after one read of the job's row) and must not
+	// block. A follow-up that does not validate, or an OnDead that panics,
+	// is logged and the job is dead-lettered without it. A follow-up whose
+	// idempotency key is held by a live job is not enqueued again; one that
+	// is reports EventEnqueued once the burial committed. Nil means no
+	// follow-up.
 	OnDead func(dead JobInfo, cause error) (Job, *EnqueueOptions)
 	// MaxSnoozes is how many times one job may Snooze (see Snooze) before
 	// a further snooze counts as a failed attempt. Zero or negative means
@@ -501,8 +505,9 @@ func (q *Queue) config(name string) QueueConfig {
 }
 
 // Close stops the workers (as Stop with a context that never ends, so running
-// handlers are waited for), writes the pending completions and closes the
-// database handles the queue opened. Close on a closed queue returns nil.
+// handlers are waited for), writes the pending completions and the
+// per-minute history's counts, and closes the database handles the queue
+// opened. Close on a closed queue returns nil.
 //
 // A queue made by Open (not read-only) checkpoints the WAL into the file and
 // truncates it before closing, so the .db file alone holds every job: it can
@@ -521,6 +526,9 @@ func (q *Queue) Close() error {
 	if running {
 		errs = append(errs, q.Stop(context.Background()))
 	}
+	// Counts of events since the last flush (enqueues of a queue that never
+	// started, or after Stop) go into the history before the store closes.
+	_ = q.FlushHistory(context.Background())
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()

@@ -403,7 +403,7 @@ func newPool(q *Queue, r *runState, cfg QueueConfig, kinds []string) *pool {
 // and their leases released, so a restart (or another process) picks them up
 // at once. A job released by shutdown does not use up an attempt. Pending
 // successes are written, and their EventSucceeded delivered, before Stop
-// returns. Stop returns nil on a queue that is not running. A handler that
+// returns; so are the per-minute history's counts (see FlushHistory). Stop returns nil on a queue that is not running. A handler that
 // ignores its cancelled context keeps running after Stop returns; its result
 // is dropped.
 //
@@ -470,6 +470,9 @@ func (q *Queue) stopRun(ctx context.Context, r *runState) error {
 		p.abandonUnwritten()
 	}
 	_ = q.FlushEvents(context.Background())
+	// The per-minute history of the events so far, the current minute's
+	// included: a process that stops within a minute keeps its counts.
+	_ = q.FlushHistory(context.Background())
 	q.mu.Lock()
 	q.run = nil
 	q.mu.Unlock()

@@ -633,7 +633,8 @@ func (s *pgStore) Bury(ctx context.Context, bu store.Burial) error {
 	if err := s.writable(); err != nil {
 		return err
 	}
-	var lost, followed bool
+	var lost bool
+	var followID int64
 	var setErr bool
 	var lastErr string
 	if bu.LastError != nil {
@@ -655,11 +656,11 @@ func (s *pgStore) Bury(ctx context.Context, bu store.Burial) error {
 			bu.Record.Attempt, bu.Record.StartedAt, bu.Record.FinishedAt, bu.Record.Error, bu.Record.Decision, bu.Record.Delay,
 			bu.FollowUp != nil, f.Queue, f.Kind, int64(f.Priority), f.VisibleAt, f.CreatedAt, f.Payload, f.Key,
 		).QueryRow(func(row pgx.Row) error {
-			var a, fl int64
-			if err := row.Scan(&a, &fl); err != nil {
+			var a int64
+			if err := row.Scan(&a, &followID); err != nil {
 				return err
 			}
-			lost, followed = a != 1, fl == 1
+			lost = a != 1
 			return nil
 		})
 		if bu.FollowUp != nil {
@@ -669,9 +670,11 @@ func (s *pgStore) Bury(ctx context.Context, bu store.Burial) error {
 	if err := s.fin.submit(o); err != nil {
 		return err
 	}
-	_ = followed
 	if lost {
 		return fmt.Errorf("litequeue: bury job %d: %w", bu.ID, store.ErrLeaseLost)
+	}
+	if bu.FollowUpID != nil {
+		*bu.FollowUpID = followID
 	}
 	return nil
 }
@@ -681,8 +684,10 @@ func (s *pgStore) Bury(ctx context.Context, bu store.Burial) error {
 // follow-up that is a duplicate is not inserted and not an error.
 func (s *pgStore) buryThenFollow(ctx context.Context, bu store.Burial, setErr bool, lastErr string) error {
 	var lost bool
+	var followID int64
 	o := &op{ctx: ctx, run: func(ctx context.Context) error {
 		return s.inTx(ctx, func(tx *sql.Tx) error {
+			followID = 0
 			var a, fl int64
 			err := tx.QueryRowContext(ctx, s.q(burySQL),
 				bu.At, bu.Reason, setErr, lastErr, bu.Attempt, bu.ID, bu.Lease.Lease,
@@ -694,8 +699,12 @@ func (s *pgStore) buryThenFollow(ctx context.Context, bu store.Burial, setErr bo
 			if lost = a != 1; lost {
 				return nil
 			}
-			_, dups, err := insertSlow(s, ctx, tx, []store.NewJob{*bu.FollowUp})
-			if err == nil && dups[0] != nil && !errors.Is(dups[0], store.ErrDuplicate) {
+			ids, dups, err := insertSlow(s, ctx, tx, []store.NewJob{*bu.FollowUp})
+			switch {
+			case err != nil:
+			case dups[0] == nil:
+				followID = ids[0]
+			case !errors.Is(dups[0], store.ErrDuplicate):
 				err = dups[0]
 			}
 			return err
@@ -706,6 +715,9 @@ func (s *pgStore) buryThenFollow(ctx context.Context, bu store.Burial, setErr bo
 	}
 	if lost {
 		return fmt.Errorf("litequeue: bury job %d: %w", bu.ID, store.ErrLeaseLost)
+	}
+	if bu.FollowUpID != nil {
+		*bu.FollowUpID = followID
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -26,6 +27,9 @@ func init() {
 		{"CommittedCompleteTxIsASuccessWhileTheHandlerWorksOn", testCompleteTxThenWorkOn},
 		{"StopReportsARunningJobItReleasesAsReleased", testStopReportsReleased},
 		{"EnqueuedPrecedesStartedWithManyProducersAndWorkers", testEnqueuedBeforeStarted},
+		{"OnDeadFollowUpIsReportedEnqueuedOnceTheBurialCommitted", testFollowUpEnqueued},
+		{"OnDeadSeesTheDeadLetterAsItIsStored", testOnDeadInfo},
+		{"StopAndCloseWriteTheLastMinuteOfHistory", testHistoryAtStopAndClose},
 	}...)
 }
 
@@ -278,4 +282,120 @@ func testEnqueuedBeforeStarted(t *testing.T, b Backend) {
 	}
 	require.Len(t, enqueued, producers*each)
 	require.Empty(t, early, "%d of %d jobs reported started before enqueued", len(early), producers*each)
+}
+
+// testFollowUpEnqueued: OnDead's follow-up is a job like any other for
+// metrics and history: EventEnqueued once the burial committed, after the
+// job's EventDead and before the follow-up's EventStarted.
+func testFollowUpEnqueued(t *testing.T, b Backend) {
+	cfg := queue(litequeue.NoRetry())
+	cfg.OnDead = func(dead litequeue.JobInfo, cause error) (litequeue.Job, *litequeue.EnqueueOptions) {
+		return Audit{Dead: dead.ID}, nil
+	}
+	h := setup(t, b, queues(cfg))
+	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error { return errors.New("no") })
+	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Audit]) error { return nil })
+	h.start(t)
+	id, err := h.Q.Enqueue(context.Background(), Email{To: "x"}, nil)
+	require.NoError(t, err)
+	h.Ev.Wait(t, litequeue.EventDead, id, 1)
+	done := h.Ev.Wait(t, litequeue.EventSucceeded, 0, 1)
+	follow := done.JobID
+	require.NotEqual(t, id, follow)
+	h.flush(t)
+	h.Ev.mu.Lock()
+	defer h.Ev.mu.Unlock()
+	var seq []string
+	for _, ev := range h.Ev.all {
+		switch {
+		case ev.JobID == id && ev.Type == litequeue.EventDead:
+			seq = append(seq, "job dead")
+		case ev.JobID == follow:
+			seq = append(seq, "follow-up "+string(ev.Type))
+		}
+	}
+	require.Equal(t, []string{"job dead", "follow-up enqueued", "follow-up started", "follow-up succeeded"}, seq)
+}
+
+// testOnDeadInfo: the JobInfo OnDead gets is the dead letter as it is then
+// stored — reason, finish time, last error (also on the first attempt),
+// attempt count and the whole history, the final attempt included.
+func testOnDeadInfo(t *testing.T, b Backend) {
+	for _, attempts := range []int{1, 2} {
+		t.Run(fmt.Sprintf("attempts=%d", attempts), func(t *testing.T) {
+			seen := make(chan litequeue.JobInfo, 1)
+			cfg := queue(litequeue.FixedRetry(attempts, time.Second))
+			cfg.OnDead = func(dead litequeue.JobInfo, cause error) (litequeue.Job, *litequeue.EnqueueOptions) {
+				seen <- dead
+				return nil, nil
+			}
+			h := setup(t, b, queues(cfg))
+			litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
+				return fmt.Errorf("smtp refused attempt %d", d.Attempt)
+			})
+			h.start(t)
+			ctx := context.Background()
+			id, err := h.Q.Enqueue(ctx, Email{To: "x@example.com"}, nil)
+			require.NoError(t, err)
+			if attempts > 1 {
+				h.Ev.Wait(t, litequeue.EventRetrying, id, 1)
+				h.Clock.Add(time.Second)
+			}
+			h.Ev.Wait(t, litequeue.EventDead, id, 1)
+			info := <-seen
+			stored, err := h.Q.DeadLetter(ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, litequeue.StateDead, info.State)
+			require.Equal(t, id, info.ID)
+			require.JSONEq(t, `{"to":"x@example.com"}`, string(info.Payload))
+			require.Equal(t, attempts, info.Attempt)
+			require.Equal(t, fmt.Sprintf("smtp refused attempt %d", attempts), info.LastError)
+			require.Equal(t, stored.LastError, info.LastError)
+			require.NotEmpty(t, info.DeadReason)
+			require.Equal(t, stored.DeadReason, info.DeadReason)
+			require.False(t, info.FinishedAt.IsZero())
+			require.True(t, stored.FinishedAt.Equal(info.FinishedAt), "finished at %s, stored %s", info.FinishedAt, stored.FinishedAt)
+			require.True(t, stored.CreatedAt.Equal(info.CreatedAt))
+			require.Len(t, info.Attempts, attempts)
+			require.Len(t, stored.Attempts, attempts)
+			for i := range attempts {
+				require.Equal(t, stored.Attempts[i].Attempt, info.Attempts[i].Attempt)
+				require.Equal(t, stored.Attempts[i].Error, info.Attempts[i].Error)
+				require.Equal(t, stored.Attempts[i].Decision, info.Attempts[i].Decision)
+				require.True(t, stored.Attempts[i].FinishedAt.Equal(info.Attempts[i].FinishedAt))
+			}
+		})
+	}
+}
+
+// testHistoryAtStopAndClose: the per-minute history of a process that
+// runs less than a minute is written when it stops: by Stop for what its
+// workers did, by Close for enqueues of a queue that never started.
+func testHistoryAtStopAndClose(t *testing.T, b Backend) {
+	ctx := context.Background()
+	addr := b.Fresh(t)
+	since := Start.Add(-time.Hour)
+	h := open(t, b, addr, Start, nil)
+	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error { return nil })
+	h.start(t)
+	id, err := h.Q.Enqueue(ctx, Email{To: "x"}, nil)
+	require.NoError(t, err)
+	h.Ev.Wait(t, litequeue.EventSucceeded, id, 1)
+	require.NoError(t, h.Q.Stop(ctx))
+
+	// A second queue on the database reads only what is stored.
+	other := open(t, b, addr, Start, nil)
+	pts, err := other.Q.History(ctx, "", since)
+	require.NoError(t, err)
+	require.Equal(t, []litequeue.HistoryPoint{{Queue: litequeue.DefaultQueue, Minute: Start, Enqueued: 1, Succeeded: 1}}, utcPoints(pts),
+		"Stop wrote the minute's counts")
+
+	// The second queue enqueues without starting, and closes.
+	_, err = other.Q.Enqueue(ctx, Email{To: "y"}, nil)
+	require.NoError(t, err)
+	require.NoError(t, other.Q.Close())
+	pts, err = h.Q.History(ctx, "", since)
+	require.NoError(t, err)
+	require.Equal(t, []litequeue.HistoryPoint{{Queue: litequeue.DefaultQueue, Minute: Start, Enqueued: 2, Succeeded: 1}}, utcPoints(pts),
+		"Close wrote the minute's counts")
 }

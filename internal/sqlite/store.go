@@ -746,7 +746,7 @@ func (s *Store) Retry(ctx context.Context, r store.Retry) error {
 	if s.w == nil {
 		return store.ErrReadOnly
 	}
-	return s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+	return classifyWriteError(s.w.do(ctx, func(ctx context.Context, tx Execer) error {
 		ok, err := execHolds(ctx, tx, retrySQL, r.Due, r.LastError, r.ID, r.Lease.Lease)
 		if err != nil {
 			return err
@@ -755,7 +755,7 @@ func (s *Store) Retry(ctx context.Context, r store.Retry) error {
 			return store.ErrLeaseLost
 		}
 		return insertAttempt(ctx, tx, r.ID, r.Record)
-	})
+	}))
 }
 
 // Bury implements store.Store.
@@ -763,9 +763,12 @@ func (s *Store) Bury(ctx context.Context, b store.Burial) error {
 	if s.w == nil {
 		return store.ErrReadOnly
 	}
-	return s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+	return classifyWriteError(s.w.do(ctx, func(ctx context.Context, tx Execer) error {
 		var ok bool
 		var err error
+		if b.FollowUpID != nil {
+			*b.FollowUpID = 0
+		}
 		if b.LastError != nil {
 			ok, err = execHolds(ctx, tx, buryFailedSQL, b.At, *b.LastError, b.Reason, b.ID, b.Lease.Lease)
 		} else {
@@ -781,14 +784,17 @@ func (s *Store) Bury(ctx context.Context, b store.Burial) error {
 			return err
 		}
 		if b.FollowUp != nil {
-			if _, err := insertOne(ctx, tx, b.FollowUp, nil); err != nil {
-				if !errors.Is(err, store.ErrDuplicate) {
-					return fmt.Errorf("follow-up job: %w", err)
-				}
+			id, err := insertOne(ctx, tx, b.FollowUp, nil)
+			switch {
+			case errors.Is(err, store.ErrDuplicate):
+			case err != nil:
+				return fmt.Errorf("follow-up job: %w", err)
+			case b.FollowUpID != nil:
+				*b.FollowUpID = id
 			}
 		}
 		return nil
-	})
+	}))
 }
 
 // Watch implements store.Store: it polls PRAGMA data_version on the writer's

@@ -116,15 +116,18 @@ type Retry struct {
 // non-nil, replaces the row's last error; Attempt, when non-zero, sets its
 // attempt count (a burial of a job whose last attempt was lost); Record is
 // appended to its history. FollowUp, when set, is inserted in the same
-// transaction.
+// transaction (not when a live job holds its key or uniqueness); then
+// FollowUpID, when non-nil, receives its id once Bury returned nil (0 when
+// it was not inserted).
 type Burial struct {
 	Lease
-	At        int64
-	Reason    string
-	LastError *string
-	Attempt   int
-	Record    Attempt
-	FollowUp  *NewJob
+	At         int64
+	Reason     string
+	LastError  *string
+	Attempt    int
+	Record     Attempt
+	FollowUp   *NewJob
+	FollowUpID *int64
 }
 
 // Job is a stored job row.
