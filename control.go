@@ -232,6 +232,7 @@ func (p *pool) stopLost(lost []*delivery) {
 // re-reads its pause and looks for cancelled jobs among those it runs,
 // then claims.
 func (r *runState) watchWake() {
+	r.q.wakeTx()
 	for _, p := range r.pools {
 		p.recheck.Store(true)
 		p.signal()

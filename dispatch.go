@@ -36,6 +36,7 @@ func (p *pool) claim(n int) (int, error) {
 		for i, c := range cs {
 			ds[i] = p.delivery(c, cq)
 		}
+		p.q.claimedTx(ds) // the claim saw them committed
 		p.push(ds...)
 	})
 }

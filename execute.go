@@ -266,6 +266,7 @@ func (p *pool) writeBurial(d *delivery, b store.Burial, dead Event) error {
 	d.publishOutcome(StateDead)
 	q.emit(dead)
 	if f := b.FollowUp; f != nil && followID != 0 {
+		q.supersedeTx([]int64{followID})
 		q.emit(Event{Type: EventEnqueued, JobID: followID, Queue: f.Queue, Kind: f.Kind, Delay: time.Duration(f.VisibleAt - f.CreatedAt)})
 		if f.VisibleAt > f.CreatedAt {
 			q.dueAt(f.Queue, f.Kind, f.VisibleAt)

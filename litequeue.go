@@ -359,6 +359,7 @@ type Queue struct {
 	cleanup  *alarm      // when the next retained completed job expires
 	events   *eventPump  // nil without Options.OnEvent
 	gate     enqueueGate // orders a job's EventEnqueued before its EventStarted (enqueue_order.go)
+	txs      txEnqueues  // jobs enqueued in transactions not yet seen to commit (enqueue_tx.go)
 
 	mu       sync.Mutex
 	handlers map[string]*handler // by kind
@@ -534,6 +535,7 @@ func (q *Queue) Close() error {
 	q.mu.Unlock()
 	q.cleanup.stop()
 	q.closeWatchers()
+	q.closeTx(q.opts.BusyTimeout)
 	errs = append(errs, q.store.Close())
 	q.closeEvents()
 	return errors.Join(errs...)
@@ -718,6 +720,7 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 			// dispatchers' claims.
 			if len(cs) > 0 {
 				d = direct.delivery(cs[0], cq)
+				q.claimedTx([]*delivery{d})
 				handed = direct.handOff(d)
 			}
 		})
@@ -744,6 +747,7 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 		}
 		return 0, wrapf("litequeue: enqueue %s: %w", nj.Kind, err)
 	}
+	q.supersedeTx([]int64{id})
 	q.emit(Event{Type: EventEnqueued, JobID: id, Queue: nj.Queue, Kind: nj.Kind, Delay: time.Duration(nj.VisibleAt - nj.CreatedAt)})
 	switch {
 	case nj.VisibleAt > nj.CreatedAt:
@@ -763,6 +767,13 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 // job's queue at once, and the wake-up's claim waits for the write lock that
 // tx holds until it commits or rolls back (a rolled-back job is simply not
 // found). Other processes notice the job within Options.PollInterval.
+//
+// The job's EventEnqueued comes once the queue sees tx committed, and
+// never for a tx that rolled back: when this process claims the job
+// (before its EventStarted), or when a watcher of this queue finds out —
+// on a queue file once tx has released the write lock, on PostgreSQL by
+// tx's transaction id, which EnqueueTx reads on tx (one more statement),
+// at least every PollInterval while tx is open.
 func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, job Job, opts *EnqueueOptions) (int64, error) {
 	if tx == nil {
 		return 0, ErrNoTx
@@ -787,6 +798,7 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, job Job, opts *Enqueu
 		return 0, wrapf("litequeue: enqueue %s: %w", nj.Kind, err)
 	}
 	id := ids[0]
+	q.enqueuedTx(ctx, tx, []store.NewJob{nj}, ids, dups)
 	// On SQLite tx holds the write lock from the insert until it ends, and a
 	// claim begins with BEGIN IMMEDIATE: the claim this wakes runs after tx's
 	// commit and sees the job, or after its rollback and finds nothing. On
@@ -821,6 +833,7 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []BatchItem) ([]int64, e
 	if err != nil {
 		return nil, wrapf("litequeue: enqueue batch: %w", err)
 	}
+	q.supersedeTx(ids)
 	queues := map[string]bool{}
 	for i, nj := range jobs {
 		if uid, uerr, handled := q.settleUnique(items[i].Job, items[i].Options, &jobs[i], ids[i], dups[i]); handled {
@@ -870,6 +883,7 @@ func (q *Queue) EnqueueBatchTx(ctx context.Context, tx *sql.Tx, items []BatchIte
 			ids[i], dups[i] = uid, fmt.Errorf("batch item %d: %w", i, uerr)
 		}
 	}
+	q.enqueuedTx(ctx, tx, jobs, ids, dups)
 	queues := map[string]bool{}
 	for _, nj := range jobs {
 		if !queues[nj.Queue] {

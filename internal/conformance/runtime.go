@@ -30,6 +30,7 @@ func init() {
 		{"OnDeadFollowUpIsReportedEnqueuedOnceTheBurialCommitted", testFollowUpEnqueued},
 		{"OnDeadSeesTheDeadLetterAsItIsStored", testOnDeadInfo},
 		{"StopAndCloseWriteTheLastMinuteOfHistory", testHistoryAtStopAndClose},
+		{"EnqueueTxReportsEnqueuedOnceItsTransactionCommitted", testEnqueueTxEvent},
 	}...)
 }
 
@@ -398,4 +399,69 @@ func testHistoryAtStopAndClose(t *testing.T, b Backend) {
 	require.NoError(t, err)
 	require.Equal(t, []litequeue.HistoryPoint{{Queue: litequeue.DefaultQueue, Minute: Start, Enqueued: 2, Succeeded: 1}}, utcPoints(pts),
 		"Close wrote the minute's counts")
+}
+
+// testEnqueueTxEvent: a job enqueued in the application's transaction is
+// reported enqueued once that transaction committed — by a producer that
+// runs no workers too — never before, never for one that rolled back, and
+// before its EventStarted.
+func testEnqueueTxEvent(t *testing.T, b Backend) {
+	if b.DB == nil {
+		t.Skip("the backend opens no *sql.DB for a producer's transaction")
+	}
+	ctx := context.Background()
+	worker := setup(t, b, nil)
+	litequeue.Register(worker.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error { return nil })
+	worker.start(t)
+	producer := open(t, b, worker.Addr, Start, nil) // runs no workers
+	db := b.DB(t, worker.Addr)
+	for _, h := range []*Harness{worker, producer} {
+		// A transaction that rolls back: nothing to report.
+		tx, err := db.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		_, err = h.Q.EnqueueTx(ctx, tx, Email{To: "rolled back"}, nil)
+		require.NoError(t, err)
+		require.NoError(t, tx.Rollback())
+
+		// One job, then a batch of two, each committed.
+		tx, err = db.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		one, err := h.Q.EnqueueTx(ctx, tx, Email{To: "one"}, nil)
+		require.NoError(t, err)
+		h.flush(t)
+		require.Zero(t, h.Ev.Count(litequeue.EventEnqueued, 0), "reported before its transaction committed")
+		require.NoError(t, tx.Commit())
+		tx, err = db.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		two, err := h.Q.EnqueueBatchTx(ctx, tx, []litequeue.BatchItem{{Job: Email{To: "two"}}, {Job: Email{To: "three"}}})
+		require.NoError(t, err)
+		require.NoError(t, tx.Commit())
+		ids := append([]int64{one}, two...)
+		worker.Q.Notify() // the producer's jobs: the harness polls for no other writer
+		for _, id := range ids {
+			h.Ev.Wait(t, litequeue.EventEnqueued, id, 1)
+			worker.Ev.Wait(t, litequeue.EventSucceeded, id, 1)
+		}
+		h.flush(t)
+		require.Equal(t, len(ids), h.Ev.Count(litequeue.EventEnqueued, 0), "one event per committed job, none for the rolled-back one")
+	}
+	// The worker reported each of its own jobs enqueued before it started
+	// it.
+	worker.flush(t)
+	worker.Ev.mu.Lock()
+	defer worker.Ev.mu.Unlock()
+	enqueued := map[int64]bool{}
+	var early []int64
+	for _, ev := range worker.Ev.all {
+		switch ev.Type {
+		case litequeue.EventEnqueued:
+			enqueued[ev.JobID] = true
+		case litequeue.EventStarted:
+			if len(enqueued) < 3 && !enqueued[ev.JobID] { // the worker's own three come first
+				early = append(early, ev.JobID)
+			}
+		}
+	}
+	require.Len(t, enqueued, 3)
+	require.Empty(t, early, "started before reported enqueued")
 }

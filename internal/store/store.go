@@ -332,3 +332,34 @@ var NewQueue func(s Store, opts any) (any, error)
 type Backuper interface {
 	Backup(ctx context.Context, path string) error
 }
+
+// TxWatcher is implemented by stores that can tell whether an application's
+// transaction, in which Insert wrote jobs, has committed: so that the queue
+// reports those jobs enqueued once they exist.
+type TxWatcher interface {
+	// TxMark returns, on tx right after Insert wrote jobs on it, what
+	// TxEnded needs to tell the transaction's end; id and createdAt are
+	// those of one of the jobs.
+	TxMark(ctx context.Context, tx *sql.Tx, id, createdAt int64) (TxMark, error)
+	// TxEnded reports for each mark whether its transaction committed,
+	// rolled back or is still open. It may wait for the transactions to
+	// end (SQLite: for the write lock they hold).
+	TxEnded(ctx context.Context, marks []TxMark) ([]TxState, error)
+}
+
+// TxMark names an application's transaction that inserted jobs.
+type TxMark struct {
+	ID        int64 // a job the transaction inserted
+	CreatedAt int64 // its CreatedAt: tells it from a later job given the id of a rolled-back one
+	XID       int64 // the transaction's id where the database has one (PostgreSQL); 0 otherwise
+}
+
+// TxState is what became of an application's transaction.
+type TxState int8
+
+// The states TxEnded reports.
+const (
+	TxOpen       TxState = iota // not ended yet
+	TxCommitted                 // committed: its jobs exist
+	TxRolledBack                // rolled back (or its jobs are gone already): nothing to report
+)
