@@ -44,11 +44,11 @@ func (p *pool) execute(d *delivery) {
 			p.dropUnstarted(d)
 			return
 		}
-		if decodeErr != nil {
-			p.fail(d, policy, Permanent(decodeErr), 0)
-		} else {
+		if d.attempt > policy.Attempts() {
 			// The last allowed attempt died with its process: no crash loop.
 			p.bury(d, policy)
+		} else {
+			p.fail(d, policy, Permanent(decodeErr), 0)
 		}
 		return
 	}

@@ -193,9 +193,6 @@ func (h *history) take(m int64) map[histKey]*histCounts {
 	return out
 }
 
-// errNoHistoryTable is the error of a file whose schema predates lq_history.
-var errNoHistoryTable = store.ErrNoHistory
-
 func (q *Queue) writeHistory(ctx context.Context, counts map[histKey]*histCounts, now int64) error {
 	rows := make([]store.HistoryCount, 0, len(counts))
 	for k, c := range counts {

@@ -699,7 +699,13 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 	// From the insert's commit on a worker may start the job; it waits for
 	// this enqueue's EventEnqueued.
 	q.gate.enter(nj)
-	defer q.gate.leave(nj)
+	reported := false // by the hand-off, which closed the gate
+	defer func() {
+		if !reported {
+			q.gate.leave(nj)
+		}
+	}()
+	enqueued := Event{Type: EventEnqueued, Queue: nj.Queue, Kind: nj.Kind, Delay: time.Duration(nj.VisibleAt - nj.CreatedAt)}
 	// A job due now, of a kind whose pool here is idle, is claimed in the
 	// same transaction and handed straight to a worker.
 	var direct *pool
@@ -720,6 +726,16 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 			// dispatchers' claims.
 			if len(cs) > 0 {
 				d = direct.delivery(cs[0], cq)
+				if cs[0].New && nj.Unique == nil {
+					// The new job goes straight to a worker: it is
+					// reported first, here, and its worker need not wait
+					// for this goroutine.
+					reported = true
+					enqueued.JobID = d.id
+					q.supersedeTx([]int64{d.id})
+					q.emit(enqueued)
+					q.gate.leave(nj)
+				}
 				q.claimedTx([]*delivery{d})
 				handed = direct.handOff(d)
 			}
@@ -747,8 +763,11 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 		}
 		return 0, wrapf("litequeue: enqueue %s: %w", nj.Kind, err)
 	}
-	q.supersedeTx([]int64{id})
-	q.emit(Event{Type: EventEnqueued, JobID: id, Queue: nj.Queue, Kind: nj.Kind, Delay: time.Duration(nj.VisibleAt - nj.CreatedAt)})
+	if !reported {
+		enqueued.JobID = id
+		q.supersedeTx([]int64{id})
+		q.emit(enqueued)
+	}
 	switch {
 	case nj.VisibleAt > nj.CreatedAt:
 		q.dueAt(nj.Queue, nj.Kind, nj.VisibleAt)

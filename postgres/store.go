@@ -404,6 +404,9 @@ func (s *pgStore) InsertClaim(ctx context.Context, job store.NewJob, q store.Cla
 			})
 		}}
 		o.after = func() {
+			if dupErr == nil {
+				store.MarkNew(claimed, id)
+			}
 			if handOff != nil {
 				handOff(claimed)
 			}
@@ -414,6 +417,9 @@ func (s *pgStore) InsertClaim(ctx context.Context, job store.NewJob, q store.Cla
 		return id, dupErr
 	}
 	o.after = func() {
+		if len(o.ids) == 1 && o.dups[0] == nil {
+			store.MarkNew(claimed, o.ids[0])
+		}
 		if handOff != nil {
 			handOff(claimed)
 		}
@@ -453,7 +459,7 @@ func (s *pgStore) insertClaimNew(ctx context.Context, job store.NewJob, q store.
 		if took {
 			// A fresh row: its first attempt, due at its VisibleAt.
 			claimed = []store.Claimed{{ID: id, Kind: job.Kind, Attempt: 1, Priority: job.Priority, Payload: payload,
-				CreatedAt: job.CreatedAt, DueAt: job.VisibleAt}}
+				CreatedAt: job.CreatedAt, DueAt: job.VisibleAt, New: true}}
 		}
 		if handOff != nil {
 			handOff(claimed)

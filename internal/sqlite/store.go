@@ -276,7 +276,10 @@ func (s *Store) InsertClaim(ctx context.Context, job store.NewJob, q store.Claim
 		}
 		claimed, err = claimTx(ctx, tx, q)
 		return err
-	}, func() { handOff(claimed) })
+	}, func() {
+		store.MarkNew(claimed, id)
+		handOff(claimed)
+	})
 	var dup *store.DuplicateError
 	if errors.As(err, &dup) {
 		return dup.ID, err

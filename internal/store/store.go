@@ -76,6 +76,15 @@ type Claimed struct {
 	CreatedAt int64
 	DueAt     int64  // the VisibleAt the claim found: when this attempt became due
 	LastError string // the previous attempt's error, or why its worker was lost
+	New       bool   // the job that InsertClaim inserted in the same transaction
+}
+
+// MarkNew sets New on the claimed job with id, the one InsertClaim
+// inserted.
+func MarkNew(cs []Claimed, id int64) {
+	for i := range cs {
+		cs[i].New = cs[i].ID == id
+	}
 }
 
 // Lease names one claimed row: the job and the lease it holds.
@@ -220,8 +229,8 @@ type Store interface {
 	// (which may take the new job or a more urgent one; a store may instead
 	// claim the new job only when nothing comes before it, and nothing
 	// otherwise). handOff, when the transaction committed, gets the claimed
-	// jobs (maybe none); the caller wakes its dispatcher when the new job
-	// was not among them.
+	// jobs (maybe none), the new job marked New; the caller wakes its
+	// dispatcher when the new job was not among them.
 	InsertClaim(ctx context.Context, job NewJob, q ClaimQuery, handOff func([]Claimed)) (id int64, err error)
 	// Claim claims per q and hands the claimed jobs to handOff once
 	// committed. It returns how many it claimed.
