@@ -176,10 +176,10 @@ func (p *pool) inflightLease(l store.Lease) *delivery {
 }
 
 // stopCancelled stops d, whose job was cancelled: its handler's context is
-// cancelled with ErrJobCancelled and its result will be dropped.
+// cancelled with ErrJobCancelled and its result will be dropped. A delivery
+// whose handler returned already is left to its outcome's write.
 func (p *pool) stopCancelled(d *delivery) {
-	d.cancelled.Store(true)
-	if d.released.Swap(true) {
+	if _, ok := d.move(cancellable, dCancelled); !ok {
 		return
 	}
 	d.mu.Lock()
@@ -191,9 +191,13 @@ func (p *pool) stopCancelled(d *delivery) {
 		LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind)
 }
 
-// stopLost stops the deliveries whose leases an extension found lost: those
-// whose jobs were cancelled with ErrJobCancelled, the others with
-// ErrLeaseLost.
+// stopLost handles the deliveries whose rows an extension found no longer
+// held under their leases. Those whose jobs were cancelled are stopped with
+// ErrJobCancelled. Of the others, only a delivery without an outcome yet
+// lost its lease: its handler is stopped with ErrLeaseLost and its result
+// will be dropped. A handler that put its success into the caller's
+// transaction (CompleteTx) finds it committed; an outcome already written
+// (or being written) reports itself.
 func (p *pool) stopLost(lost []*delivery) {
 	if len(lost) == 0 {
 		return
@@ -207,22 +211,20 @@ func (p *pool) stopLost(lost []*delivery) {
 		cancelled[lost[i]] = true
 	}
 	for _, d := range lost {
-		if p.isUnwritten(d) {
-			continue // its handler has returned; the rewrite finds the lease lost and drops it
-		}
 		if cancelled[d] {
 			p.stopCancelled(d)
 			continue
 		}
-		if d.released.Swap(true) {
+		if _, ok := d.move(beforeOutcome, dLost); ok {
+			d.mu.Lock()
+			if d.cancel != nil {
+				d.cancel(ErrLeaseLost)
+			}
+			d.mu.Unlock()
+			p.q.log.Warn("litequeue: lease lost; the handler's result will be dropped", LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind)
 			continue
 		}
-		d.mu.Lock()
-		if d.cancel != nil {
-			d.cancel(ErrLeaseLost)
-		}
-		d.mu.Unlock()
-		p.q.log.Warn("litequeue: lease lost; the handler's result will be dropped", LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind)
+		d.move(setOf(dInTx), dTxEnded)
 	}
 }
 
@@ -230,6 +232,7 @@ func (p *pool) stopLost(lost []*delivery) {
 // re-reads its pause and looks for cancelled jobs among those it runs,
 // then claims.
 func (r *runState) watchWake() {
+	r.q.wakeTx()
 	for _, p := range r.pools {
 		p.recheck.Store(true)
 		p.signal()
@@ -421,6 +424,6 @@ func (p *pool) snoozed(d *delivery, policy RetryPolicy, err error, took time.Dur
 				Delay: se.Delay, Decision: DecisionSnooze, Duration: took})
 		}
 		return nil
-	})
+	}, p.refusedWrite(d, policy, took))
 	return true
 }

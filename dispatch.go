@@ -36,6 +36,7 @@ func (p *pool) claim(n int) (int, error) {
 		for i, c := range cs {
 			ds[i] = p.delivery(c, cq)
 		}
+		p.q.claimedTx(ds) // the claim saw them committed
 		p.push(ds...)
 	})
 }
@@ -74,7 +75,7 @@ func (p *pool) ownLeaseLapsed(now int64) (running, completing bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for d := range p.inflight {
-		if !d.released.Load() && d.until.Load() <= now {
+		if d.holdsLease() && d.until.Load() <= now {
 			running = true
 			break
 		}

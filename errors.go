@@ -51,6 +51,21 @@ var (
 	// ErrLeaseLost: the delivery's lease expired and the job was claimed
 	// again or removed; this worker's result no longer counts.
 	ErrLeaseLost = store.ErrLeaseLost
+	// ErrQueueStopped: the cause (context.Cause) with which a running
+	// handler's context is cancelled when Stop's context ends (or Start's
+	// context is cancelled) before the handler returned. Its job was
+	// released — ready again, the attempt given back, reported as
+	// EventReleased — and what the handler returns is dropped. A handler
+	// that already called CompleteTx is cancelled too but not released: its
+	// transaction decides the outcome.
+	ErrQueueStopped = errors.New("litequeue: queue stopped")
+	// ErrOutcomeRefused: the store refused, again and again, to record a
+	// failed attempt's outcome (its retry, dead letter or snooze) for a
+	// reason other than a failing device. Rather than keep the job running
+	// and write the outcome again forever, the queue made it a dead letter
+	// with reason "outcome refused: …"; OnDead and EventDead get an error
+	// wrapping ErrOutcomeRefused and what the store answered.
+	ErrOutcomeRefused = errors.New("litequeue: the store refused to record the attempt's outcome")
 	// ErrAlreadyStarted: Start was called on a running queue.
 	ErrAlreadyStarted = errors.New("litequeue: queue already started")
 	// ErrNoTx: EnqueueTx or CompleteTx was given a nil transaction.
@@ -109,8 +124,16 @@ type RetryAfterError struct {
 	Err   error
 }
 
+// Error returns the wrapped error's message, unchanged: the delay is
+// recorded apart — in the attempt's history, EventRetrying's Delay and the
+// log record's delay — so the message, which a handler often words with
+// the delay already, does not say it again. A nil Err gives "retry after"
+// and the delay.
 func (e *RetryAfterError) Error() string {
-	return fmt.Sprintf("retry after %s: %s", e.Delay, errString(e.Err))
+	if e.Err == nil {
+		return fmt.Sprintf("retry after %s", e.Delay)
+	}
+	return e.Err.Error()
 }
 func (e *RetryAfterError) Unwrap() error { return e.Err }
 

@@ -13,14 +13,14 @@ type EventType string
 
 // The events a Queue reports through Options.OnEvent and its Logger.
 const (
-	EventEnqueued  EventType = "enqueued"  // a job was stored
+	EventEnqueued  EventType = "enqueued"  // a job was stored (EnqueueTx: its transaction was seen committed)
 	EventDuplicate EventType = "duplicate" // an enqueue found its key held by a live job
 	EventStarted   EventType = "started"   // a handler began an attempt
 	EventSucceeded EventType = "succeeded" // the success was committed
 	EventRetrying  EventType = "retrying"  // an attempt failed; the job runs again after Delay
 	EventDead      EventType = "dead"      // the job gave up and became a dead letter
-	EventReleased  EventType = "released"  // shutdown returned a claimed job unrun-counted
-	EventStale     EventType = "stale"     // a result was dropped: the lease had been lost
+	EventReleased  EventType = "released"  // shutdown (or a pause) returned a claimed job, its attempt given back
+	EventStale     EventType = "stale"     // a result was dropped: the lease had been lost before it
 	EventRequeued  EventType = "requeued"  // a dead letter was put back to ready
 
 	// EventConfigWarning reports, at Start, a queue whose configuration

@@ -38,13 +38,18 @@ func (p *pool) execute(d *delivery) {
 	own, run, decodeErr := h.prepare(d.payload)
 	policy := p.policy(own.policy)
 	timeout := timeoutFor(own.timeout, own.hasTimeout, p.cfg.Timeout)
-	if d.attempt > policy.Attempts() {
-		// The last allowed attempt died with its process: no crash loop.
-		p.bury(d, policy)
-		return
-	}
-	if decodeErr != nil {
-		p.fail(d, policy, Permanent(decodeErr), 0)
+	if d.attempt > policy.Attempts() || decodeErr != nil {
+		// No handler runs: the outcome is decided now.
+		if _, ok := d.move(setOf(dQueued), dReturned); !ok {
+			p.dropUnstarted(d)
+			return
+		}
+		if d.attempt > policy.Attempts() {
+			// The last allowed attempt died with its process: no crash loop.
+			p.bury(d, policy)
+		} else {
+			p.fail(d, policy, Permanent(decodeErr), 0)
+		}
 		return
 	}
 	ctx, cancel := context.WithCancelCause(p.r.base)
@@ -59,44 +64,34 @@ func (p *pool) execute(d *delivery) {
 	d.mu.Lock()
 	d.cancel = cancel
 	d.mu.Unlock()
-	if d.released.Load() { // released by shutdown, or cancelled, before it started
-		if d.cancelled.Load() {
-			p.dropCancelled(d, nil, 0)
+	if p.paused.Load() { // the queue was paused after this job was claimed
+		if _, ok := d.move(setOf(dQueued), dReleased); ok {
+			p.release([]*delivery{d})
 			return
 		}
-		p.forget(d)
-		return
 	}
-	if p.paused.Load() { // the queue was paused after this job was claimed
-		p.release([]*delivery{d})
+	if !d.start() { // released by shutdown, lost or cancelled before it started
+		p.dropUnstarted(d)
 		return
 	}
 	d.started = q.clock.Now()
 	p.running.Add(1)
+	q.awaitEnqueued(d)
 	q.emit(Event{Type: EventStarted, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt})
 	err := safeCall(hctx, d, run)
+	from, ok := d.returned()
 	// A test kit may lose the outcome here, as a process that dies now
-	// would (testsupport.go): released, so nothing more is written for it.
-	lost := !d.released.Load() && q.dropOutcome(d, policy.Attempts(), err)
-	if lost {
-		d.released.Store(true)
-	}
-	p.finishReports(d, err == nil)
+	// would (testsupport.go): nothing more is written for it.
+	lost := ok && q.dropOutcome(d, policy.Attempts(), err)
+	p.finishReports(d, ok && !lost && !inCallersTx.has(from) && (err != nil || q.opts.CompletedRetention > 0))
 	p.running.Add(-1)
-	if lost {
-		p.freed(d)
+	took := q.clock.Since(d.started)
+	if !ok {
+		p.dropResult(d, from, err, took)
 		return
 	}
-	took := q.clock.Since(d.started)
-	if d.released.Load() {
-		if d.cancelled.Load() {
-			p.dropCancelled(d, err, took)
-			return
-		}
-		// Shutdown released the job, or the lease was lost: the result no
-		// longer counts.
-		q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: err})
-		p.forget(d)
+	if lost {
+		p.freed(d)
 		return
 	}
 	if err != nil && timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) && !errors.As(err, new(*TimeoutError)) {
@@ -108,7 +103,7 @@ func (p *pool) execute(d *delivery) {
 		}
 		return
 	}
-	if d.inTx.Load() {
+	if inCallersTx.has(from) {
 		p.finishTx(d, policy, took)
 		return
 	}
@@ -133,6 +128,35 @@ func (p *pool) execute(d *delivery) {
 	// then shares the writer's transaction with these successes instead of
 	// waiting for a commit of its own.
 	p.freed(d)
+}
+
+// dropUnstarted ends d, which was released, lost or cancelled before its
+// handler started.
+func (p *pool) dropUnstarted(d *delivery) {
+	if d.state() == dCancelled {
+		p.dropCancelled(d, nil, 0)
+		return
+	}
+	p.forget(d)
+}
+
+// dropResult ends d, whose handler returned err after its result had been
+// dropped: in state st, the state the delivery holds. A cancelled job
+// reports EventCancelled and a lost lease EventStale; a job released by
+// Stop (or a pause) was reported by its release (EventReleased), and its
+// handler's return changes nothing more.
+func (p *pool) dropResult(d *delivery, st deliveryState, err error, took time.Duration) {
+	switch st {
+	case dCancelled:
+		p.dropCancelled(d, err, took)
+		return
+	case dLost:
+		p.q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: err})
+	case dReleased:
+		p.q.log.Debug("litequeue: the handler of a released job returned; its result is dropped",
+			LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogAttempt, d.attempt)
+	}
+	p.forget(d)
 }
 
 // successWritten reports the outcome of writing d's success: its events
@@ -168,10 +192,11 @@ func (p *pool) finishTx(d *delivery, policy RetryPolicy, took time.Duration) {
 }
 
 // followUp returns the job QueueConfig.OnDead asks to enqueue with the
-// burial of d, validated and encoded, or nil for none. A follow-up that
-// does not validate (or an OnDead that panics) is logged, and the job is
-// buried without it.
-func (p *pool) followUp(d *delivery, cause error) (nj *store.NewJob) {
+// burial of d, validated and encoded, or nil for none; info describes the
+// dead letter (see deadInfo), asked only when there is an OnDead. A
+// follow-up that does not validate (or an OnDead that panics) is logged,
+// and the job is buried without it.
+func (p *pool) followUp(d *delivery, cause error, info func() JobInfo) (nj *store.NewJob) {
 	if p.cfg.OnDead == nil {
 		return nil
 	}
@@ -183,9 +208,7 @@ func (p *pool) followUp(d *delivery, cause error) (nj *store.NewJob) {
 			nj = nil
 		}
 	}()
-	info := d.info()
-	info.State = StateDead
-	job, opts := p.cfg.OnDead(info, cause)
+	job, opts := p.cfg.OnDead(info(), cause)
 	if job == nil {
 		return nil
 	}
@@ -196,6 +219,62 @@ func (p *pool) followUp(d *delivery, cause error) (nj *store.NewJob) {
 		return nil
 	}
 	return &j
+}
+
+// deadInfo describes d's job as the burial b will leave it, for OnDead:
+// the stored row (what the worker holds, if it cannot be read) in state
+// dead, with b's attempt count, finish time, last error and reason, and
+// its attempt history ending with b's record.
+func (p *pool) deadInfo(d *delivery, b *store.Burial) JobInfo {
+	q := p.q
+	info := d.info()
+	if j, atts, err := q.store.Job(context.Background(), d.id); err == nil {
+		info = jobInfo(j, b.At)
+		info.Attempts = attemptRecords(atts)
+	} else {
+		q.log.Warn("litequeue: reading a dying job for QueueConfig.OnDead failed; it is described as the worker holds it",
+			LogJobID, d.id, LogQueue, d.queue, LogError, err.Error())
+	}
+	info.State = StateDead
+	if b.Attempt > 0 {
+		info.Attempt = b.Attempt
+	}
+	info.FinishedAt = time.Unix(0, b.At)
+	if b.LastError != nil {
+		info.LastError = *b.LastError
+	}
+	info.DeadReason = b.Reason
+	info.Attempts = append(info.Attempts, attemptRecords([]store.Attempt{b.Record})...)
+	return info
+}
+
+// writeBurial writes b, the dead letter of d, and once it committed
+// reports dead and, when b's follow-up was inserted, the follow-up's
+// EventEnqueued, and wakes its queue. It returns the write's error
+// (ErrLeaseLost when the lease was lost: nothing changed).
+func (p *pool) writeBurial(d *delivery, b store.Burial, dead Event) error {
+	q := p.q
+	var followID int64
+	b.FollowUpID = &followID
+	if f := b.FollowUp; f != nil {
+		q.gate.enter(*f)
+		defer q.gate.leave(*f)
+	}
+	if err := q.store.Bury(context.Background(), b); err != nil {
+		return err
+	}
+	d.publishOutcome(StateDead)
+	q.emit(dead)
+	if f := b.FollowUp; f != nil && followID != 0 {
+		q.supersedeTx([]int64{followID})
+		q.emit(Event{Type: EventEnqueued, JobID: followID, Queue: f.Queue, Kind: f.Kind, Delay: time.Duration(f.VisibleAt - f.CreatedAt)})
+		if f.VisibleAt > f.CreatedAt {
+			q.dueAt(f.Queue, f.Kind, f.VisibleAt)
+		} else {
+			q.wake(f.Queue)
+		}
+	}
+	return nil
 }
 
 func (q *Queue) handlerFor(kind string) *handler {
@@ -248,13 +327,13 @@ func (p *pool) decide(d *delivery, policy RetryPolicy, err error) (RetryDecision
 // fail records a failed attempt: the job is rescheduled or becomes a dead
 // letter, with the attempt in its history, in one transaction.
 func (p *pool) fail(d *delivery, policy RetryPolicy, herr error, took time.Duration) {
-	p.settle(d, "recording a failure failed", policy.Attempts(), herr, p.failWrite(d, policy, herr, took))
+	p.settle(d, "recording a failure failed", policy.Attempts(), herr, p.failWrite(d, policy, herr, took), p.refusedWrite(d, policy, took))
 }
 
 // failWrite decides what follows d's failed attempt (once: jitter is drawn
-// now) and returns the write that records it and emits its events; it
-// returns nil when written or when the lease was lost (then nothing
-// changed).
+// and OnDead asked now) and returns the write that records it and emits its
+// events; it returns nil when written or when the lease was lost (then
+// nothing changed). The error text is stored as storedText makes it.
 func (p *pool) failWrite(d *delivery, policy RetryPolicy, herr error, took time.Duration) func() error {
 	q := p.q
 	dec, decision, reason := p.decide(d, policy, herr)
@@ -263,7 +342,7 @@ func (p *pool) failWrite(d *delivery, policy RetryPolicy, herr error, took time.
 	if started.IsZero() {
 		started = now
 	}
-	msg := herr.Error()
+	msg := storedText(herr.Error(), MaxErrorBytes)
 	due := addClamped(now, dec.Delay)
 	if dec.Retry && dec.Delay > 0 && due-now.UnixNano() != int64(dec.Delay) {
 		q.log.Warn("litequeue: retry delay runs past the latest time the queue can store; the retry is due then",
@@ -273,37 +352,30 @@ func (p *pool) failWrite(d *delivery, policy RetryPolicy, herr error, took time.
 	record := store.Attempt{Attempt: d.attempt, StartedAt: started.UnixNano(), FinishedAt: now.UnixNano(),
 		Error: msg, Decision: string(decision), Delay: int64(dec.Delay)}
 	l := store.Lease{ID: d.id, Lease: d.lease}
-	var follow *store.NewJob
+	var burial store.Burial
 	if !dec.Retry {
-		follow = p.followUp(d, herr)
+		burial = store.Burial{Lease: l, At: now.UnixNano(), Reason: reason, LastError: &msg, Record: record}
+		burial.FollowUp = p.followUp(d, herr, func() JobInfo { return p.deadInfo(d, &burial) })
 	}
 	return func() error {
 		var err error
 		if dec.Retry {
 			err = q.store.Retry(context.Background(), store.Retry{Lease: l, Due: due, LastError: msg, Record: record})
-		} else {
-			err = q.store.Bury(context.Background(), store.Burial{Lease: l, At: now.UnixNano(), Reason: reason,
-				LastError: &msg, Record: record, FollowUp: follow})
-			if err == nil && follow != nil {
-				q.wake(follow.Queue)
+			if err == nil {
+				d.publishOutcome(StateScheduled)
+				p.dueAt(time.Unix(0, due))
+				q.emit(Event{Type: EventRetrying, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
+					Delay: dec.Delay, Decision: decision, Err: herr, Duration: took})
 			}
-		}
-		switch {
-		case errors.Is(err, ErrLeaseLost):
-			q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: herr})
-		case err != nil:
-			return err
-		case dec.Retry:
-			d.publishOutcome(StateScheduled)
-			p.dueAt(time.Unix(0, due))
-			q.emit(Event{Type: EventRetrying, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
-				Delay: dec.Delay, Decision: decision, Err: herr, Duration: took})
-		default:
-			d.publishOutcome(StateDead)
-			q.emit(Event{Type: EventDead, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
+		} else {
+			err = p.writeBurial(d, burial, Event{Type: EventDead, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
 				Decision: decision, Err: herr, Duration: took})
 		}
-		return nil
+		if errors.Is(err, ErrLeaseLost) {
+			q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: herr})
+			return nil
+		}
+		return err
 	}
 }
 
@@ -316,25 +388,19 @@ func (p *pool) bury(d *delivery, policy RetryPolicy) {
 	// meant to bury the job, and may themselves have died with a process.
 	lost := min(d.attempt-1, policy.Attempts())
 	reason := fmt.Sprintf("attempts used up: attempt %d of %d was lost with its process (lease expired)", lost, policy.Attempts())
-	follow := p.followUp(d, errors.New(reason))
-	burial := store.Burial{Lease: store.Lease{ID: d.id, Lease: d.lease}, At: now, Reason: reason, Attempt: lost, FollowUp: follow,
+	cause := errors.New(reason)
+	burial := store.Burial{Lease: store.Lease{ID: d.id, Lease: d.lease}, At: now, Reason: reason, Attempt: lost,
 		Record: store.Attempt{Attempt: lost, StartedAt: now, FinishedAt: now, Error: "lease expired: the worker was lost", Decision: string(DecisionGiveUp)}}
-	p.settle(d, "dead-lettering a lost job failed", policy.Attempts(), errors.New(reason), func() error {
-		err := q.store.Bury(context.Background(), burial)
-		switch {
-		case errors.Is(err, ErrLeaseLost):
+	burial.FollowUp = p.followUp(d, cause, func() JobInfo { return p.deadInfo(d, &burial) })
+	dead := Event{Type: EventDead, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: lost, Decision: DecisionGiveUp, Err: cause}
+	p.settle(d, "dead-lettering a lost job failed", policy.Attempts(), cause, func() error {
+		err := p.writeBurial(d, burial, dead)
+		if errors.Is(err, ErrLeaseLost) {
 			q.log.Warn("litequeue: a lost job was not dead-lettered: another worker holds it now", LogJobID, d.id, LogError, err.Error())
 			return nil
-		case err != nil:
-			return err
 		}
-		if follow != nil {
-			q.wake(follow.Queue)
-		}
-		q.emit(Event{Type: EventDead, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: lost,
-			Decision: DecisionGiveUp, Err: errors.New(reason)})
-		return nil
-	})
+		return err
+	}, nil)
 }
 
 // releaseQueued returns the claimed, unstarted jobs of p.
@@ -344,8 +410,13 @@ func (p *pool) releaseQueued() {
 		select {
 		case <-p.tokens:
 			p.mu.Lock()
-			ds = append(ds, heap.Pop(&p.ready).(*delivery))
+			d := heap.Pop(&p.ready).(*delivery)
 			p.mu.Unlock()
+			if _, ok := d.move(setOf(dQueued), dReleased); ok {
+				ds = append(ds, d)
+			} else {
+				p.dropUnstarted(d) // lost or cancelled while it waited
+			}
 			continue
 		default:
 		}
@@ -354,30 +425,43 @@ func (p *pool) releaseQueued() {
 	p.release(ds)
 }
 
-// releaseRunning cancels the running handlers of p and releases their jobs.
+// releaseRunning releases the jobs of p whose handlers have not returned
+// and cancels those handlers' contexts with ErrQueueStopped. A handler that
+// put its success into the caller's transaction (CompleteTx) is cancelled
+// but not released: that transaction decides its outcome. An outcome being
+// written, or kept because its write failed, is not released: its handler
+// finished, and Stop tries its write once more.
 func (p *pool) releaseRunning() {
-	// An outcome kept because its write failed is not released: its
-	// handler finished, and Stop tries its write once more.
-	ds := slices.DeleteFunc(p.claimed(), p.isUnwritten)
-	for _, d := range ds {
-		d.released.Store(true)
+	var ds []*delivery
+	for _, d := range p.claimed() {
+		_, released := d.move(beforeOutcome, dReleased)
+		if !released && !inCallersTx.has(d.state()) {
+			continue
+		}
 		d.mu.Lock()
 		if d.cancel != nil {
-			d.cancel(errShutdown)
+			d.cancel(ErrQueueStopped)
 		}
 		d.mu.Unlock()
+		if released {
+			ds = append(ds, d)
+		}
 	}
 	p.release(ds)
 }
-
-var errShutdown = errors.New("litequeue: queue stopped")
 
 // releaseTimeout bounds how long a release on shutdown waits for the write
 // lock; past it the jobs come back when their leases expire instead.
 const releaseTimeout = 30 * time.Second
 
-// release puts claimed jobs back to ready without using an attempt.
+// release puts claimed jobs back to ready without using an attempt, those
+// not yet decided otherwise (started, lost or cancelled: see
+// delivery_state.go), and reports each with EventReleased.
 func (p *pool) release(ds []*delivery) {
+	ds = slices.DeleteFunc(ds, func(d *delivery) bool {
+		_, ok := d.move(releasable, dReleased)
+		return !ok
+	})
 	if len(ds) == 0 {
 		return
 	}
@@ -387,7 +471,6 @@ func (p *pool) release(ds []*delivery) {
 	defer cancel()
 	err := q.store.Release(ctx, leasesOf(ds), now)
 	for _, d := range ds {
-		d.released.Store(true)
 		p.forget(d)
 		if err == nil {
 			q.emit(Event{Type: EventReleased, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt})

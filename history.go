@@ -193,9 +193,6 @@ func (h *history) take(m int64) map[histKey]*histCounts {
 	return out
 }
 
-// errNoHistoryTable is the error of a file whose schema predates lq_history.
-var errNoHistoryTable = store.ErrNoHistory
-
 func (q *Queue) writeHistory(ctx context.Context, counts map[histKey]*histCounts, now int64) error {
 	rows := make([]store.HistoryCount, 0, len(counts))
 	for k, c := range counts {
@@ -210,9 +207,10 @@ func (q *Queue) writeHistory(ctx context.Context, counts map[histKey]*histCounts
 }
 
 // FlushHistory writes every count of the history held in memory, the
-// current minute's included, and waits for writes already under way. Call
-// it before Close to keep the last minute's counts. A read-only queue has
-// nothing to flush.
+// current minute's included, and waits for writes already under way. Stop
+// and Close call it, so a process that ends within a minute keeps that
+// minute's counts; call it to have them written sooner. A read-only queue
+// has nothing to flush.
 func (q *Queue) FlushHistory(ctx context.Context) error {
 	if q.historyOff() {
 		return nil

@@ -140,12 +140,16 @@ type QueueConfig struct {
 	// neither, even across a crash, so business state waiting on the job
 	// (an order left "pending") always hears of its end — handle the
 	// follow-up kind to update it, with its own retries. dead describes the
-	// job (State dead, its payload, attempt and last error); cause is the
-	// final failure. OnDead runs on the worker's goroutine before the write
-	// and must not block. A follow-up that does not validate, or an OnDead
-	// that panics, is logged and the job is dead-lettered without it. A
-	// follow-up whose idempotency key is held by a live job is not
-	// enqueued again. Nil means no follow-up.
+	// job as the dead letter will be: State dead, its payload, attempt
+	// count, last error (the final failure's, as stored), DeadReason,
+	// FinishedAt, and Attempts, the history ending with the final attempt.
+	// cause is the final failure. OnDead runs on the worker's goroutine
+	// before the write (after one read of the job's row) and must not
+	// block. A follow-up that does not validate, or an OnDead that panics,
+	// is logged and the job is dead-lettered without it. A follow-up whose
+	// idempotency key is held by a live job is not enqueued again; one that
+	// is reports EventEnqueued once the burial committed. Nil means no
+	// follow-up.
 	OnDead func(dead JobInfo, cause error) (Job, *EnqueueOptions)
 	// MaxSnoozes is how many times one job may Snooze (see Snooze) before
 	// a further snooze counts as a failed attempt. Zero or negative means
@@ -354,8 +358,10 @@ type Queue struct {
 	rnd    *rand.Rand
 
 	leaseSeq atomic.Int64
-	cleanup  *alarm     // when the next retained completed job expires
-	events   *eventPump // nil without Options.OnEvent
+	cleanup  *alarm      // when the next retained completed job expires
+	events   *eventPump  // nil without Options.OnEvent
+	gate     enqueueGate // orders a job's EventEnqueued before its EventStarted (enqueue_order.go)
+	txs      txEnqueues  // jobs enqueued in transactions not yet seen to commit (enqueue_tx.go)
 
 	mu       sync.Mutex
 	handlers map[string]*handler // by kind
@@ -508,8 +514,9 @@ func (q *Queue) config(name string) QueueConfig {
 }
 
 // Close stops the workers (as Stop with a context that never ends, so running
-// handlers are waited for), writes the pending completions and closes the
-// database handles the queue opened. Close on a closed queue returns nil.
+// handlers are waited for), writes the pending completions and the
+// per-minute history's counts, and closes the database handles the queue
+// opened. Close on a closed queue returns nil.
 //
 // A queue made by Open (not read-only) checkpoints the WAL into the file and
 // truncates it before closing, so the .db file alone holds every job: it can
@@ -528,11 +535,15 @@ func (q *Queue) Close() error {
 	if running {
 		errs = append(errs, q.Stop(context.Background()))
 	}
+	// Counts of events since the last flush (enqueues of a queue that never
+	// started, or after Stop) go into the history before the store closes.
+	_ = q.FlushHistory(context.Background())
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()
 	q.cleanup.stop()
 	q.closeWatchers()
+	q.closeTx(q.opts.BusyTimeout)
 	errs = append(errs, q.store.Close())
 	q.closeEvents()
 	return errors.Join(errs...)
@@ -695,6 +706,16 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 	if err != nil {
 		return 0, err
 	}
+	// From the insert's commit on a worker may start the job; it waits for
+	// this enqueue's EventEnqueued.
+	q.gate.enter(nj)
+	reported := false // by the hand-off, which closed the gate
+	defer func() {
+		if !reported {
+			q.gate.leave(nj)
+		}
+	}()
+	enqueued := Event{Type: EventEnqueued, Queue: nj.Queue, Kind: nj.Kind, Delay: time.Duration(nj.VisibleAt - nj.CreatedAt)}
 	// A job due now, of a kind whose pool here is idle, is claimed in the
 	// same transaction and handed straight to a worker.
 	var direct *pool
@@ -715,6 +736,17 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 			// dispatchers' claims.
 			if len(cs) > 0 {
 				d = direct.delivery(cs[0], cq)
+				if cs[0].New && nj.Unique == nil {
+					// The new job goes straight to a worker: it is
+					// reported first, here, and its worker need not wait
+					// for this goroutine.
+					reported = true
+					enqueued.JobID = d.id
+					q.supersedeTx([]int64{d.id})
+					q.emit(enqueued)
+					q.gate.leave(nj)
+				}
+				q.claimedTx([]*delivery{d})
 				handed = direct.handOff(d)
 			}
 		})
@@ -741,7 +773,11 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 		}
 		return 0, wrapf("litequeue: enqueue %s: %w", nj.Kind, err)
 	}
-	q.emit(Event{Type: EventEnqueued, JobID: id, Queue: nj.Queue, Kind: nj.Kind, Delay: time.Duration(nj.VisibleAt - nj.CreatedAt)})
+	if !reported {
+		enqueued.JobID = id
+		q.supersedeTx([]int64{id})
+		q.emit(enqueued)
+	}
 	switch {
 	case nj.VisibleAt > nj.CreatedAt:
 		q.dueAt(nj.Queue, nj.Kind, nj.VisibleAt)
@@ -760,6 +796,13 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 // job's queue at once, and the wake-up's claim waits for the write lock that
 // tx holds until it commits or rolls back (a rolled-back job is simply not
 // found). Other processes notice the job within Options.PollInterval.
+//
+// The job's EventEnqueued comes once the queue sees tx committed, and
+// never for a tx that rolled back: when this process claims the job
+// (before its EventStarted), or when a watcher of this queue finds out —
+// on a queue file once tx has released the write lock, on PostgreSQL by
+// tx's transaction id, which EnqueueTx reads on tx (one more statement),
+// at least every PollInterval while tx is open.
 func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, job Job, opts *EnqueueOptions) (int64, error) {
 	if tx == nil {
 		return 0, ErrNoTx
@@ -784,6 +827,7 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, job Job, opts *Enqueu
 		return 0, wrapf("litequeue: enqueue %s: %w", nj.Kind, err)
 	}
 	id := ids[0]
+	q.enqueuedTx(ctx, tx, []store.NewJob{nj}, ids, dups)
 	// On SQLite tx holds the write lock from the insert until it ends, and a
 	// claim begins with BEGIN IMMEDIATE: the claim this wakes runs after tx's
 	// commit and sees the job, or after its rollback and finds nothing. On
@@ -812,10 +856,13 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []BatchItem) ([]int64, e
 	if err != nil {
 		return nil, err
 	}
+	q.gate.enter(jobs...)
+	defer q.gate.leave(jobs...)
 	ids, dups, err := q.store.Insert(ctx, nil, jobs)
 	if err != nil {
 		return nil, wrapf("litequeue: enqueue batch: %w", err)
 	}
+	q.supersedeTx(ids)
 	queues := map[string]bool{}
 	for i, nj := range jobs {
 		if uid, uerr, handled := q.settleUnique(items[i].Job, items[i].Options, &jobs[i], ids[i], dups[i]); handled {
@@ -865,6 +912,7 @@ func (q *Queue) EnqueueBatchTx(ctx context.Context, tx *sql.Tx, items []BatchIte
 			ids[i], dups[i] = uid, fmt.Errorf("batch item %d: %w", i, uerr)
 		}
 	}
+	q.enqueuedTx(ctx, tx, jobs, ids, dups)
 	queues := map[string]bool{}
 	for _, nj := range jobs {
 		if !queues[nj.Queue] {

@@ -12,8 +12,8 @@ import (
 // extendLeases pushes the leases of p's claimed jobs forward every third of
 // the visibility timeout while p holds any, until every handler has returned
 // or been released (also during a graceful Stop). A job whose lease was lost
-// has its handler's context cancelled with ErrLeaseLost and its result
-// dropped. With nothing claimed it sets no timer: the claim that makes p
+// before its outcome has its handler's context cancelled with ErrLeaseLost
+// and its result dropped (see stopLost). With nothing claimed it sets no timer: the claim that makes p
 // busy sets the extension alarm, before any handler of it starts.
 func (p *pool) extendLeases() {
 	defer p.r.keep.Done()
@@ -47,7 +47,7 @@ func (p *pool) extendPeriod() time.Duration {
 // visibility timeout.
 func (p *pool) extend() {
 	p.rewrite() // a kept outcome written now needs no extension
-	ds := p.claimed()
+	ds := slices.DeleteFunc(p.claimed(), func(d *delivery) bool { return !d.holdsLease() })
 	if len(ds) == 0 {
 		return
 	}

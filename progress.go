@@ -253,12 +253,13 @@ func (d *delivery) reported(err error) {
 }
 
 // finishReports ends the attempt's reports when its handler returned: no
-// more coalesced writes, and the last progress and the output are written
-// unless the row is about to be deleted (a success without retention), was
-// completed by CompleteTx (its output is not kept), or the result is dropped
-// (released). It waits for a write in flight, so the
-// outcome's write comes after every report.
-func (p *pool) finishReports(d *delivery, succeeded bool) {
+// more coalesced writes, and, when write is true, the last progress and the
+// output are written. The caller passes false when the row is about to be
+// deleted (a success without retention), was completed by CompleteTx (its
+// output is not kept), or the result is dropped (released, lost,
+// cancelled). It waits for a write in flight, so the outcome's write comes
+// after every report.
+func (p *pool) finishReports(d *delivery, write bool) {
 	if d.rep == nil {
 		return
 	}
@@ -280,7 +281,7 @@ func (p *pool) finishReports(d *delivery, succeeded bool) {
 	}
 	output := r.output
 	r.mu.Unlock()
-	if d.released.Load() || d.inTx.Load() || (succeeded && q.opts.CompletedRetention <= 0) || (prog.UpdatedAt.IsZero() && output == nil) {
+	if !write || (prog.UpdatedAt.IsZero() && output == nil) {
 		return
 	}
 	d.reported(q.store.Report(context.Background(), d.report(prog, output)))

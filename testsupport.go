@@ -138,6 +138,7 @@ func runStored(ctx context.Context, hv any, qv any, payload []byte, spec testbri
 		return id, herr
 	}
 	d.started = now
+	d.start()
 	q.emit(Event{Type: EventStarted, JobID: id, Queue: queue, Kind: h.kind, Attempt: attempt})
 	hctx := ctx
 	if t := timeout; t > 0 {
@@ -146,7 +147,9 @@ func runStored(ctx context.Context, hv any, qv any, payload []byte, spec testbri
 		defer cancel()
 	}
 	herr := safeCall(hctx, d, q.wrap(d, policy.Attempts(), timeout, run))
-	p.finishReports(d, herr == nil)
+	from, _ := d.returned()
+	inTx := inCallersTx.has(from)
+	p.finishReports(d, !inTx && (herr != nil || q.opts.CompletedRetention > 0))
 	took := q.clock.Since(now)
 	if herr != nil && timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) && !errors.As(herr, new(*TimeoutError)) {
 		herr = fmt.Errorf("%w: %w", &TimeoutError{Timeout: timeout}, herr)
@@ -157,7 +160,7 @@ func runStored(ctx context.Context, hv any, qv any, payload []byte, spec testbri
 			p.fail(d, policy, herr, took)
 		}
 		q.wake(queue)
-	case d.inTx.Load():
+	case inTx:
 		p.finishTx(d, policy, took)
 	default:
 		done := make(chan error, 1)
@@ -196,6 +199,7 @@ func runHandler(ctx context.Context, hv any, cfgQueue any, payload []byte, spec 
 	d := &delivery{q: q, p: p, id: spec.ID, queue: queue, kind: h.kind, attempt: max(spec.Attempt, 1),
 		priority: spec.Priority, payload: payload, key: spec.Key, createdAt: created.UnixNano(),
 		dueAt: created.UnixNano(), lastErr: spec.LastError, started: q.clock.Now()}
+	d.start()
 	own, run, err := h.prepare(payload)
 	if err != nil {
 		return Permanent(err)

@@ -73,15 +73,13 @@ type delivery struct {
 	lastErr   string
 	until     atomic.Int64 // when the lease ends, as last written (by the claim or an extension)
 
-	started  time.Time
-	cancel   context.CancelCauseFunc
-	mu       sync.Mutex // guards cancel
-	inTx     atomic.Bool
-	released atomic.Bool // shutdown or lease loss: this worker's result is dropped
+	st      atomic.Int32 // a deliveryState: changed only by its transitions (delivery_state.go)
+	started time.Time
+	cancel  context.CancelCauseFunc
+	mu      sync.Mutex // guards cancel
 
-	cancelled atomic.Bool // the job was cancelled (see control.go); set before released
-	repOnce   sync.Once
-	rep       *reporter // progress and output (progress.go); nil until the first report
+	repOnce sync.Once
+	rep     *reporter // progress and output (progress.go); nil until the first report
 }
 
 func (d *delivery) info() JobInfo {
@@ -106,7 +104,10 @@ func (d *delivery) completeTx(ctx context.Context, tx *sql.Tx) error {
 	if keepAt != 0 {
 		d.q.noteRetained(keepAt)
 	}
-	d.inTx.Store(true)
+	// The success is the caller's commit now: a lease extension that finds
+	// the row completed before the handler returns is that commit, not a
+	// lost lease.
+	d.move(setOf(dRunning), dInTx)
 	return nil
 }
 
@@ -402,7 +403,7 @@ func newPool(q *Queue, r *runState, cfg QueueConfig, kinds []string) *pool {
 // and their leases released, so a restart (or another process) picks them up
 // at once. A job released by shutdown does not use up an attempt. Pending
 // successes are written, and their EventSucceeded delivered, before Stop
-// returns. Stop returns nil on a queue that is not running. A handler that
+// returns; so are the per-minute history's counts (see FlushHistory). Stop returns nil on a queue that is not running. A handler that
 // ignores its cancelled context keeps running after Stop returns; its result
 // is dropped.
 //
@@ -469,6 +470,9 @@ func (q *Queue) stopRun(ctx context.Context, r *runState) error {
 		p.abandonUnwritten()
 	}
 	_ = q.FlushEvents(context.Background())
+	// The per-minute history of the events so far, the current minute's
+	// included: a process that stops within a minute keeps its counts.
+	_ = q.FlushHistory(context.Background())
 	q.mu.Lock()
 	q.run = nil
 	q.mu.Unlock()

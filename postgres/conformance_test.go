@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"testing"
 
 	"github.com/litequeue/litequeue"
@@ -23,7 +24,9 @@ func TestConformance(t *testing.T) {
 		Open: func(t *testing.T, u string, opts *litequeue.Options) (*litequeue.Queue, error) {
 			return postgres.Open(context.Background(), u, opts)
 		},
-		FailJobDeletes: refuseJobDeletes,
+		FailJobDeletes:      refuseJobDeletes,
+		DB:                  openDB,
+		RefuseAttemptErrors: refuseAttemptErrors,
 	})
 }
 
@@ -65,3 +68,38 @@ func refuseJobDeletes(t *testing.T, u string) (restore func()) {
 		FOR EACH ROW EXECUTE FUNCTION lq_test_refuse_delete()`)
 	return func() { exec(`DROP TRIGGER lq_test_refuse_delete ON lq_jobs`) }
 }
+
+// openDB opens a *sql.DB on the database at u (the queue's schema on its
+// search_path), closed when the test ends.
+func openDB(t *testing.T, u string) *sql.DB {
+	db, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// refuseAttemptErrors makes the database at u refuse every attempt record
+// whose error contains marker, until the returned restore is called.
+func refuseAttemptErrors(t *testing.T, u, marker string) (restore func()) {
+	db := openDB(t, u)
+	exec := func(q string) {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`CREATE FUNCTION lq_test_refuse_attempt() RETURNS trigger LANGUAGE plpgsql AS
+		$$BEGIN
+			IF position(` + pgQuote(marker) + ` in NEW.error) > 0 THEN
+				RAISE EXCEPTION 'refused by the test: the database does not take this value';
+			END IF;
+			RETURN NEW;
+		END$$`)
+	exec(`CREATE TRIGGER lq_test_refuse_attempt BEFORE INSERT ON lq_attempts
+		FOR EACH ROW EXECUTE FUNCTION lq_test_refuse_attempt()`)
+	return func() { exec(`DROP TRIGGER lq_test_refuse_attempt ON lq_attempts`) }
+}
+
+// pgQuote quotes s as a PostgreSQL string literal.
+func pgQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -111,7 +111,7 @@ f AS (
     SELECT $15, $16, $17, $18, $18, $19, $20, NULLIF($21, '') WHERE $14::boolean AND EXISTS (SELECT 1 FROM u)
     ON CONFLICT (idem_key) WHERE idem_key IS NOT NULL AND state IN (0, 1) DO NOTHING
     RETURNING id)
-SELECT (SELECT count(*) FROM a), (SELECT count(*) FROM f)`
+SELECT (SELECT count(*) FROM a), coalesce((SELECT id FROM f), 0)`
 
 	// Statements that delete jobs delete their history with them.
 	// completeDeleteSQL, the hot one, looks the history up with one index

@@ -431,6 +431,9 @@ func (s *pgStore) InsertClaim(ctx context.Context, job store.NewJob, q store.Cla
 			})
 		}}
 		o.after = func() {
+			if dupErr == nil {
+				store.MarkNew(claimed, id)
+			}
 			if handOff != nil {
 				handOff(claimed)
 			}
@@ -441,6 +444,9 @@ func (s *pgStore) InsertClaim(ctx context.Context, job store.NewJob, q store.Cla
 		return id, dupErr
 	}
 	o.after = func() {
+		if len(o.ids) == 1 && o.dups[0] == nil {
+			store.MarkNew(claimed, o.ids[0])
+		}
 		if handOff != nil {
 			handOff(claimed)
 		}
@@ -480,7 +486,7 @@ func (s *pgStore) insertClaimNew(ctx context.Context, job store.NewJob, q store.
 		if took {
 			// A fresh row: its first attempt, due at its VisibleAt.
 			claimed = []store.Claimed{{ID: id, Kind: job.Kind, Attempt: 1, Priority: job.Priority, Payload: payload,
-				CreatedAt: job.CreatedAt, DueAt: job.VisibleAt}}
+				CreatedAt: job.CreatedAt, DueAt: job.VisibleAt, New: true}}
 		}
 		if handOff != nil {
 			handOff(claimed)
@@ -671,7 +677,8 @@ func (s *pgStore) Bury(ctx context.Context, bu store.Burial) error {
 	if err := s.writable(); err != nil {
 		return err
 	}
-	var lost, followed bool
+	var lost bool
+	var followID int64
 	var setErr bool
 	var lastErr string
 	if bu.LastError != nil {
@@ -693,11 +700,11 @@ func (s *pgStore) Bury(ctx context.Context, bu store.Burial) error {
 			bu.Record.Attempt, bu.Record.StartedAt, bu.Record.FinishedAt, bu.Record.Error, bu.Record.Decision, bu.Record.Delay,
 			bu.FollowUp != nil, f.Queue, f.Kind, int64(f.Priority), f.VisibleAt, f.CreatedAt, f.Payload, f.Key,
 		).QueryRow(func(row pgx.Row) error {
-			var a, fl int64
-			if err := row.Scan(&a, &fl); err != nil {
+			var a int64
+			if err := row.Scan(&a, &followID); err != nil {
 				return err
 			}
-			lost, followed = a != 1, fl == 1
+			lost = a != 1
 			return nil
 		})
 		if bu.FollowUp != nil {
@@ -707,9 +714,11 @@ func (s *pgStore) Bury(ctx context.Context, bu store.Burial) error {
 	if err := s.fin.submit(o); err != nil {
 		return err
 	}
-	_ = followed
 	if lost {
 		return fmt.Errorf("litequeue: bury job %d: %w", bu.ID, store.ErrLeaseLost)
+	}
+	if bu.FollowUpID != nil {
+		*bu.FollowUpID = followID
 	}
 	return nil
 }
@@ -719,8 +728,10 @@ func (s *pgStore) Bury(ctx context.Context, bu store.Burial) error {
 // follow-up that is a duplicate is not inserted and not an error.
 func (s *pgStore) buryThenFollow(ctx context.Context, bu store.Burial, setErr bool, lastErr string) error {
 	var lost bool
+	var followID int64
 	o := &op{ctx: ctx, run: func(ctx context.Context) error {
 		return s.inTx(ctx, func(tx *sql.Tx) error {
+			followID = 0
 			var a, fl int64
 			err := tx.QueryRowContext(ctx, s.q(burySQL),
 				bu.At, bu.Reason, setErr, lastErr, bu.Attempt, bu.ID, bu.Lease.Lease,
@@ -732,8 +743,12 @@ func (s *pgStore) buryThenFollow(ctx context.Context, bu store.Burial, setErr bo
 			if lost = a != 1; lost {
 				return nil
 			}
-			_, dups, err := insertSlow(s, ctx, tx, []store.NewJob{*bu.FollowUp})
-			if err == nil && dups[0] != nil && !errors.Is(dups[0], store.ErrDuplicate) {
+			ids, dups, err := insertSlow(s, ctx, tx, []store.NewJob{*bu.FollowUp})
+			switch {
+			case err != nil:
+			case dups[0] == nil:
+				followID = ids[0]
+			case !errors.Is(dups[0], store.ErrDuplicate):
 				err = dups[0]
 			}
 			return err
@@ -744,6 +759,9 @@ func (s *pgStore) buryThenFollow(ctx context.Context, bu store.Burial, setErr bo
 	}
 	if lost {
 		return fmt.Errorf("litequeue: bury job %d: %w", bu.ID, store.ErrLeaseLost)
+	}
+	if bu.FollowUpID != nil {
+		*bu.FollowUpID = followID
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ package conformance
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"math/rand/v2"
 	"sync"
@@ -33,6 +34,16 @@ type Backend struct {
 	// device refuses a write, until the returned restore is called. The
 	// tests that need it skip when it is nil.
 	FailJobDeletes func(t *testing.T, addr string) (restore func())
+	// DB opens a *sql.DB on the database at addr for the handlers' and
+	// producers' own transactions (CompleteTx, EnqueueTx), closed when the
+	// test ends. The tests that need it skip when it is nil.
+	DB func(t *testing.T, addr string) *sql.DB
+	// RefuseAttemptErrors makes the database at addr refuse, with an error
+	// that does not quote it, every attempt record whose error text
+	// contains marker (a value the database will not take), until the
+	// returned restore is called. The tests that need it skip when it is
+	// nil.
+	RefuseAttemptErrors func(t *testing.T, addr, marker string) (restore func())
 }
 
 // WaitLimit bounds every wait of the suite for the queue's goroutines.

@@ -284,7 +284,10 @@ func (s *Store) InsertClaim(ctx context.Context, job store.NewJob, q store.Claim
 		}
 		claimed, err = claimTx(ctx, tx, q)
 		return err
-	}, func() { handOff(claimed) })
+	}, func() {
+		store.MarkNew(claimed, id)
+		handOff(claimed)
+	})
 	var dup *store.DuplicateError
 	if errors.As(err, &dup) {
 		return dup.ID, err
@@ -754,7 +757,7 @@ func (s *Store) Retry(ctx context.Context, r store.Retry) error {
 	if s.w == nil {
 		return store.ErrReadOnly
 	}
-	return s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+	return classifyWriteError(s.w.do(ctx, func(ctx context.Context, tx Execer) error {
 		ok, err := execHolds(ctx, tx, retrySQL, r.Due, r.LastError, r.ID, r.Lease.Lease)
 		if err != nil {
 			return err
@@ -763,7 +766,7 @@ func (s *Store) Retry(ctx context.Context, r store.Retry) error {
 			return store.ErrLeaseLost
 		}
 		return insertAttempt(ctx, tx, r.ID, r.Record)
-	})
+	}))
 }
 
 // Bury implements store.Store.
@@ -771,9 +774,12 @@ func (s *Store) Bury(ctx context.Context, b store.Burial) error {
 	if s.w == nil {
 		return store.ErrReadOnly
 	}
-	return s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+	return classifyWriteError(s.w.do(ctx, func(ctx context.Context, tx Execer) error {
 		var ok bool
 		var err error
+		if b.FollowUpID != nil {
+			*b.FollowUpID = 0
+		}
 		if b.LastError != nil {
 			ok, err = execHolds(ctx, tx, buryFailedSQL, b.At, *b.LastError, b.Reason, b.ID, b.Lease.Lease)
 		} else {
@@ -789,14 +795,17 @@ func (s *Store) Bury(ctx context.Context, b store.Burial) error {
 			return err
 		}
 		if b.FollowUp != nil {
-			if _, err := insertOne(ctx, tx, b.FollowUp, nil); err != nil {
-				if !errors.Is(err, store.ErrDuplicate) {
-					return fmt.Errorf("follow-up job: %w", err)
-				}
+			id, err := insertOne(ctx, tx, b.FollowUp, nil)
+			switch {
+			case errors.Is(err, store.ErrDuplicate):
+			case err != nil:
+				return fmt.Errorf("follow-up job: %w", err)
+			case b.FollowUpID != nil:
+				*b.FollowUpID = id
 			}
 		}
 		return nil
-	})
+	}))
 }
 
 // Watch implements store.Store: it polls PRAGMA data_version on the writer's

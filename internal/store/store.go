@@ -76,6 +76,15 @@ type Claimed struct {
 	CreatedAt int64
 	DueAt     int64  // the VisibleAt the claim found: when this attempt became due
 	LastError string // the previous attempt's error, or why its worker was lost
+	New       bool   // the job that InsertClaim inserted in the same transaction
+}
+
+// MarkNew sets New on the claimed job with id, the one InsertClaim
+// inserted.
+func MarkNew(cs []Claimed, id int64) {
+	for i := range cs {
+		cs[i].New = cs[i].ID == id
+	}
 }
 
 // Lease names one claimed row: the job and the lease it holds.
@@ -116,15 +125,18 @@ type Retry struct {
 // non-nil, replaces the row's last error; Attempt, when non-zero, sets its
 // attempt count (a burial of a job whose last attempt was lost); Record is
 // appended to its history. FollowUp, when set, is inserted in the same
-// transaction.
+// transaction (not when a live job holds its key or uniqueness); then
+// FollowUpID, when non-nil, receives its id once Bury returned nil (0 when
+// it was not inserted).
 type Burial struct {
 	Lease
-	At        int64
-	Reason    string
-	LastError *string
-	Attempt   int
-	Record    Attempt
-	FollowUp  *NewJob
+	At         int64
+	Reason     string
+	LastError  *string
+	Attempt    int
+	Record     Attempt
+	FollowUp   *NewJob
+	FollowUpID *int64
 }
 
 // Job is a stored job row.
@@ -217,8 +229,8 @@ type Store interface {
 	// (which may take the new job or a more urgent one; a store may instead
 	// claim the new job only when nothing comes before it, and nothing
 	// otherwise). handOff, when the transaction committed, gets the claimed
-	// jobs (maybe none); the caller wakes its dispatcher when the new job
-	// was not among them.
+	// jobs (maybe none), the new job marked New; the caller wakes its
+	// dispatcher when the new job was not among them.
 	InsertClaim(ctx context.Context, job NewJob, q ClaimQuery, handOff func([]Claimed)) (id int64, err error)
 	// Claim claims per q and hands the claimed jobs to handOff once
 	// committed. It returns how many it claimed.
@@ -329,3 +341,34 @@ var NewQueue func(s Store, opts any) (any, error)
 type Backuper interface {
 	Backup(ctx context.Context, path string) error
 }
+
+// TxWatcher is implemented by stores that can tell whether an application's
+// transaction, in which Insert wrote jobs, has committed: so that the queue
+// reports those jobs enqueued once they exist.
+type TxWatcher interface {
+	// TxMark returns, on tx right after Insert wrote jobs on it, what
+	// TxEnded needs to tell the transaction's end; id and createdAt are
+	// those of one of the jobs.
+	TxMark(ctx context.Context, tx *sql.Tx, id, createdAt int64) (TxMark, error)
+	// TxEnded reports for each mark whether its transaction committed,
+	// rolled back or is still open. It may wait for the transactions to
+	// end (SQLite: for the write lock they hold).
+	TxEnded(ctx context.Context, marks []TxMark) ([]TxState, error)
+}
+
+// TxMark names an application's transaction that inserted jobs.
+type TxMark struct {
+	ID        int64 // a job the transaction inserted
+	CreatedAt int64 // its CreatedAt: tells it from a later job given the id of a rolled-back one
+	XID       int64 // the transaction's id where the database has one (PostgreSQL); 0 otherwise
+}
+
+// TxState is what became of an application's transaction.
+type TxState int8
+
+// The states TxEnded reports.
+const (
+	TxOpen       TxState = iota // not ended yet
+	TxCommitted                 // committed: its jobs exist
+	TxRolledBack                // rolled back (or its jobs are gone already): nothing to report
+)
