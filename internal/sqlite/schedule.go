@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"strings"
 
 	"github.com/litequeue/litequeue/internal/store"
 )
@@ -81,7 +82,19 @@ func (st *Store) PauseSchedule(ctx context.Context, name string, paused bool, ne
 }
 
 func (st *Store) Schedules(ctx context.Context, name string) ([]store.Schedule, error) {
-	query := `SELECT ` + store.ScheduleColumns + `, CASE WHEN s.last_job IS NULL THEN -1 ELSE coalesce(j.state, -2) END
+	columns := store.ScheduleColumns
+	if st.w == nil {
+		// A read-only open does not migrate: a file older than schema 8
+		// has no uniq column (its schedules have no uniqueness).
+		v, err := st.Version(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if v < 8 {
+			columns = strings.Replace(columns, "s.uniq", "NULL", 1)
+		}
+	}
+	query := `SELECT ` + columns + `, CASE WHEN s.last_job IS NULL THEN -1 ELSE coalesce(j.state, -2) END
 		FROM lq_schedules s LEFT JOIN lq_jobs j ON j.id = s.last_job`
 	var args []any
 	if name != "" {
