@@ -189,11 +189,17 @@ type Options struct {
 	// BusyTimeout is how long a statement waits for another connection's
 	// lock before the store retries. Default DefaultBusyTimeout (5s).
 	BusyTimeout time.Duration
-	// PollInterval is how often the queue checks (with PRAGMA data_version,
-	// a cheap read) whether another connection or process changed the file,
-	// to pick up jobs it did not enqueue itself. In-process enqueues and due
-	// times wake workers at once regardless. Default DefaultPollInterval
-	// (200ms); negative disables polling. On PostgreSQL the queue LISTENs
+	// PollInterval paces how a started queue notices that another
+	// connection or process changed the file, to pick up jobs it did not
+	// enqueue itself (in-process enqueues and due times wake workers at
+	// once regardless). On SQLite the queue reads PRAGMA data_version (a
+	// cheap read) when the operating system reports a change to the file
+	// or its WAL (a few ms after the other commit), and every
+	// 50×PollInterval (10s) without one, in case a change went unreported
+	// (a file shared with a VM or container host); where the system gives
+	// no notifications it reads it every PollInterval. So an idle queue
+	// does not wake up every PollInterval. Default DefaultPollInterval
+	// (200ms); negative disables watching. On PostgreSQL the queue LISTENs
 	// instead: PollInterval is its poll while the listening connection is
 	// down or hears nothing (not even its own probe: a pooler in
 	// transaction mode), and while it listens the queue still looks for
@@ -749,7 +755,8 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 // job promptly after the commit, with no call to Notify: EnqueueTx wakes the
 // job's queue at once, and the wake-up's claim waits for the write lock that
 // tx holds until it commits or rolls back (a rolled-back job is simply not
-// found). Other processes notice the job within Options.PollInterval.
+// found). Other processes notice the job promptly too (see
+// Options.PollInterval).
 func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, job Job, opts *EnqueueOptions) (int64, error) {
 	if tx == nil {
 		return 0, ErrNoTx
@@ -880,7 +887,8 @@ func (q *Queue) prepareBatch(items []BatchItem) ([]store.NewJob, error) {
 // Notify wakes this process's idle workers to look for due jobs now, for
 // example after another connection of this process wrote jobs without the
 // queue (EnqueueTx and EnqueueBatchTx need no Notify). Without it they
-// notice within Options.PollInterval.
+// notice when the queue's watch for other connections' writes does (see
+// Options.PollInterval).
 func (q *Queue) Notify() {
 	q.mu.Lock()
 	run := q.run

@@ -168,4 +168,3 @@ func (b *bench) idleWakeups(ctx context.Context, res *Result) error {
 	}
 	return nil
 }
-
