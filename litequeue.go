@@ -67,12 +67,21 @@ type Durability int
 
 const (
 	// DurabilityFull (the default) syncs every commit to stable storage
-	// (SQLite synchronous=FULL): an Enqueue that returned nil survives a
-	// power cut or an OS crash.
+	// (SQLite synchronous=FULL; on macOS also fullfsync, as fsync there
+	// leaves the drive's cache unflushed): an Enqueue that returned nil
+	// survives a power cut or an OS crash. With New, the application's own
+	// commits (EnqueueTx, CompleteTx) are as durable as its connections'
+	// synchronous setting, SQLite's default being FULL.
 	DurabilityFull Durability = iota
 	// DurabilityProcess (synchronous=NORMAL in WAL mode) survives the death
-	// of the process but may lose the last commits to a power cut or an OS
-	// crash. The file is never corrupted either way. Faster on slow disks.
+	// of the process. A power cut or an OS crash may lose the commits made
+	// since the WAL was last synced to the device — SQLite syncs it at each
+	// checkpoint, once the WAL holds wal_autocheckpoint pages (1000, about
+	// 4 MB: a few hundred commits), and at Close — and no more: what
+	// survives is every commit up to some point, never a later commit
+	// without an earlier one nor a completion without its transaction's
+	// other writes, and the file is never corrupted. Faster on slow disks.
+	// docs/edge.md says how the power-cut test proves both levels.
 	DurabilityProcess
 )
 
