@@ -428,8 +428,10 @@ func TestPowerCutLosesNothingAcknowledged(t *testing.T) {
 				}
 			}
 			t.Logf("%s in %s", h.summary(), time.Since(start).Round(time.Millisecond))
-			// The cuts must have met real work, or they prove nothing.
-			if h.acked < 10*n || h.completed < 5*n {
+			// The cuts must have met real work, or they prove nothing. Under
+			// the race detector (a few cuts, slow children: a smoke run)
+			// some enqueues are enough.
+			if raceEnabled && h.acked < n || !raceEnabled && (h.acked < 10*n || h.completed < 5*n) {
 				t.Fatalf("too little work between cuts: %s", h.summary())
 			}
 			if tc.durability == "full" && h.lost+h.lostCompleted != 0 {
