@@ -24,6 +24,9 @@ const (
 	envDB         = "LQ_POWERCUT_DB"
 	envDurability = "LQ_POWERCUT_DURABILITY"
 	envPragmas    = "LQ_POWERCUT_PRAGMAS"
+	// envCheckpoint, when set, is the wal_autocheckpoint (pages) of every
+	// connection of the children.
+	envCheckpoint = "LQ_POWERCUT_CHECKPOINT"
 )
 
 // plainJob is enqueued with Enqueue; txJob with EnqueueTx beside an
@@ -79,6 +82,11 @@ func TestPowerCutChild(t *testing.T) {
 	if p := os.Getenv(envPragmas); p != "" {
 		pragmas = strings.Split(p, ",")
 	}
+	dsn := appDSN(path, durability)
+	if n := os.Getenv(envCheckpoint); n != "" {
+		pragmas = append(pragmas, "wal_autocheckpoint("+n+")")
+		dsn += "&_pragma=wal_autocheckpoint(" + n + ")"
+	}
 	ctx := context.Background()
 	fatal := func(format string, args ...any) {
 		os.Stdout.WriteString("X " + fmt.Sprintf(format, args...) + "\n")
@@ -87,7 +95,7 @@ func TestPowerCutChild(t *testing.T) {
 	ack := func(kind byte, id int64) {
 		os.Stdout.Write(fmt.Appendf(nil, "%c %d %d\n", kind, id, time.Now().UnixNano()))
 	}
-	db, err := sql.Open("sqlite", appDSN(path, durability))
+	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		fatal("sql.Open: %v", err)
 	}
