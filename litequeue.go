@@ -77,7 +77,8 @@ const (
 	// of the process. A power cut or an OS crash may lose the commits made
 	// since the WAL was last synced to the device — SQLite syncs it at each
 	// checkpoint, once the WAL holds wal_autocheckpoint pages (1000, about
-	// 4 MB: a few hundred commits), and at Close — and no more: what
+	// 4 MB: a few hundred commits, which a quiet queue may take long to
+	// reach), and at Close — and no more: what
 	// survives is every commit up to some point, never a later commit
 	// without an earlier one nor a completion without its transaction's
 	// other writes, and the file is never corrupted. Faster on slow disks.
@@ -206,7 +207,8 @@ type Options struct {
 	// or its WAL (a few ms after the other commit), and every
 	// 50×PollInterval (10s) without one, in case a change went unreported
 	// (a file shared with a VM or container host); where the system gives
-	// no notifications it reads it every PollInterval. So an idle queue
+	// no notifications, and on Windows (where they can come late), it reads
+	// it every PollInterval. So an idle queue on Linux, macOS or the BSDs
 	// does not wake up every PollInterval. Default DefaultPollInterval
 	// (200ms); negative disables watching. On PostgreSQL the queue LISTENs
 	// instead: PollInterval is its poll while the listening connection is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -35,7 +36,8 @@ const (
 // file or its WAL (fsnotify: inotify, kqueue, ReadDirectoryChangesW), and
 // at least every backstopPolls intervals: an idle queue does not wake up
 // between. Where notifications are not available (no file, no watcher, a
-// limit reached) it reads data_version every interval instead.
+// limit reached) it reads data_version every interval instead, and so it
+// does on Windows, where they can come late.
 func (s *Store) Watch(ctx context.Context, interval time.Duration, wake func()) error {
 	if interval <= 0 || s.w == nil {
 		return nil
@@ -49,7 +51,10 @@ func (s *Store) Watch(ctx context.Context, interval time.Duration, wake func()) 
 		return err
 	}
 	poll := interval
-	if changes != nil {
+	if changes != nil && runtime.GOOS != "windows" {
+		// On Windows a file's size change may be reported only once the
+		// system cache writes it out: there notifications only speed the
+		// poll up.
 		poll = interval * backstopPolls
 	}
 	go func() {
