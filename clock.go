@@ -20,8 +20,8 @@ import (
 // runs, the next expiry of a retained job), never a periodic ticker, so
 // advancing a mock clock costs a few timer firings, not one per tick.
 //
-// The one wait that is not on the Clock is Options.PollInterval: it watches
-// for other processes' writes, which happen in real time, and decides no
+// The one wait that is not on the Clock is the watch for other processes'
+// writes (Options.PollInterval), which happen in real time: it decides no
 // schedule.
 type Clock = clock.Clock
 

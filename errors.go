@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/litequeue/litequeue/internal/sqlite"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -74,6 +75,14 @@ var (
 	// without a QueueConfig or a QueueConfig no handler uses. The error is a
 	// *QueueConfigError (one per queue, joined).
 	ErrQueueConfig = errors.New("litequeue: queue configuration does not match the handlers")
+	// ErrNetworkFileSystem: Open (or New) refused a queue file on a network
+	// file system (NFS, SMB/CIFS, AFS, 9P, …; told by statfs on Linux,
+	// macOS and FreeBSD, by a UNC path on Windows), where SQLite's WAL mode
+	// cannot share its index and locks between processes and the file
+	// would be corrupted or stay locked. Nothing was written. Put the file
+	// on a local disk; to share jobs between machines, use PostgreSQL.
+	// Read-only opens are not refused.
+	ErrNetworkFileSystem = sqlite.ErrNetworkFileSystem
 )
 
 // QueueConfigError names a queue whose configuration does not match the

@@ -1,14 +1,10 @@
 package litequeue
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -19,6 +15,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/litequeue/litequeue/internal/fuseproc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -95,110 +92,80 @@ func (n *faultNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) s
 	return 0
 }
 
-// faultFSEnv makes a re-executed test binary the server of a faultFS:
-// "BACK:MOUNTPOINT". The file system runs in its own process because a Go
-// process that serves a FUSE file system and also maps its files (SQLite
-// maps the -shm) can deadlock: a thread stuck in a page fault holds up the
-// garbage collector, which holds up the goroutine that would answer it.
-const faultFSEnv = "LQ_FAULTFS"
+// faultFSMount is a faultFS over a real directory (the server's arg).
+type faultFSMount struct {
+	f      faultFS
+	back   string
+	server *fuse.Server
+}
 
-// TestFaultFSHelper is not a test: it is the body of the faultFS server
-// process. It mounts, prints "ready", then reads commands from stdin, one a
-// line ("write on", "write off", "fsync on", "fsync off", "count"), and
-// answers each with "ok WRITEERRS FSYNCERRS"; at EOF it unmounts and exits.
-func TestFaultFSHelper(t *testing.T) {
-	spec := os.Getenv(faultFSEnv)
-	if spec == "" {
-		t.Skip("runs only as the FUSE server of the I/O fault tests")
-	}
-	back, mnt, _ := strings.Cut(spec, ":")
+func (m *faultFSMount) Mount(mnt string) error {
 	var st syscall.Stat_t
-	if err := syscall.Stat(back, &st); err != nil {
-		fmt.Println("error", err)
-		os.Exit(1)
+	if err := syscall.Stat(m.back, &st); err != nil {
+		return err
 	}
-	f := &faultFS{}
-	root := &fs.LoopbackRoot{Path: back, Dev: uint64(st.Dev)}
+	root := &fs.LoopbackRoot{Path: m.back, Dev: uint64(st.Dev)}
 	root.NewNode = func(r *fs.LoopbackRoot, _ *fs.Inode, _ string, _ *syscall.Stat_t) fs.InodeEmbedder {
-		return &faultNode{LoopbackNode: fs.LoopbackNode{RootData: r}, f: f}
+		return &faultNode{LoopbackNode: fs.LoopbackNode{RootData: r}, f: &m.f}
 	}
 	rootNode := root.NewNode(root, nil, "", &st)
 	root.RootNode = rootNode
-	server, err := fs.Mount(mnt, rootNode, &fs.Options{MountOptions: fuse.MountOptions{
+	var err error
+	m.server, err = fs.Mount(mnt, rootNode, &fs.Options{MountOptions: fuse.MountOptions{
 		DirectMountStrict: true, FsName: "lqfault", Name: "lqfault",
 	}})
-	if err != nil {
-		fmt.Println("error", err)
-		os.Exit(1)
+	return err
+}
+
+// Command takes "write on", "write off", "fsync on", "fsync off" or
+// "count", and answers each with "ok WRITEERRS FSYNCERRS".
+func (m *faultFSMount) Command(c string) string {
+	switch c {
+	case "write on":
+		m.f.failWrite.Store(true)
+	case "write off":
+		m.f.failWrite.Store(false)
+	case "fsync on":
+		m.f.failSync.Store(true)
+	case "fsync off":
+		m.f.failSync.Store(false)
 	}
-	fmt.Println("ready")
-	sc := bufio.NewScanner(os.Stdin)
-	for sc.Scan() {
-		switch sc.Text() {
-		case "write on":
-			f.failWrite.Store(true)
-		case "write off":
-			f.failWrite.Store(false)
-		case "fsync on":
-			f.failSync.Store(true)
-		case "fsync off":
-			f.failSync.Store(false)
-		}
-		fmt.Println("ok", f.writeErrs.Load(), f.syncErrs.Load())
-	}
-	if err := server.Unmount(); err != nil {
-		fmt.Fprintln(os.Stderr, "unmount:", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
+	return fmt.Sprint("ok ", m.f.writeErrs.Load(), " ", m.f.syncErrs.Load())
+}
+
+func (m *faultFSMount) Unmount() error { return m.server.Unmount() }
+
+// TestFaultFSHelper is not a test: it is the body of the faultFS server
+// process (see fuseproc.Serve).
+func TestFaultFSHelper(t *testing.T) {
+	fuseproc.Serve(t, func(back string) (fuseproc.FS, error) { return &faultFSMount{back: back}, nil })
 }
 
 // faultMount is a mounted faultFS served by another process.
 type faultMount struct {
+	*fuseproc.Mount
 	t   *testing.T
 	dir string
-	in  io.WriteCloser
-	out *bufio.Scanner
 }
 
 // command sends one command and returns the injected error counts so far.
 func (m *faultMount) command(c string) (writeErrs, syncErrs int64) {
 	m.t.Helper()
-	_, err := fmt.Fprintln(m.in, c)
-	require.NoError(m.t, err)
-	require.True(m.t, m.out.Scan(), "faultFS server gone")
-	_, err = fmt.Sscanf(m.out.Text(), "ok %d %d", &writeErrs, &syncErrs)
-	require.NoError(m.t, err, "faultFS server said %q", m.out.Text())
+	m.SetT(m.t)
+	answer := m.Command(c)
+	_, err := fmt.Sscanf(answer, "ok %d %d", &writeErrs, &syncErrs)
+	require.NoError(m.t, err, "faultFS server said %q", answer)
 	return writeErrs, syncErrs
 }
 
 // mountFaultFS mounts a faultFS (served by another process) over a new
 // directory. It skips the test when FUSE cannot be mounted here (no
-// /dev/fuse, not root, or a kernel without FUSE).
+// /dev/fuse, not root, or a kernel without FUSE), or fails it with
+// LITEQUEUE_REQUIRE_FUSE=1.
 func mountFaultFS(t *testing.T) *faultMount {
 	t.Helper()
-	back, mnt := t.TempDir(), t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFaultFSHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), faultFSEnv+"="+back+":"+mnt)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() || sc.Text() != "ready" {
-		in.Close()
-		_ = cmd.Wait()
-		t.Skipf("these tests inject I/O errors through a FUSE file system, which cannot be mounted here (%s): they need Linux, /dev/fuse and root (or CAP_SYS_ADMIN)", sc.Text())
-	}
-	t.Cleanup(func() {
-		in.Close()
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("faultFS server: %v", err)
-		}
-	})
-	return &faultMount{t: t, dir: mnt, in: in, out: sc}
+	m := fuseproc.Start(t, "TestFaultFSHelper", t.TempDir())
+	return &faultMount{Mount: m, t: t, dir: m.Dir}
 }
 
 // TestIOErrorsFailCallsClearlyAndRecover runs a queue on a device that

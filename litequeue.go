@@ -69,12 +69,22 @@ type Durability int
 
 const (
 	// DurabilityFull (the default) syncs every commit to stable storage
-	// (SQLite synchronous=FULL): an Enqueue that returned nil survives a
-	// power cut or an OS crash.
+	// (SQLite synchronous=FULL; on macOS also fullfsync, as fsync there
+	// leaves the drive's cache unflushed): an Enqueue that returned nil
+	// survives a power cut or an OS crash. With New, the application's own
+	// commits (EnqueueTx, CompleteTx) are as durable as its connections'
+	// synchronous setting, SQLite's default being FULL.
 	DurabilityFull Durability = iota
 	// DurabilityProcess (synchronous=NORMAL in WAL mode) survives the death
-	// of the process but may lose the last commits to a power cut or an OS
-	// crash. The file is never corrupted either way. Faster on slow disks.
+	// of the process. A power cut or an OS crash may lose the commits made
+	// since the WAL was last synced to the device — SQLite syncs it at each
+	// checkpoint, once the WAL holds wal_autocheckpoint pages (1000, about
+	// 4 MB: a few hundred commits, which a quiet queue may take long to
+	// reach), and at Close — and no more: what
+	// survives is every commit up to some point, never a later commit
+	// without an earlier one nor a completion without its transaction's
+	// other writes, and the file is never corrupted. Faster on slow disks.
+	// docs/edge.md says how the power-cut test proves both levels.
 	DurabilityProcess
 )
 
@@ -195,11 +205,18 @@ type Options struct {
 	// BusyTimeout is how long a statement waits for another connection's
 	// lock before the store retries. Default DefaultBusyTimeout (5s).
 	BusyTimeout time.Duration
-	// PollInterval is how often the queue checks (with PRAGMA data_version,
-	// a cheap read) whether another connection or process changed the file,
-	// to pick up jobs it did not enqueue itself. In-process enqueues and due
-	// times wake workers at once regardless. Default DefaultPollInterval
-	// (200ms); negative disables polling. On PostgreSQL the queue LISTENs
+	// PollInterval paces how a started queue notices that another
+	// connection or process changed the file, to pick up jobs it did not
+	// enqueue itself (in-process enqueues and due times wake workers at
+	// once regardless). On SQLite the queue reads PRAGMA data_version (a
+	// cheap read) when the operating system reports a change to the file
+	// or its WAL (a few ms after the other commit), and every
+	// 50×PollInterval (10s) without one, in case a change went unreported
+	// (a file shared with a VM or container host); where the system gives
+	// no notifications, and on Windows (where they can come late), it reads
+	// it every PollInterval. So an idle queue on Linux, macOS or the BSDs
+	// does not wake up every PollInterval. Default DefaultPollInterval
+	// (200ms); negative disables watching. On PostgreSQL the queue LISTENs
 	// instead: PollInterval is its poll while the listening connection is
 	// down or hears nothing (not even its own probe: a pooler in
 	// transaction mode), and while it listens the queue still looks for
@@ -795,7 +812,8 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 // job promptly after the commit, with no call to Notify: EnqueueTx wakes the
 // job's queue at once, and the wake-up's claim waits for the write lock that
 // tx holds until it commits or rolls back (a rolled-back job is simply not
-// found). Other processes notice the job within Options.PollInterval.
+// found). Other processes notice the job promptly too (see
+// Options.PollInterval).
 //
 // The job's EventEnqueued comes once the queue sees tx committed, and
 // never for a tx that rolled back: when this process claims the job
@@ -938,7 +956,8 @@ func (q *Queue) prepareBatch(items []BatchItem) ([]store.NewJob, error) {
 // Notify wakes this process's idle workers to look for due jobs now, for
 // example after another connection of this process wrote jobs without the
 // queue (EnqueueTx and EnqueueBatchTx need no Notify). Without it they
-// notice within Options.PollInterval.
+// notice when the queue's watch for other connections' writes does (see
+// Options.PollInterval).
 func (q *Queue) Notify() {
 	q.mu.Lock()
 	run := q.run

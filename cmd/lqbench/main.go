@@ -6,7 +6,12 @@
 //
 // A enqueues n jobs one call at a time; B in one EnqueueBatch call; C drains n
 // pre-enqueued jobs with -workers handlers; D measures enqueue-to-handler
-// latency with an idle worker; E enqueues from -producers goroutines at once.
+// latency with an idle worker (-cross-process: the jobs come from another
+// process); E enqueues from -producers goroutines at once; idle counts the
+// wake-ups of a started queue with nothing to do for -idle. Every scenario
+// reports the bytes the process wrote to the device per job
+// (write_bytes_per_job, from /proc/self/io on Linux; absent elsewhere, as
+// io_counters says).
 // The soak scenario (-scenario soak -duration 30m -report 1m -rate 200) runs
 // a steady load with retries, dead letters and a reader process, and prints
 // one JSON line per -report interval and a summary line (see soak.go).
@@ -78,6 +83,17 @@ type Result struct {
 	// because OnEvent's goroutine fell behind; the end was then found by
 	// reading the table, which costs up to 5 ms more than the event.
 	EventsDropped uint64 `json:"events_dropped,omitempty"`
+	// WriteBytes is what the process wrote to the device from the start
+	// of the timed part through Close (its final checkpoint included), and
+	// WriteBytesPerJob that over the jobs enqueued (A, B, E), drained (C)
+	// or sampled (D). Absent where the OS has no counter: IOCounters says
+	// where they come from, or why they are absent.
+	WriteBytes       *int64   `json:"write_bytes,omitempty"`
+	WriteBytesPerJob *float64 `json:"write_bytes_per_job,omitempty"`
+	IOCounters       string   `json:"io_counters"`
+	// WakeupsPerS (scenario idle) is how often the idle process's threads
+	// were put on a CPU, per second.
+	WakeupsPerS *float64 `json:"wakeups_per_s,omitempty"`
 }
 
 type config struct {
@@ -99,13 +115,15 @@ type config struct {
 	store        string // sqlite | postgres
 	pgURL        string // -pg: admin URL (postgres)
 	commitFloor  bool   // D: time a bare INSERT commit instead of the queue (pg.go)
+	crossProcess bool   // D: enqueue from another process (crossproc.go)
+	idle         time.Duration
 }
 
 func main() {
 	var c config
 	var pragmas string
 	var backlog int
-	flag.StringVar(&c.scenario, "scenario", "A", "A (enqueue one by one) | B (batch enqueue) | C (drain) | D (latency) | E (concurrent enqueue) | soak (steady load for -duration)")
+	flag.StringVar(&c.scenario, "scenario", "A", "A (enqueue one by one) | B (batch enqueue) | C (drain) | D (latency) | E (concurrent enqueue) | idle (wake-ups of a started, idle queue for -idle) | soak (steady load for -duration)")
 	flag.IntVar(&c.n, "n", 20000, "jobs for A/B/C/E; samples for D (default 200 when -scenario D and -n unset)")
 	flag.IntVar(&c.workers, "workers", 10, "worker concurrency (QueueConfig.Concurrency) for C and D")
 	flag.IntVar(&c.producers, "producers", 16, "E: concurrent producer goroutines")
@@ -127,6 +145,9 @@ func main() {
 	flag.BoolVar(&c.commitFloor, "commit-floor", false, "D with -store postgres: time one bare autocommit INSERT on a connection of its own after the same idle gaps, instead of the queue (the least a queue that runs a job only after its enqueue committed can take)")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed part to this file")
 	flag.StringVar(&c.memProfile, "memprofile", "", "write a heap profile at the end to this file")
+	flag.BoolVar(&c.crossProcess, "cross-process", false, "D: enqueue from another process (an lqbench child on the same file), so the idle worker hears of each job through the file-change notification (or the poll), not in-process")
+	flag.DurationVar(&c.idle, "idle", 10*time.Second, "idle: how long the started, idle queue is watched")
+	dEnqueuer := flag.String("d-enqueuer", "", "internal: be the enqueuing process of -scenario D -cross-process on this file")
 	soakDur := flag.Duration("duration", 30*time.Minute, "soak: how long to run")
 	soakEvery := flag.Duration("report", time.Minute, "soak: print one JSON line per this interval")
 	soakRate := flag.Int("rate", 200, "soak: jobs enqueued per second")
@@ -134,6 +155,10 @@ func main() {
 	flag.Parse()
 	if *soakReaderPath != "" {
 		soakReader(*soakReaderPath)
+		return
+	}
+	if *dEnqueuer != "" {
+		crossEnqueuer(*dEnqueuer, &c)
 		return
 	}
 
@@ -163,6 +188,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "lqbench: -pragmas and -scenario soak are for -store sqlite; for PostgreSQL put runtime settings into the -pg URL (e.g. &synchronous_commit=off)")
 		os.Exit(2)
 	}
+	if c.crossProcess && (c.scenario != "D" || c.store != "sqlite") {
+		fmt.Fprintln(os.Stderr, "lqbench: -cross-process is for -scenario D -store sqlite")
+		os.Exit(2)
+	}
 	if c.commitFloor && (c.scenario != "D" || c.store != "postgres") {
 		fmt.Fprintln(os.Stderr, "lqbench: -commit-floor is for -scenario D -store postgres")
 		os.Exit(2)
@@ -173,7 +202,7 @@ func main() {
 		}
 		return
 	}
-	res := &Result{Peer: "litequeue", Scenario: c.scenario, N: c.n, GoVersion: runtime.Version()}
+	res := &Result{Peer: "litequeue", Scenario: c.scenario, N: c.n, GoVersion: runtime.Version(), IOCounters: ioCounterSource}
 	if c.commitFloor {
 		res.Peer = "pg-commit-floor" // not the queue's figure: see commitFloor
 	}
@@ -192,6 +221,9 @@ func main() {
 		variant = append(variant, v)
 		if c.commitFloor {
 			variant = append(variant, "commit-floor")
+		}
+		if c.crossProcess {
+			variant = append(variant, "cross-process")
 		}
 	}
 	if backlog > 0 {
@@ -255,6 +287,33 @@ type bench struct {
 	badMu     sync.Mutex
 	bad       error  // first event that must not happen in a benchmark
 	pg        *pgRun // -store postgres
+	path      string // the queue file (-store sqlite)
+
+	ioFrom  int64 // write_bytes at the start of the timed part
+	ioOK    bool  // ioFrom was read
+	ioJobs  int64 // the jobs the written bytes are divided by
+	ioTaken bool
+}
+
+// startIO notes the write counter at the start of the timed part, for jobs
+// jobs.
+func (b *bench) startIO(jobs int) {
+	b.ioFrom, b.ioOK = writeBytes()
+	b.ioJobs, b.ioTaken = int64(jobs), true
+}
+
+// finishIO sets res's write figures once the queue is closed.
+func (b *bench) finishIO(res *Result) {
+	if !b.ioTaken || !b.ioOK || b.ioJobs == 0 {
+		return
+	}
+	to, ok := writeBytes()
+	if !ok {
+		return
+	}
+	n := to - b.ioFrom
+	per := math.Round(float64(n)/float64(b.ioJobs)*10) / 10
+	res.WriteBytes, res.WriteBytesPerJob = &n, &per
 }
 
 func (b *bench) onEvent(e litequeue.Event) {
@@ -320,7 +379,8 @@ func run(res *Result, c *config) (err error) {
 			return fmt.Errorf("open: %w", err)
 		}
 	} else {
-		q, err = litequeue.Open(filepath.Join(dir, "lqbench.sqlite3"), &b.opts)
+		b.path = filepath.Join(dir, "lqbench.sqlite3")
+		q, err = litequeue.Open(b.path, &b.opts)
 		if err != nil {
 			return fmt.Errorf("open: %w", err)
 		}
@@ -330,6 +390,7 @@ func run(res *Result, c *config) (err error) {
 		if cerr := q.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("close: %w", cerr)
 		}
+		b.finishIO(res)
 	}()
 	litequeue.Register(q, func(ctx context.Context, d *litequeue.Delivery[benchJob]) error {
 		(*b.handler.Load())(&d.Job)
@@ -341,6 +402,7 @@ func run(res *Result, c *config) (err error) {
 	switch c.scenario {
 	case "A":
 		jobs := makeJobs(0, c.n)
+		b.startIO(c.n)
 		stop := b.profile()
 		t0 := time.Now()
 		for i := range jobs {
@@ -355,6 +417,7 @@ func run(res *Result, c *config) (err error) {
 
 	case "B":
 		items := batchItems(makeJobs(0, c.n))
+		b.startIO(c.n)
 		stop := b.profile()
 		t0 := time.Now()
 		_, err := q.EnqueueBatch(ctx, items)
@@ -374,7 +437,13 @@ func run(res *Result, c *config) (err error) {
 			return b.commitFloor(ctx, res)
 		}
 		res.Workers = c.workers
+		if c.crossProcess {
+			return b.crossLatency(ctx, res)
+		}
 		return b.latency(ctx, res)
+
+	case "idle":
+		return b.idleWakeups(ctx, res)
 
 	case "E":
 		if c.producers < 1 {
@@ -384,6 +453,7 @@ func run(res *Result, c *config) (err error) {
 		jobs := makeJobs(0, c.n)
 		errs := make(chan error, c.producers)
 		var wg sync.WaitGroup
+		b.startIO(c.n)
 		stop := b.profile()
 		t0 := time.Now()
 		for i := range c.producers {
@@ -406,7 +476,7 @@ func run(res *Result, c *config) (err error) {
 		}
 		return b.finishEnqueue(ctx, res, el)
 	}
-	return fmt.Errorf("unknown scenario %q; use A, B, C, D or E", c.scenario)
+	return fmt.Errorf("unknown scenario %q; use A, B, C, D, E or idle", c.scenario)
 }
 
 func queueConfig(workers int) litequeue.QueueConfig {
@@ -497,6 +567,12 @@ func (b *bench) drain(ctx context.Context, res *Result) error {
 	}
 	res.SetupS = time.Since(t0).Seconds()
 	runtime.GC() // the setup's garbage is not the drain's
+	// The setup's pages go into the file now, so that the drain's written
+	// bytes are the drain's.
+	if err := b.checkpoint(ctx); err != nil {
+		return err
+	}
+	b.startIO(c.n)
 
 	var handled atomic.Int64
 	allWorked := make(chan struct{})
@@ -641,6 +717,7 @@ func (b *bench) latency(ctx context.Context, res *Result) error {
 	gap := c.gaps()
 	lat := make([]float64, 0, c.n)
 	enq := make([]float64, 0, c.n)
+	b.startIO(c.n)
 	stop := b.profile()
 	defer stop()
 	t00 := time.Now()
@@ -722,7 +799,7 @@ func (b *bench) settings() map[string]any {
 		"prefetch":          "claimed ahead of the handlers: up to two allowances of about what they start in 50ms (measured as they run), each at most claim_batch; the next claim goes out while one allowance waits",
 		"concurrency":       b.c.workers,
 		"completions":       "asynchronous, batched into the writer's next transaction; EventSucceeded after the commit",
-		"wakeups":           "in-process on enqueue and on freed slots; cross-process poll (PRAGMA data_version) every 200ms",
+		"wakeups":           "in-process on enqueue and on freed slots; cross-process: PRAGMA data_version read on each file-change notification of the file or its WAL (fsnotify), and every 10s (50 × PollInterval) as a backstop; every 200ms where notifications are not available",
 		"options":           "defaults (Durability Full) except Queues[default].Concurrency = -workers",
 		"on_event":          b.opts.OnEvent != nil,
 		"pre_enqueue_chunk": b.c.setupChunk,

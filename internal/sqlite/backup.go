@@ -108,7 +108,8 @@ func syncDir(dir string) error {
 
 // effectivePragmas are the settings Pragmas reads back: the ones that decide
 // durability and write speed, and whether the file's schema is trusted.
-var effectivePragmas = []string{"journal_mode", "synchronous", "busy_timeout", "foreign_keys", "trusted_schema"}
+var effectivePragmas = []string{"journal_mode", "synchronous", "busy_timeout", "foreign_keys", "trusted_schema",
+	"fullfsync", "checkpoint_fullfsync", "page_size", "wal_autocheckpoint"}
 
 // Pragmas reads back the SQLite settings in effect on the writer's
 // connection (on the read pool for a read-only store).

@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -193,14 +194,13 @@ func dsn(name string, o *Options, readOnly bool) string {
 	// The driver runs _pragma values sorted by text, not in order, so a
 	// user's pragma of the same name replaces the queue's own instead of
 	// racing it: Options.Pragmas win.
-	for _, p := range []string{
+	for _, p := range append([]string{
 		fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()),
 		"foreign_keys(1)",
-		"synchronous(" + o.Synchronous + ")",
 		// The schema of a file from elsewhere may call only SQLite's
 		// innocuous functions from its views, triggers and indexes.
 		"trusted_schema(0)",
-	} {
+	}, syncPragmas(runtime.GOOS, o.Synchronous)...) {
 		if !slices.ContainsFunc(o.Pragmas, func(u string) bool { return pragmaName(u) == pragmaName(p) }) {
 			v.Add("_pragma", p)
 		}
@@ -496,6 +496,9 @@ func Open(name string, o Options) (*Store, error) {
 	if err := checkFile(name, o.ReadOnly); err != nil {
 		return nil, err
 	}
+	if err := checkLocalFS(name, o.ReadOnly); err != nil {
+		return nil, err
+	}
 	ctx := context.Background()
 	rdb, err := sql.Open("sqlite", dsn(name, &o, true))
 	if err != nil {
@@ -596,16 +599,19 @@ func New(db *sql.DB, o Options) (*Store, error) {
 		conn.Close()
 		return nil, fmt.Errorf("litequeue: New: PRAGMA busy_timeout: %w", err)
 	}
+	if err := checkConnFS(ctx, conn); err != nil {
+		conn.Close()
+		return nil, err
+	}
 	if appBusy <= 0 {
 		conn.Close()
 		return nil, errors.New(`litequeue: New: db's connections have busy_timeout 0, so the application's writes would fail at once with SQLITE_BUSY whenever the queue writes; open db with a busy timeout, e.g. sql.Open("sqlite", "file:app.db?_pragma=busy_timeout(5000)")`)
 	}
-	for _, p := range []string{
+	for _, p := range append([]string{
 		fmt.Sprintf("PRAGMA busy_timeout = %d", o.BusyTimeout.Milliseconds()),
 		"PRAGMA foreign_keys = ON",
-		"PRAGMA synchronous = " + o.Synchronous,
 		"PRAGMA trusted_schema = OFF",
-	} {
+	}, pragmaStatements(syncPragmas(runtime.GOOS, o.Synchronous))...) {
 		if _, err := conn.ExecContext(ctx, p); err != nil {
 			conn.Close()
 			return nil, fmt.Errorf("litequeue: New: %s: %w", p, err)

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/litequeue/litequeue/internal/store"
 )
@@ -806,47 +805,6 @@ func (s *Store) Bury(ctx context.Context, b store.Burial) error {
 		}
 		return nil
 	}))
-}
-
-// Watch implements store.Store: it polls PRAGMA data_version on the writer's
-// connection, where it changes only for other connections' commits, every
-// interval of real time.
-func (s *Store) Watch(ctx context.Context, interval time.Duration, wake func()) error {
-	if interval <= 0 || s.w == nil {
-		return nil
-	}
-	version, err := s.dataVersion(ctx)
-	if err != nil {
-		return err
-	}
-	go func() {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			v, err := s.dataVersion(ctx)
-			if err != nil {
-				continue
-			}
-			if v != version {
-				wake()
-			}
-			version = v
-		}
-	}()
-	return nil
-}
-
-func (s *Store) dataVersion(ctx context.Context) (int64, error) {
-	var v int64
-	err := s.w.read(ctx, func(ctx context.Context, tx Execer) error {
-		return tx.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v)
-	})
-	return v, err
 }
 
 // oldestCompletedSQL finds the earliest finish of a retained completed job

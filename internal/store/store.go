@@ -264,8 +264,9 @@ type Store interface {
 
 	// Watch starts watching for other connections' writes and returns once
 	// it has its baseline: every write committed after Watch returned makes
-	// wake be called (soon; SQLite polls every interval). It stops when ctx
-	// ends. interval <= 0 means do not watch.
+	// wake be called (soon: SQLite on a file-change notification, or by
+	// polling every interval where there is none). It stops when ctx ends.
+	// interval <= 0 means do not watch.
 	Watch(ctx context.Context, interval time.Duration, wake func()) error
 
 	// OldestCompleted returns the earliest FinishedAt of completed rows.
