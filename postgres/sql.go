@@ -49,8 +49,12 @@ SELECT ins.id FROM ins CROSS JOIN LATERAL (SELECT pg_notify($7, $1)) n`
 
 	// notifyCheckSQL is notifySQL on an application's transaction, which
 	// notifies only on the queue's database ($3) and answers which
-	// database the transaction is on (checkTx).
-	notifyCheckSQL = `SELECT current_database(), (SELECT count(*) FROM (SELECT pg_notify($1, $2)) n WHERE current_database() = $3)`
+	// database the transaction is on (checkTx) and its id (TxMark).
+	notifyCheckSQL = `SELECT current_database(), (SELECT count(*) FROM (SELECT pg_notify($1, $2)) n WHERE current_database() = $3), txid_current()`
+
+	// checkTxSQL answers which database an application's transaction is on
+	// (checkTx) and its id (TxMark).
+	checkTxSQL = `SELECT current_database(), txid_current()`
 
 	// pauseLockSQL takes, for the rest of the transaction, the lock that
 	// Pause holds exclusively while it pauses queue $2 of schema $1: a claim

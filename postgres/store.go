@@ -29,7 +29,7 @@ type pgStore struct {
 	asyncAll bool
 	schema   string
 	database string                 // current_database() of db's connections
-	lastTx   atomic.Pointer[sql.Tx] // the last application transaction checkTx found on database
+	lastTx   atomic.Pointer[checkedTx] // the last application transaction checkTx found on database
 	channel  string                 // LISTEN/NOTIFY channel of the schema's queues
 	// listenCfg, when set (Options.ListenURL), is where the listening
 	// connection connects instead of taking one of db's.
@@ -263,18 +263,18 @@ func (s *pgStore) copyJobs(ctx context.Context, jobs []store.NewJob) ([]int64, e
 // checks is on the queue's database (checkTx), in the statement that
 // notifies the first job's queue: no round trip of its own.
 func (s *pgStore) insertAppTx(ctx context.Context, tx *sql.Tx, jobs []store.NewJob) ([]int64, []error, error) {
-	if s.lastTx.Load() == tx {
+	if c := s.lastTx.Load(); c != nil && c.tx == tx {
 		return s.insertTx(ctx, tx, jobs)
 	}
 	var db string
-	var n int64
-	if err := tx.QueryRowContext(ctx, notifyCheckSQL, s.channel, jobs[0].Queue, s.database).Scan(&db, &n); err != nil {
+	var n, xid int64
+	if err := tx.QueryRowContext(ctx, notifyCheckSQL, s.channel, jobs[0].Queue, s.database).Scan(&db, &n, &xid); err != nil {
 		return nil, nil, err
 	}
 	if err := s.sameDatabase(db); err != nil {
 		return nil, nil, err
 	}
-	s.lastTx.Store(tx)
+	s.lastTx.Store(&checkedTx{tx: tx, xid: xid})
 	return s.insertTx(ctx, tx, jobs, jobs[0].Queue)
 }
 

@@ -19,23 +19,31 @@ var ErrOtherDatabase = errors.New("litequeue: the transaction is on another data
 // the application's transaction tx is on the queue's database: an insert
 // there would land in another database's tables of the queue's schema, or
 // fail obscurely. It asks the server once per transaction: the last
-// transaction found right is kept (a reference, so that no later
-// transaction can have its address) and not asked again. (EnqueueTx asks in
+// transaction found right is kept, with its id (a reference, so that no
+// later transaction can have its address), and not asked again. (EnqueueTx asks in
 // the statement that notifies, CompleteTx in its own statement: see
 // insertAppTx and CompleteTx.)
 func (s *pgStore) checkTx(ctx context.Context, tx *sql.Tx) error {
-	if s.lastTx.Load() == tx {
+	if c := s.lastTx.Load(); c != nil && c.tx == tx {
 		return nil
 	}
 	var db string
-	if err := tx.QueryRowContext(ctx, `SELECT current_database()`).Scan(&db); err != nil {
+	var xid int64
+	if err := tx.QueryRowContext(ctx, checkTxSQL).Scan(&db, &xid); err != nil {
 		return err
 	}
 	if err := s.sameDatabase(db); err != nil {
 		return err
 	}
-	s.lastTx.Store(tx)
+	s.lastTx.Store(&checkedTx{tx: tx, xid: xid})
 	return nil
+}
+
+// checkedTx is an application transaction found on the queue's database,
+// with its transaction id.
+type checkedTx struct {
+	tx  *sql.Tx
+	xid int64
 }
 
 // missingTables returns ErrOtherDatabase, wrapping err, when err says the

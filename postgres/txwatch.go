@@ -9,8 +9,12 @@ import (
 
 var _ store.TxWatcher = (*pgStore)(nil)
 
-// TxMark implements store.TxWatcher: the transaction's id, read on it.
+// TxMark implements store.TxWatcher: the transaction's id, as the check of
+// the transaction's database read it (see checkTx), or read on it now.
 func (s *pgStore) TxMark(ctx context.Context, tx *sql.Tx, id, createdAt int64) (store.TxMark, error) {
+	if c := s.lastTx.Load(); c != nil && c.tx == tx {
+		return store.TxMark{ID: id, CreatedAt: createdAt, XID: c.xid}, nil
+	}
 	var xid int64
 	if err := tx.QueryRowContext(ctx, `SELECT txid_current()`).Scan(&xid); err != nil {
 		return store.TxMark{}, err
