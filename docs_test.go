@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -202,4 +203,58 @@ func testNames(t *testing.T) (names, cases map[string]bool) {
 		t.Fatal(err)
 	}
 	return names, cases
+}
+
+// notCompiled are the Go samples of docs/ that are not taken from a test
+// file, by their first line: outlines and one-liners that no Example holds.
+var notCompiled = map[string]bool{
+	"type RetryPolicy struct {": true, // docs/retries.md: the types' outline
+	`q, err := litequeue.Open("app-queue.db", opts)                       // one machine`: true, // docs/postgres.md
+}
+
+// TestDocsGoSamplesComeFromTests checks that every Go sample of docs/ is an
+// excerpt of a _test.go file (an Example, mostly): its lines, without
+// indentation and blank lines, appear in that order and together in one of
+// them, so that a sample cannot drift from code that compiles.
+func TestDocsGoSamplesComeFromTests(t *testing.T) {
+	var sources [][]string
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(path, "_test.go") {
+			sources = append(sources, codeLines(readDoc(t, path)))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, _ := filepath.Glob("docs/*.md")
+	for _, page := range pages {
+		blocks := strings.Split(readDoc(t, page), "```go\n")
+		for _, b := range blocks[1:] {
+			sample := codeLines(b[:strings.Index(b, "```")])
+			if len(sample) == 0 || notCompiled[sample[0]] {
+				continue
+			}
+			found := false
+			for _, src := range sources {
+				for i := 0; i+len(sample) <= len(src) && !found; i++ {
+					found = slices.Equal(src[i:i+len(sample)], sample)
+				}
+			}
+			if !found {
+				t.Errorf("%s: the Go sample starting %q is not an excerpt of any _test.go file; take it from an Example", page, sample[0])
+			}
+		}
+	}
+}
+
+// codeLines returns the non-blank lines of text without their indentation.
+func codeLines(text string) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }
