@@ -46,7 +46,7 @@ var (
 	// ErrNotFound: no job (or dead letter) has the given id.
 	ErrNotFound = store.ErrNotFound
 	// ErrJobRunning: the operation needs a job that is not running and the
-	// job holds a live lease. (Cancel no longer returns it: it cancels
+	// job holds a live lease. (Cancel does not return it: it cancels
 	// running jobs too.)
 	ErrJobRunning = store.ErrJobRunning
 	// ErrLeaseLost: the delivery's lease expired and the job was claimed

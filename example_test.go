@@ -21,42 +21,33 @@ type SendEmail struct {
 func (SendEmail) Kind() string { return "send_email" }
 
 // The whole life of a job: open a queue file, register a typed handler,
-// enqueue, run.
+// start the workers, enqueue. The README shows this function's body.
 func Example() {
+	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "litequeue-example")
 	defer os.RemoveAll(dir)
 
-	done := make(chan struct{})
 	q, err := litequeue.Open(filepath.Join(dir, "app-queue.db"), &litequeue.Options{
-		Queues: []litequeue.QueueConfig{
-			{Name: litequeue.DefaultQueue, Retry: litequeue.ExponentialRetry(3)},
-		},
-		OnEvent: func(e litequeue.Event) {
-			if e.Type == litequeue.EventSucceeded {
-				close(done)
-			}
-		},
+		Queues: []litequeue.QueueConfig{{Name: "default", Retry: litequeue.ExponentialRetry(3)}},
 	})
 	if err != nil {
 		panic(err)
 	}
 	defer q.Close()
 
+	sent := make(chan struct{})
 	litequeue.Register(q, func(ctx context.Context, d *litequeue.Delivery[SendEmail]) error {
 		fmt.Printf("sending to %s (attempt %d of %d)\n", d.Job.To, d.Attempt, d.MaxAttempts)
-		return nil
+		close(sent)
+		return nil // an error would retry the job on the queue's schedule
 	})
-	ctx := context.Background()
 	if err := q.Start(ctx); err != nil {
 		panic(err)
 	}
 	if _, err := q.Enqueue(ctx, SendEmail{To: "a@example.com"}, nil); err != nil {
 		panic(err)
 	}
-	<-done
-	if err := q.Stop(ctx); err != nil {
-		panic(err)
-	}
+	<-sent
 	// Output: sending to a@example.com (attempt 1 of 3)
 }
 
@@ -128,7 +119,6 @@ func ExampleQueue_EnqueueTx() {
 	if err := tx.Commit(); err != nil {
 		panic(err)
 	}
-	q.Notify() // wake this process's workers now rather than at the next poll
 
 	stats, err := q.Stats(ctx)
 	if err != nil {

@@ -25,18 +25,12 @@ import (
 //	ExponentialBackoff()                     —            Base 1s, Factor 2.0, Max 300s, Jitter true
 //	ExponentialRetry(n)                      n            ExponentialBackoff()
 //	FixedRetry(n, d)                         n            FixedBackoff(d)
-//	the Rust seed's retry(...) attribute     3            exponential, Base 1s, Factor 2.0, Max 5m, Jitter true
-//	  (no Go equivalent: use ExponentialRetry(3), which equals it)
+//	ExponentialRetry(3), the usual start     3            exponential, Base 1s, Factor 2.0, Max 5m, Jitter true
 //
 // The first two rows are the trap: a queue whose QueueConfig names no retry
 // policy does not retry at all — the first failure is final and the job goes
 // to the dead letters. Set QueueConfig.Retry (or give the job a RetryPolicy
 // method) to retry.
-//
-// The contract this type follows was written for a Rust library whose
-// retry(...) attribute defaults to 3 attempts with exponential backoff
-// (base 1s, factor 2.0, max 5m, jitter). Go has no attributes; those defaults
-// are exactly ExponentialRetry(3).
 //
 // Precedence at run time: a job's own RetryPolicy() method, when it returns a
 // non-nil policy; otherwise its queue's QueueConfig.Retry.

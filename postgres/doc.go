@@ -16,9 +16,9 @@
 // The queue's tables (lq_jobs, lq_attempts, lq_meta, lq_history, lq_queues,
 // lq_schedules, lq_schedule_events) live in the first schema of the
 // connection's search_path — public unless the URL sets search_path —
-// beside the application's tables, with one function, lq_claim, that only
-// builds before 2026-12 call (kept so that they can run beside newer
-// ones on the same schema). Open creates or
+// beside the application's tables, with one function, lq_claim, that this
+// version does not call (it stays for older versions that share the
+// schema). Open creates or
 // migrates them (embedded, numbered migrations, under an advisory lock, one
 // transaction) and refuses, writing nothing, a schema whose lq_jobs another
 // application owns (litequeue.ErrNotLitequeue) or that a newer build

@@ -1,6 +1,10 @@
-// Command lqinspect looks inside a litequeue queue file and operates it from
-// the shell: counts per queue, job listings, one job's whole history, dead
-// letters, requeue, purge and cancel, and the schedule a retry policy gives.
+// Command lqinspect looks inside a litequeue queue — a queue file, or a
+// PostgreSQL queue given by its postgres:// URL — and operates it from the
+// shell: counts per queue, job listings, one job's whole history, dead
+// letters, requeue, purge, cancel, pause and resume, schedules, the schedule
+// a retry policy gives, backups, moving a file to PostgreSQL, schema SQL,
+// upgrades, and the web dashboard (serve). "lqinspect -h" lists the commands;
+// docs/lqinspect.md in the repository describes them.
 //
 // It works on a file while the application runs: read-only commands open the
 // file read-only (WAL readers do not block the writer), and mutating commands
