@@ -28,9 +28,9 @@ type pgStore struct {
 	// transaction so that it passes a pooler in transaction mode.
 	asyncAll bool
 	schema   string
-	database string                 // current_database() of db's connections
+	database string                    // current_database() of db's connections
 	lastTx   atomic.Pointer[checkedTx] // the last application transaction checkTx found on database
-	channel  string                 // LISTEN/NOTIFY channel of the schema's queues
+	channel  string                    // LISTEN/NOTIFY channel of the schema's queues
 	// listenCfg, when set (Options.ListenURL), is where the listening
 	// connection connects instead of taking one of db's.
 	listenCfg *pgx.ConnConfig
