@@ -63,7 +63,7 @@ func TestPrefetchFollowsTheStartRate(t *testing.T) {
 
 // The queue-level behaviour (little held ahead of slow handlers, up to two
 // ClaimBatches ahead of fast ones) is in the conformance suite
-// (internal/conformance/prefetch.go), which runs on both backends.
+// (conformance_prefetch_test.go), which runs on both backends.
 
 // A pop that raises the allowance wakes a dispatcher whose last claim was
 // full, so the larger claim goes out at once instead of at the next freed

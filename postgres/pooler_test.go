@@ -4,47 +4,15 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/litequeue/litequeue"
-	"github.com/litequeue/litequeue/internal/conformance"
 	"github.com/litequeue/litequeue/internal/pgtest"
 	"github.com/litequeue/litequeue/postgres"
 )
-
-// TestConformanceBehindPgBouncer runs the behaviour suite through a real
-// PgBouncer in transaction pooling mode: every transaction may get another
-// server connection, no session state (prepared statements, session
-// locks, settings, LISTEN) survives between them, and notifications never
-// reach the queue. One new database per test.
-func TestConformanceBehindPgBouncer(t *testing.T) {
-	needQueue(t)
-	b := pgtest.StartBouncer(t)
-	var mu sync.Mutex
-	direct := map[string]string{} // pooled URL -> the database's own URL
-	conformance.Run(t, conformance.Backend{
-		Fresh: func(t *testing.T) string {
-			pooled, own := b.FreshDatabase(t)
-			mu.Lock()
-			direct[pooled] = own
-			mu.Unlock()
-			return pooled
-		},
-		Open: func(t *testing.T, u string, opts *litequeue.Options) (*litequeue.Queue, error) {
-			return postgres.Open(context.Background(), u, opts)
-		},
-		FailJobDeletes: func(t *testing.T, u string) func() {
-			mu.Lock()
-			own := direct[u]
-			mu.Unlock()
-			return refuseJobDeletes(t, own)
-		},
-	})
-}
 
 type pooledJob struct{ N int }
 

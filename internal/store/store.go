@@ -3,7 +3,7 @@
 // complete, retry, bury, release, list, requeue, purge), with no SQL above
 // it. The SQLite store (package internal/sqlite) is the first
 // implementation; the PostgreSQL store (package postgres) implements the same
-// interface and passes the same conformance suite (internal/conformance).
+// interface and passes the same behaviour suite (the root package's conformance_*_test.go).
 //
 // Rules every implementation keeps:
 //   - Times are int64 nanoseconds since the Unix epoch and always come from

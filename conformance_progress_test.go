@@ -1,4 +1,4 @@
-package conformance
+package litequeue_test
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 func init() {
 	tests = append(tests, []struct {
 		name string
-		fn   func(t *testing.T, b Backend)
+		fn   func(t *testing.T, b conformanceBackend)
 	}{
 		{"ProgressIsCoalescedPerIntervalAndTheLastValueWritten", testProgressCoalesced},
 		{"BadProgressAndOutputAreClearErrors", testProgressBadInput},
@@ -44,7 +44,7 @@ func (g chanGate) wait(t *testing.T) {
 	}
 }
 
-func testProgressCoalesced(t *testing.T, b Backend) {
+func testProgressCoalesced(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, func(o *litequeue.Options) { o.CompletedRetention = time.Hour })
 	firstWritten, loopDone, finish := make(chanGate), make(chan struct{}), make(chanGate)
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
@@ -103,7 +103,7 @@ func testProgressCoalesced(t *testing.T, b Backend) {
 	require.Equal(t, 3, h.Ev.Count(litequeue.EventProgress, id))
 }
 
-func testProgressBadInput(t *testing.T, b Backend) {
+func testProgressBadInput(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, func(o *litequeue.Options) { o.CompletedRetention = time.Hour })
 	errs := make(chan []error, 1)
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
@@ -141,7 +141,7 @@ func testProgressBadInput(t *testing.T, b Backend) {
 	require.JSONEq(t, `[1,2]`, string(j.Output))
 }
 
-func testOutputOnDeadLetter(t *testing.T, b Backend) {
+func testOutputOnDeadLetter(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, queues(queue(litequeue.NoRetry())))
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
 		if err := d.SetProgress(0.5, "half the rows"); err != nil {
@@ -187,7 +187,7 @@ func next(t *testing.T, ch <-chan litequeue.Progress) (litequeue.Progress, bool)
 	}
 }
 
-func testWatchInProcess(t *testing.T, b Backend) {
+func testWatchInProcess(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, nil)
 	reported, finish := make(chan struct{}), make(chanGate)
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
@@ -260,7 +260,7 @@ func registerTwoReports(t *testing.T, h *Harness) (second, end func()) {
 // this process published (reports are written coalesced, and after they are
 // published); the watcher's poll of the row must not show it again. Seen in
 // the dashboard's browser test as a bar at 80% beside the 30% message.
-func testWatchNeverGoesBack(t *testing.T, b Backend) {
+func testWatchNeverGoesBack(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, func(o *litequeue.Options) { o.PollInterval = 5 * time.Millisecond })
 	second, end := registerTwoReports(t, h)
 	ctx := context.Background()
@@ -305,7 +305,7 @@ func testWatchNeverGoesBack(t *testing.T, b Backend) {
 // testWatchMidRun: a watcher opened while the row holds an older report
 // than this process's latest (coalesced, not written yet) starts from the
 // latest.
-func testWatchMidRun(t *testing.T, b Backend) {
+func testWatchMidRun(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, nil)
 	second, end := registerTwoReports(t, h)
 	ctx := context.Background()
@@ -328,7 +328,7 @@ func testWatchMidRun(t *testing.T, b Backend) {
 	h.Ev.Wait(t, litequeue.EventSucceeded, id, 1)
 }
 
-func testWatchOtherProcess(t *testing.T, b Backend) {
+func testWatchOtherProcess(t *testing.T, b conformanceBackend) {
 	worker := setup(t, b, func(o *litequeue.Options) { o.CompletedRetention = time.Hour })
 	reported, finish := make(chan struct{}), make(chanGate)
 	litequeue.Register(worker.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
@@ -369,7 +369,7 @@ func testWatchOtherProcess(t *testing.T, b Backend) {
 	require.Equal(t, litequeue.StateCompleted, p.State, "the last value is the job's end")
 }
 
-func testWatchClose(t *testing.T, b Backend) {
+func testWatchClose(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, nil)
 	ctx := context.Background()
 	id, err := h.Q.Enqueue(ctx, Email{To: "x"}, &litequeue.EnqueueOptions{Delay: time.Hour})

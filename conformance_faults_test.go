@@ -1,4 +1,4 @@
-package conformance
+package litequeue_test
 
 import (
 	"context"
@@ -20,11 +20,11 @@ import (
 func init() {
 	tests = append(tests, []struct {
 		name string
-		fn   func(t *testing.T, b Backend)
+		fn   func(t *testing.T, b conformanceBackend)
 	}{
 		{"SuccessWhoseWriteFailsIsWrittenAgainNotRunAgain", testKeptSuccess},
-		{"KeptSuccessIsGivenUpAtStopAndTheJobRunsAgain", func(t *testing.T, b Backend) { testKeptSuccessAtStop(t, b, true) }},
-		{"StopWhoseContextEndedDoesNotReleaseAKeptSuccess", func(t *testing.T, b Backend) { testKeptSuccessAtStop(t, b, false) }},
+		{"KeptSuccessIsGivenUpAtStopAndTheJobRunsAgain", func(t *testing.T, b conformanceBackend) { testKeptSuccessAtStop(t, b, true) }},
+		{"StopWhoseContextEndedDoesNotReleaseAKeptSuccess", func(t *testing.T, b conformanceBackend) { testKeptSuccessAtStop(t, b, false) }},
 	}...)
 }
 
@@ -52,7 +52,7 @@ func (l logSignal) WithGroup(string) slog.Handler      { return l }
 // enqueues a job and waits until failed says its success could not be
 // written. It returns the job's id and the function that lets the database
 // delete again.
-func startRefusingSuccess(t *testing.T, b Backend, h *Harness, failed <-chan struct{}) (int64, func()) {
+func startRefusingSuccess(t *testing.T, b conformanceBackend, h *Harness, failed <-chan struct{}) (int64, func()) {
 	t.Helper()
 	h.start(t)
 	restore := b.FailJobDeletes(t, h.Addr)
@@ -66,7 +66,7 @@ func startRefusingSuccess(t *testing.T, b Backend, h *Harness, failed <-chan str
 	return id, restore
 }
 
-func testKeptSuccess(t *testing.T, b Backend) {
+func testKeptSuccess(t *testing.T, b conformanceBackend) {
 	if b.FailJobDeletes == nil {
 		t.Skip("the backend cannot make its database refuse deletes")
 	}
@@ -102,7 +102,7 @@ func testKeptSuccess(t *testing.T, b Backend) {
 // write). Not patient: it has ended already, so Stop releases what still
 // runs — but not the kept success: its handler finished, and releasing it
 // would give its attempt back and run it again at once.
-func testKeptSuccessAtStop(t *testing.T, b Backend, patient bool) {
+func testKeptSuccessAtStop(t *testing.T, b conformanceBackend, patient bool) {
 	if b.FailJobDeletes == nil {
 		t.Skip("the backend cannot make its database refuse deletes")
 	}

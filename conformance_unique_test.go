@@ -1,4 +1,4 @@
-package conformance
+package litequeue_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 func init() {
 	tests = append(tests, []struct {
 		name string
-		fn   func(t *testing.T, b Backend)
+		fn   func(t *testing.T, b conformanceBackend)
 	}{
 		{"UniqueByPayloadReturnsTheExistingJob", testUniquePayload},
 		{"UniqueByFieldsWithinAPeriod", testUniqueFieldsPeriod},
@@ -43,7 +43,7 @@ func (Report) UniqueOptions() *litequeue.UniqueOptions {
 
 var unique = &litequeue.EnqueueOptions{Unique: &litequeue.UniqueOptions{}}
 
-func testUniquePayload(t *testing.T, b Backend) {
+func testUniquePayload(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, nil)
 	ctx := context.Background()
 	first, err := h.Q.Enqueue(ctx, Email{To: "a"}, unique)
@@ -75,7 +75,7 @@ func testUniquePayload(t *testing.T, b Backend) {
 	require.Len(t, jobs, 5)
 }
 
-func testUniqueFieldsPeriod(t *testing.T, b Backend) {
+func testUniqueFieldsPeriod(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, nil)
 	ctx := context.Background()
 	h.Clock.Set(Start.Add(10 * time.Minute))
@@ -98,7 +98,7 @@ func testUniqueFieldsPeriod(t *testing.T, b Backend) {
 	require.NoError(t, err)
 }
 
-func testUniqueReplace(t *testing.T, b Backend) {
+func testUniqueReplace(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, nil)
 	ctx := context.Background()
 	replace := &litequeue.EnqueueOptions{Delay: time.Hour, Unique: &litequeue.UniqueOptions{OnConflict: litequeue.ConflictReplace}}
@@ -134,7 +134,7 @@ func testUniqueReplace(t *testing.T, b Backend) {
 	h.Ev.Wait(t, litequeue.EventSucceeded, second, 1)
 }
 
-func testUniqueReject(t *testing.T, b Backend) {
+func testUniqueReject(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, nil)
 	ctx := context.Background()
 	reject := &litequeue.EnqueueOptions{Unique: &litequeue.UniqueOptions{OnConflict: litequeue.ConflictReject}}
@@ -153,7 +153,7 @@ func testUniqueReject(t *testing.T, b Backend) {
 	require.NotZero(t, ids[1])
 }
 
-func testUniqueStates(t *testing.T, b Backend) {
+func testUniqueStates(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, func(o *litequeue.Options) {
 		o.CompletedRetention = time.Hour
 		o.Queues = []litequeue.QueueConfig{queue(litequeue.NoRetry())}
@@ -211,7 +211,7 @@ func testUniqueStates(t *testing.T, b Backend) {
 	require.Equal(t, litequeue.StateDead, j.State, "nothing moved")
 }
 
-func testUniqueBadOptions(t *testing.T, b Backend) {
+func testUniqueBadOptions(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, nil)
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -235,7 +235,7 @@ func testUniqueBadOptions(t *testing.T, b Backend) {
 	require.Empty(t, jobs, "nothing was enqueued")
 }
 
-func testUniqueCancelled(t *testing.T, b Backend) {
+func testUniqueCancelled(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, nil)
 	ctx := context.Background()
 	live := &litequeue.EnqueueOptions{Delay: time.Hour, Unique: &litequeue.UniqueOptions{}}

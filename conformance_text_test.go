@@ -1,4 +1,4 @@
-package conformance
+package litequeue_test
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 func init() {
 	tests = append(tests, []struct {
 		name string
-		fn   func(t *testing.T, b Backend)
+		fn   func(t *testing.T, b conformanceBackend)
 	}{
 		{"TextIsCheckedTheSameOnEveryBackend", testTextChecks},
 		{"TextAcceptedReadsBackUnchanged", testTextRoundTrip},
@@ -38,7 +38,7 @@ type Named struct {
 func (n Named) Kind() string      { return n.K }
 func (n Named) QueueName() string { return n.Q }
 
-func testTextChecks(t *testing.T, b Backend) {
+func testTextChecks(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, nil)
 	ctx := context.Background()
 	for name, c := range map[string]struct {
@@ -93,7 +93,7 @@ func testTextChecks(t *testing.T, b Backend) {
 	require.Zero(t, n)
 }
 
-func testTextRoundTrip(t *testing.T, b Backend) {
+func testTextRoundTrip(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, nil)
 	ctx := context.Background()
 	for _, c := range []struct{ kind, queue, key, s string }{
@@ -116,7 +116,7 @@ func testTextRoundTrip(t *testing.T, b Backend) {
 	}
 }
 
-func testRunAtEpoch(t *testing.T, b Backend) {
+func testRunAtEpoch(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, nil)
 	ctx := context.Background()
 	later, err := h.Q.Enqueue(ctx, Email{To: "later"}, &litequeue.EnqueueOptions{RunAt: time.Date(1971, 1, 1, 0, 0, 0, 0, time.UTC)})

@@ -1,4 +1,4 @@
-package conformance
+package litequeue_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 func init() {
 	tests = append(tests, []struct {
 		name string
-		fn   func(t *testing.T, b Backend)
+		fn   func(t *testing.T, b conformanceBackend)
 	}{
 		{"KindTimeoutReplacesTheQueueTimeout", testKindTimeout},
 		{"NegativeKindTimeoutMeansNone", testKindNoTimeout},
@@ -42,7 +42,7 @@ func (Forever) Kind() string { return "conformance_forever" }
 
 func (Forever) Timeout() time.Duration { return -1 }
 
-func testKindTimeout(t *testing.T, b Backend) {
+func testKindTimeout(t *testing.T, b conformanceBackend) {
 	cfg := queue(litequeue.NoRetry())
 	cfg.Timeout = time.Minute
 	h := setup(t, b, queues(cfg))
@@ -63,7 +63,7 @@ func testKindTimeout(t *testing.T, b Backend) {
 	require.Equal(t, 5*time.Second, te.Timeout, "the kind's timeout, not the queue's minute")
 }
 
-func testKindNoTimeout(t *testing.T, b Backend) {
+func testKindNoTimeout(t *testing.T, b conformanceBackend) {
 	cfg := queue(litequeue.NoRetry())
 	cfg.Timeout = time.Second
 	h := setup(t, b, queues(cfg))
@@ -88,7 +88,7 @@ func testKindNoTimeout(t *testing.T, b Backend) {
 
 type traceKey struct{}
 
-func testMiddleware(t *testing.T, b Backend) {
+func testMiddleware(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, queues(queue(litequeue.FixedRetry(2, time.Second))))
 	var mu sync.Mutex
 	var trace []string

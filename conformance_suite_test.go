@@ -1,10 +1,12 @@
-// Package conformance is the behaviour suite every litequeue backend passes:
-// the delivery contract (enqueue, claim, leases, retries through the Clock,
-// dead letters, idempotency keys, order, admin operations) written once
-// against the public API. The SQLite backend runs it from the root package's
-// tests, the PostgreSQL backend from package postgres's tests; a behaviour
-// test added here runs on both.
-package conformance
+package litequeue_test
+
+// The conformance suite is the behaviour every litequeue backend passes: the
+// delivery contract (enqueue, claim, leases, retries through the Clock, dead
+// letters, idempotency keys, order, admin operations) written once against
+// the public API, in the conformance_*_test.go files. TestConformance runs
+// it on SQLite files (conformance_sqlite_test.go), TestConformancePostgres
+// and its variants on PostgreSQL (conformance_postgres_test.go); a behaviour
+// test added here runs on every backend.
 
 import (
 	"context"
@@ -21,8 +23,8 @@ import (
 	"github.com/litequeue/litequeue"
 )
 
-// Backend opens queues of one kind of store.
-type Backend struct {
+// conformanceBackend opens queues of one kind of store.
+type conformanceBackend struct {
 	// Fresh returns the address of a new, empty database for one test (a
 	// file path, a URL) and removes it when the test ends.
 	Fresh func(t *testing.T) string
@@ -50,7 +52,7 @@ type Backend struct {
 const WaitLimit = 15 * time.Second
 
 // Run runs every test of the suite against b, each as a subtest.
-func Run(t *testing.T, b Backend) {
+func runConformance(t *testing.T, b conformanceBackend) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, b) })
 	}
@@ -58,7 +60,7 @@ func Run(t *testing.T, b Backend) {
 
 var tests = []struct {
 	name string
-	fn   func(t *testing.T, b Backend)
+	fn   func(t *testing.T, b conformanceBackend)
 }{
 	{"EnqueuedJobRunsOnceAndIsGone", testRunsOnce},
 	{"RetriesAtThePolicyDelaysThenDeadLetterWithHistory", testRetrySchedule},
@@ -105,7 +107,7 @@ type Harness struct {
 // open opens a queue on addr with a mock clock at at, a seeded Rand and an
 // event recorder; mod adjusts the options. The queue is closed when the
 // test ends.
-func open(t *testing.T, b Backend, addr string, at time.Time, mod func(o *litequeue.Options)) *Harness {
+func open(t *testing.T, b conformanceBackend, addr string, at time.Time, mod func(o *litequeue.Options)) *Harness {
 	t.Helper()
 	h := &Harness{Clock: clock.NewMock(), Ev: &Events{ch: make(chan struct{}, 1)}, Addr: addr}
 	h.Clock.Set(at)
@@ -126,7 +128,7 @@ func open(t *testing.T, b Backend, addr string, at time.Time, mod func(o *litequ
 	return h
 }
 
-func setup(t *testing.T, b Backend, mod func(o *litequeue.Options)) *Harness {
+func setup(t *testing.T, b conformanceBackend, mod func(o *litequeue.Options)) *Harness {
 	return open(t, b, b.Fresh(t), Start, mod)
 }
 
@@ -215,7 +217,7 @@ func (e *Events) Wait(t *testing.T, typ litequeue.EventType, id int64, n int) li
 	}
 }
 
-func testRunsOnce(t *testing.T, b Backend) {
+func testRunsOnce(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, nil)
 	var runs sync.Map
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
@@ -234,7 +236,7 @@ func testRunsOnce(t *testing.T, b Backend) {
 	require.Equal(t, 1, *n.(*int))
 }
 
-func testRetrySchedule(t *testing.T, b Backend) {
+func testRetrySchedule(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, queues(queue(litequeue.FixedRetry(3, 10*time.Second))))
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
 		return errors.New("smtp down")
@@ -267,7 +269,7 @@ func testRetrySchedule(t *testing.T, b Backend) {
 	require.Equal(t, litequeue.DecisionGiveUp, j.Attempts[2].Decision)
 }
 
-func testPermanent(t *testing.T, b Backend) {
+func testPermanent(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, queues(queue(litequeue.FixedRetry(5, time.Second))))
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
 		return litequeue.Permanent(errors.New("bad address"))
@@ -280,7 +282,7 @@ func testPermanent(t *testing.T, b Backend) {
 	require.Equal(t, 1, h.Ev.Count(litequeue.EventStarted, id))
 }
 
-func testRetryAfter(t *testing.T, b Backend) {
+func testRetryAfter(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, queues(queue(litequeue.FixedRetry(2, time.Second))))
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
 		return litequeue.RetryAfter(90*time.Second, errors.New("429"))
@@ -294,7 +296,7 @@ func testRetryAfter(t *testing.T, b Backend) {
 	require.Equal(t, 2, h.Ev.Count(litequeue.EventStarted, id))
 }
 
-func testOrder(t *testing.T, b Backend) {
+func testOrder(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, queues(litequeue.QueueConfig{Name: litequeue.DefaultQueue, Concurrency: 1, Retry: litequeue.NoRetry()}))
 	ctx := context.Background()
 	var want []int64
@@ -324,7 +326,7 @@ func testOrder(t *testing.T, b Backend) {
 	require.Equal(t, want, got, "priority first, then due time")
 }
 
-func testDelayed(t *testing.T, b Backend) {
+func testDelayed(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, nil)
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error { return nil })
 	h.start(t)
@@ -337,7 +339,7 @@ func testDelayed(t *testing.T, b Backend) {
 	h.Ev.Wait(t, litequeue.EventSucceeded, id, 1)
 }
 
-func testKeys(t *testing.T, b Backend) {
+func testKeys(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, queues(queue(litequeue.NoRetry())))
 	fail := true
 	var mu sync.Mutex
@@ -377,7 +379,7 @@ func testKeys(t *testing.T, b Backend) {
 	require.Equal(t, third, dup.ID)
 }
 
-func testBatch(t *testing.T, b Backend) {
+func testBatch(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, nil)
 	ctx := context.Background()
 	ids, err := h.Q.EnqueueBatch(ctx, []litequeue.BatchItem{
@@ -398,7 +400,7 @@ func testBatch(t *testing.T, b Backend) {
 	require.Len(t, jobs, 2, "an invalid item writes nothing of its batch")
 }
 
-func testTakeover(t *testing.T, b Backend) {
+func testTakeover(t *testing.T, b conformanceBackend) {
 	const vis = 30 * time.Second
 	cfg := queues(litequeue.QueueConfig{Name: litequeue.DefaultQueue, Retry: litequeue.FixedRetry(3, time.Second), VisibilityTimeout: vis})
 	a := setup(t, b, cfg)
@@ -429,7 +431,7 @@ func testTakeover(t *testing.T, b Backend) {
 	require.Zero(t, a.Ev.Count(litequeue.EventSucceeded, id), "the stale worker's success does not count")
 }
 
-func testStopReleases(t *testing.T, b Backend) {
+func testStopReleases(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, queues(queue(litequeue.FixedRetry(3, time.Second))))
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
 		<-ctx.Done()
@@ -449,7 +451,7 @@ func testStopReleases(t *testing.T, b Backend) {
 	require.Equal(t, 0, j.Attempt, "a job released by shutdown keeps its attempts")
 }
 
-func testAdmin(t *testing.T, b Backend) {
+func testAdmin(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, queues(queue(litequeue.NoRetry())))
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
 		return errors.New("boom")
@@ -509,7 +511,7 @@ func testAdmin(t *testing.T, b Backend) {
 	require.ErrorIs(t, err, litequeue.ErrNotFound)
 }
 
-func testStats(t *testing.T, b Backend) {
+func testStats(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, nil)
 	ctx := context.Background()
 	for i := range 3 {
@@ -534,7 +536,7 @@ func testStats(t *testing.T, b Backend) {
 	require.True(t, !jobs[0].VisibleAt.After(jobs[1].VisibleAt) && !jobs[1].VisibleAt.After(jobs[2].VisibleAt))
 }
 
-func testRetention(t *testing.T, b Backend) {
+func testRetention(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, func(o *litequeue.Options) { o.CompletedRetention = 10 * time.Minute })
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error { return nil })
 	h.start(t)
@@ -557,7 +559,7 @@ func testRetention(t *testing.T, b Backend) {
 	}
 }
 
-func testOnDead(t *testing.T, b Backend) {
+func testOnDead(t *testing.T, b conformanceBackend) {
 	cfg := queue(litequeue.NoRetry())
 	cfg.OnDead = func(dead litequeue.JobInfo, cause error) (litequeue.Job, *litequeue.EnqueueOptions) {
 		return Audit{Dead: dead.ID}, nil
@@ -580,7 +582,7 @@ func testOnDead(t *testing.T, b Backend) {
 	}
 }
 
-func testSeededJitter(t *testing.T, b Backend) {
+func testSeededJitter(t *testing.T, b conformanceBackend) {
 	delays := func() []time.Duration {
 		h := setup(t, b, queues(queue(litequeue.ExponentialRetry(4))))
 		litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error { return errors.New("x") })

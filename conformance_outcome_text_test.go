@@ -1,4 +1,4 @@
-package conformance
+package litequeue_test
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 func init() {
 	tests = append(tests, []struct {
 		name string
-		fn   func(t *testing.T, b Backend)
+		fn   func(t *testing.T, b conformanceBackend)
 	}{
 		{"LongHandlerErrorIsStoredCappedAndMarked", testLongError},
 		{"HandlerErrorWithNULAndInvalidUTF8IsStoredValidAndMarked", testInvalidErrorText},
@@ -34,7 +34,7 @@ func init() {
 // were replaced (see litequeue.MaxErrorBytes).
 const invalidTextMark = " [invalid UTF-8 or NUL bytes replaced by U+FFFD]"
 
-func testLongError(t *testing.T, b Backend) {
+func testLongError(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, queues(queue(litequeue.NoRetry())))
 	long := "upstream said: " + strings.Repeat("x", 1<<20)
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error { return errors.New(long) })
@@ -54,7 +54,7 @@ func testLongError(t *testing.T, b Backend) {
 	require.Equal(t, j.LastError, j.Attempts[0].Error, "the history holds the same capped text")
 }
 
-func testInvalidErrorText(t *testing.T, b Backend) {
+func testInvalidErrorText(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, queues(queue(litequeue.FixedRetry(2, time.Second))))
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
 		return errors.New("bad\x00byte\xff end")
@@ -88,7 +88,7 @@ func testInvalidErrorText(t *testing.T, b Backend) {
 // bounded number of times, then makes the job a dead letter whose reason
 // says so — it does not keep the job running and write forever, and the
 // handler does not run again.
-func testRefusedOutcome(t *testing.T, b Backend) {
+func testRefusedOutcome(t *testing.T, b conformanceBackend) {
 	if b.RefuseAttemptErrors == nil {
 		t.Skip("the backend cannot make its database refuse an attempt record")
 	}

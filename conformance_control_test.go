@@ -1,4 +1,4 @@
-package conformance
+package litequeue_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 func init() {
 	tests = append(tests, []struct {
 		name string
-		fn   func(t *testing.T, b Backend)
+		fn   func(t *testing.T, b conformanceBackend)
 	}{
 		{"PauseHoldsClaimsUntilResumeAndRunningJobsFinish", testPause},
 		{"PauseSurvivesReopenAndHoldsTheDirectHandOff", testPauseReopen},
@@ -83,7 +83,7 @@ func statsOf(t *testing.T, q *litequeue.Queue, name string) litequeue.QueueStats
 // A paused queue starts nothing new — jobs claimed but not started go back,
 // due jobs and scheduled ones coming due wait — while the running handler
 // finishes; Resume starts them.
-func testPause(t *testing.T, b Backend) {
+func testPause(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, queues(litequeue.QueueConfig{Name: litequeue.DefaultQueue, Concurrency: 1, Retry: litequeue.NoRetry()}))
 	g := newGate(t)
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
@@ -133,7 +133,7 @@ func testPause(t *testing.T, b Backend) {
 // The pause is stored: a queue reopened on the database (a restart) is
 // still paused, a queue with no jobs may be paused, and Enqueue does not
 // hand a job of a paused queue to a worker.
-func testPauseReopen(t *testing.T, b Backend) {
+func testPauseReopen(t *testing.T, b conformanceBackend) {
 	addr := b.Fresh(t)
 	first := open(t, b, addr, Start, nil)
 	ctx := context.Background()
@@ -157,7 +157,7 @@ func testPauseReopen(t *testing.T, b Backend) {
 // A pause written by another queue on the database (another process) holds
 // this queue's claims even before it noticed (polling is off here): the
 // store checks the pause in the claim's transaction.
-func testPauseOther(t *testing.T, b Backend) {
+func testPauseOther(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, nil)
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error { return nil })
 	h.start(t)
@@ -185,7 +185,7 @@ func testPauseOther(t *testing.T, b Backend) {
 	h.Ev.Wait(t, litequeue.EventSucceeded, id2, 1)
 }
 
-func testPauseBadInput(t *testing.T, b Backend) {
+func testPauseBadInput(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, nil)
 	ctx := context.Background()
 	require.ErrorIs(t, h.Q.Pause(ctx, ""), litequeue.ErrInvalidJob)
@@ -197,7 +197,7 @@ func testPauseBadInput(t *testing.T, b Backend) {
 
 // Cancelling a running job cancels its handler's context with
 // ErrJobCancelled; the job ends cancelled: not retried, no dead letter.
-func testCancelRunning(t *testing.T, b Backend) {
+func testCancelRunning(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, queues(queue(litequeue.FixedRetry(3, time.Second))))
 	causes := make(chan error, 1)
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
@@ -241,7 +241,7 @@ func testCancelRunning(t *testing.T, b Backend) {
 
 // A handler that ignores its context runs on after the cancel, but its
 // success is dropped: the job stays cancelled.
-func testCancelIgnored(t *testing.T, b Backend) {
+func testCancelIgnored(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, queues(queue(litequeue.NoRetry())))
 	g := newGate(t)
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
@@ -264,7 +264,7 @@ func testCancelIgnored(t *testing.T, b Backend) {
 
 // Another queue on the database (another process) cancels a running job:
 // with polling off its worker notices at its next lease extension.
-func testCancelOtherQueue(t *testing.T, b Backend) {
+func testCancelOtherQueue(t *testing.T, b conformanceBackend) {
 	const vis = 30 * time.Second
 	a := setup(t, b, queues(litequeue.QueueConfig{Name: litequeue.DefaultQueue, Retry: litequeue.FixedRetry(3, time.Second), VisibilityTimeout: vis}))
 	causes := make(chan error, 1)
@@ -298,7 +298,7 @@ func testCancelOtherQueue(t *testing.T, b Backend) {
 
 // With polling on, the worker notices another queue's cancel within the
 // poll interval, without a lease extension (a bounded real-time wait).
-func testCancelOtherQueuePolled(t *testing.T, b Backend) {
+func testCancelOtherQueuePolled(t *testing.T, b conformanceBackend) {
 	a := setup(t, b, func(o *litequeue.Options) {
 		o.PollInterval = 5 * time.Millisecond
 		o.Queues = []litequeue.QueueConfig{queue(litequeue.NoRetry())}
@@ -326,7 +326,7 @@ func testCancelOtherQueuePolled(t *testing.T, b Backend) {
 	a.Ev.Wait(t, litequeue.EventCancelled, id, 1)
 }
 
-func testCancelFinished(t *testing.T, b Backend) {
+func testCancelFinished(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, func(o *litequeue.Options) {
 		o.CompletedRetention = time.Hour
 		o.Queues = []litequeue.QueueConfig{queue(litequeue.NoRetry())}
@@ -377,7 +377,7 @@ func testCancelFinished(t *testing.T, b Backend) {
 // A snooze puts the job off without using an attempt: a job of a queue
 // that never retries snoozes twice and then succeeds, on attempt 1 each
 // time, with each snooze in its history.
-func testSnooze(t *testing.T, b Backend) {
+func testSnooze(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, queues(queue(litequeue.NoRetry())))
 	var mu sync.Mutex
 	var attempts []int
@@ -418,7 +418,7 @@ func testSnooze(t *testing.T, b Backend) {
 
 // Past QueueConfig.MaxSnoozes a snooze is a failed attempt with a
 // *SnoozeLimitError; the retry policy then applies.
-func testSnoozeLimit(t *testing.T, b Backend) {
+func testSnoozeLimit(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, queues(litequeue.QueueConfig{Name: litequeue.DefaultQueue, Retry: litequeue.NoRetry(), MaxSnoozes: 2}))
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
 		return litequeue.Snooze(0)
@@ -438,7 +438,7 @@ func testSnoozeLimit(t *testing.T, b Backend) {
 	require.Len(t, j.Attempts, 3)
 }
 
-func testSnoozeNegative(t *testing.T, b Backend) {
+func testSnoozeNegative(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, queues(queue(litequeue.NoRetry())))
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
 		return litequeue.Snooze(-time.Second)

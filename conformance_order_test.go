@@ -1,4 +1,4 @@
-package conformance
+package litequeue_test
 
 import (
 	"context"
@@ -17,13 +17,13 @@ import (
 func init() {
 	tests = append(tests, []struct {
 		name string
-		fn   func(t *testing.T, b Backend)
+		fn   func(t *testing.T, b conformanceBackend)
 	}{
 		{"DirectHandOffNeverOvertakesADueJob", testHandOffOrder},
 	}...)
 }
 
-func testHandOffOrder(t *testing.T, b Backend) {
+func testHandOffOrder(t *testing.T, b conformanceBackend) {
 	ctx := context.Background()
 	h := setup(t, b, queues(litequeue.QueueConfig{Name: litequeue.DefaultQueue, Concurrency: 1}))
 	var mu sync.Mutex

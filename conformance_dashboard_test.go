@@ -1,4 +1,4 @@
-package conformance
+package litequeue_test
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 func init() {
 	tests = append(tests, []struct {
 		name string
-		fn   func(t *testing.T, b Backend)
+		fn   func(t *testing.T, b conformanceBackend)
 	}{
 		{"SearchJobsPagesByKeysetAndFilters", testSearchJobs},
 		{"SearchJobsStopsAtItsScanWindowAndCountJobsAtItsLimit", testSearchWindow},
@@ -66,7 +66,7 @@ func pageIDs(p litequeue.JobPage) []int64 {
 	return out
 }
 
-func testSearchJobs(t *testing.T, b Backend) {
+func testSearchJobs(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, queues(queue(litequeue.NoRetry())))
 	ctx := context.Background()
 	dead := buryAll(t, h, "SMTP refused 1", "SMTP refused 2")
@@ -131,7 +131,7 @@ func testSearchJobs(t *testing.T, b Backend) {
 		search(litequeue.JobQuery{Queue: litequeue.DefaultQueue, States: []litequeue.State{litequeue.StateReady}}))
 }
 
-func testSearchWindow(t *testing.T, b Backend) {
+func testSearchWindow(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, nil)
 	ctx := context.Background()
 	target, err := h.Q.Enqueue(ctx, Email{To: "needle"}, nil)
@@ -169,7 +169,7 @@ func testSearchWindow(t *testing.T, b Backend) {
 	require.Zero(t, n)
 }
 
-func testSummaries(t *testing.T, b Backend) {
+func testSummaries(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, func(o *litequeue.Options) {
 		o.CompletedRetention = time.Hour
 		o.Queues = []litequeue.QueueConfig{queue(litequeue.NoRetry())}
@@ -216,7 +216,7 @@ func testSummaries(t *testing.T, b Backend) {
 // did not stop at its limit, whatever their priorities; when it stopped,
 // only the 100 most urgent priority levels are searched, and the answer
 // says it is an "at least" figure.
-func testSummariesPriorityLevels(t *testing.T, b Backend) {
+func testSummariesPriorityLevels(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, nil)
 	ctx := context.Background()
 	oldest, err := h.Q.Enqueue(ctx, Email{To: "oldest"}, &litequeue.EnqueueOptions{Priority: 149})
@@ -249,7 +249,7 @@ func testSummariesPriorityLevels(t *testing.T, b Backend) {
 	require.Less(t, j.Priority, 100)
 }
 
-func testBulk(t *testing.T, b Backend) {
+func testBulk(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, queues(queue(litequeue.NoRetry())))
 	ctx := context.Background()
 	dead := buryAll(t, h, "x", "x", "x")
@@ -301,7 +301,7 @@ func testBulk(t *testing.T, b Backend) {
 	require.Equal(t, 1234, n, "cancelled jobs are deleted in chunks too")
 }
 
-func testDeadGroups(t *testing.T, b Backend) {
+func testDeadGroups(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, queues(queue(litequeue.NoRetry())))
 	ctx := context.Background()
 	var msgs []string
@@ -354,7 +354,7 @@ func testDeadGroups(t *testing.T, b Backend) {
 // The grouping reads the first DeadMessagePrefix characters of a message,
 // which give the whole message's key; past MaxGroups the smallest groups
 // are counted together.
-func testDeadGroupsBounded(t *testing.T, b Backend) {
+func testDeadGroupsBounded(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, queues(queue(litequeue.NoRetry())))
 	ctx := context.Background()
 	long := "upstream said: " + strings.Repeat("é", 1100) // 1,115 characters, 2,215 bytes
@@ -389,7 +389,7 @@ func testDeadGroupsBounded(t *testing.T, b Backend) {
 	require.Equal(t, long, j.LastError, "the job keeps its whole message")
 }
 
-func testHistory(t *testing.T, b Backend) {
+func testHistory(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, queues(queue(litequeue.NoRetry())))
 	ctx := context.Background()
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
@@ -456,7 +456,7 @@ func utcPoints(pts []litequeue.HistoryPoint) []litequeue.HistoryPoint {
 	return pts
 }
 
-func testWorkThrough(t *testing.T, b Backend) {
+func testWorkThrough(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, queues(litequeue.QueueConfig{Name: litequeue.DefaultQueue,
 		Retry: litequeue.RetryPolicy{MaxAttempts: 3, Backoff: litequeue.FixedBackoff(time.Minute)}}))
 	ctx := context.Background()

@@ -1,22 +1,22 @@
-package postgres_test
+package litequeue_test
 
 import (
 	"context"
 	"database/sql"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/litequeue/litequeue"
-	"github.com/litequeue/litequeue/internal/conformance"
 	"github.com/litequeue/litequeue/internal/pgtest"
 	"github.com/litequeue/litequeue/postgres"
 )
 
-// TestConformance runs the behaviour suite every backend passes on
+// TestConformancePostgres runs the behaviour suite every backend passes on
 // PostgreSQL, one new schema per test.
-func TestConformance(t *testing.T) {
-	needQueue(t)
-	conformance.Run(t, conformance.Backend{
+func TestConformancePostgres(t *testing.T) {
+	t.Parallel() // each test has a database of its own; the waits overlap the SQLite tests
+	runConformance(t, conformanceBackend{
 		Fresh: func(t *testing.T) string {
 			u, _ := pgtest.FreshSchema(t)
 			return u
@@ -24,20 +24,20 @@ func TestConformance(t *testing.T) {
 		Open: func(t *testing.T, u string, opts *litequeue.Options) (*litequeue.Queue, error) {
 			return postgres.Open(context.Background(), u, opts)
 		},
-		FailJobDeletes:      refuseJobDeletes,
-		DB:                  openDB,
-		RefuseAttemptErrors: refuseAttemptErrors,
+		FailJobDeletes:      pgRefuseJobDeletes,
+		DB:                  pgOpenDB,
+		RefuseAttemptErrors: pgRefuseAttemptErrors,
 	})
 }
 
-// TestConformanceWithoutPreparedStatements runs the behaviour suite on
+// TestConformancePostgresWithoutPreparedStatements runs the behaviour suite on
 // connections that prepare no statement and send every value as text
 // (pgx's default_query_exec_mode=simple_protocol in the URL): what a
 // connection pooler in transaction mode, such as PgBouncer before 1.21,
 // requires.
-func TestConformanceWithoutPreparedStatements(t *testing.T) {
-	needQueue(t)
-	conformance.Run(t, conformance.Backend{
+func TestConformancePostgresWithoutPreparedStatements(t *testing.T) {
+	t.Parallel() // each test has a database of its own; the waits overlap the SQLite tests
+	runConformance(t, conformanceBackend{
 		Fresh: func(t *testing.T) string {
 			u, _ := pgtest.FreshSchema(t)
 			return pgtest.WithParam(t, u, "default_query_exec_mode", "simple_protocol")
@@ -48,10 +48,10 @@ func TestConformanceWithoutPreparedStatements(t *testing.T) {
 	})
 }
 
-// refuseJobDeletes makes the database at u (the queue's schema on its
+// pgRefuseJobDeletes makes the database at u (the queue's schema on its
 // search_path) refuse every delete of a job row, as a failing device
 // refuses a write, until the returned restore is called.
-func refuseJobDeletes(t *testing.T, u string) (restore func()) {
+func pgRefuseJobDeletes(t *testing.T, u string) (restore func()) {
 	db, err := sql.Open("pgx", u)
 	if err != nil {
 		t.Fatal(err)
@@ -69,9 +69,9 @@ func refuseJobDeletes(t *testing.T, u string) (restore func()) {
 	return func() { exec(`DROP TRIGGER lq_test_refuse_delete ON lq_jobs`) }
 }
 
-// openDB opens a *sql.DB on the database at u (the queue's schema on its
+// pgOpenDB opens a *sql.DB on the database at u (the queue's schema on its
 // search_path), closed when the test ends.
-func openDB(t *testing.T, u string) *sql.DB {
+func pgOpenDB(t *testing.T, u string) *sql.DB {
 	db, err := sql.Open("pgx", u)
 	if err != nil {
 		t.Fatal(err)
@@ -80,10 +80,10 @@ func openDB(t *testing.T, u string) *sql.DB {
 	return db
 }
 
-// refuseAttemptErrors makes the database at u refuse every attempt record
+// pgRefuseAttemptErrors makes the database at u refuse every attempt record
 // whose error contains marker, until the returned restore is called.
-func refuseAttemptErrors(t *testing.T, u, marker string) (restore func()) {
-	db := openDB(t, u)
+func pgRefuseAttemptErrors(t *testing.T, u, marker string) (restore func()) {
+	db := pgOpenDB(t, u)
 	exec := func(q string) {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
@@ -103,3 +103,33 @@ func refuseAttemptErrors(t *testing.T, u, marker string) (restore func()) {
 
 // pgQuote quotes s as a PostgreSQL string literal.
 func pgQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// TestConformanceBehindPgBouncer runs the behaviour suite through a real
+// PgBouncer in transaction pooling mode: every transaction may get another
+// server connection, no session state (prepared statements, session
+// locks, settings, LISTEN) survives between them, and notifications never
+// reach the queue. One new database per test.
+func TestConformanceBehindPgBouncer(t *testing.T) {
+	t.Parallel() // each test has a database of its own; the waits overlap the SQLite tests
+	b := pgtest.StartBouncer(t)
+	var mu sync.Mutex
+	direct := map[string]string{} // pooled URL -> the database's own URL
+	runConformance(t, conformanceBackend{
+		Fresh: func(t *testing.T) string {
+			pooled, own := b.FreshDatabase(t)
+			mu.Lock()
+			direct[pooled] = own
+			mu.Unlock()
+			return pooled
+		},
+		Open: func(t *testing.T, u string, opts *litequeue.Options) (*litequeue.Queue, error) {
+			return postgres.Open(context.Background(), u, opts)
+		},
+		FailJobDeletes: func(t *testing.T, u string) func() {
+			mu.Lock()
+			own := direct[u]
+			mu.Unlock()
+			return pgRefuseJobDeletes(t, own)
+		},
+	})
+}

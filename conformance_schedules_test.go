@@ -1,4 +1,4 @@
-package conformance
+package litequeue_test
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 func init() {
 	tests = append(tests, []struct {
 		name string
-		fn   func(t *testing.T, b Backend)
+		fn   func(t *testing.T, b conformanceBackend)
 	}{
 		{"ScheduleEnqueuesEachOccurrenceOnceAcrossDST", testScheduleOccurrences},
 		{"ScheduleMissedWhileDownRunsOnceAndIsCounted", testScheduleMissed},
@@ -73,7 +73,7 @@ func utc(y int, mo time.Month, d, h, mi int) time.Time {
 	return time.Date(y, mo, d, h, mi, 0, 0, time.UTC)
 }
 
-func testScheduleOccurrences(t *testing.T, b Backend) {
+func testScheduleOccurrences(t *testing.T, b conformanceBackend) {
 	ctx := context.Background()
 	h := open(t, b, b.Fresh(t), utc(2026, 3, 7, 0, 0), nil)
 	_, err := h.Q.RegisterSchedule(ctx, litequeue.Schedule{Name: "nightly", Cron: "30 2 * * *",
@@ -96,7 +96,7 @@ func testScheduleOccurrences(t *testing.T, b Backend) {
 	require.Equal(t, utc(2026, 3, 11, 6, 30), info.NextRun.UTC())
 }
 
-func testScheduleMissed(t *testing.T, b Backend) {
+func testScheduleMissed(t *testing.T, b conformanceBackend) {
 	ctx := context.Background()
 	addr := b.Fresh(t)
 	start := utc(2026, 3, 2, 0, 0)
@@ -131,7 +131,7 @@ func testScheduleMissed(t *testing.T, b Backend) {
 	require.Equal(t, utc(2026, 3, 2, 4, 0), skipped[0].Last.UTC())
 }
 
-func testScheduleAdmin(t *testing.T, b Backend) {
+func testScheduleAdmin(t *testing.T, b conformanceBackend) {
 	ctx := context.Background()
 	h := setup(t, b, nil)
 	s := litequeue.Schedule{Name: "report", Cron: "0 * * * *", Job: Tick{"v1"}, Overlap: litequeue.OverlapSkip}
@@ -177,7 +177,7 @@ func testScheduleAdmin(t *testing.T, b Backend) {
 	require.Empty(t, all)
 }
 
-func testScheduleTwoQueues(t *testing.T, b Backend) {
+func testScheduleTwoQueues(t *testing.T, b conformanceBackend) {
 	ctx := context.Background()
 	addr := b.Fresh(t)
 	start := utc(2026, 3, 2, 0, 0)
@@ -209,7 +209,7 @@ func testScheduleTwoQueues(t *testing.T, b Backend) {
 	t.Logf("enqueued by the two queues: %d and %d", a.Ev.Count(litequeue.EventEnqueued, 0), c.Ev.Count(litequeue.EventEnqueued, 0))
 }
 
-func testScheduleBadInput(t *testing.T, b Backend) {
+func testScheduleBadInput(t *testing.T, b conformanceBackend) {
 	ctx := context.Background()
 	h := setup(t, b, nil)
 	for _, s := range []litequeue.Schedule{
@@ -234,7 +234,7 @@ func testScheduleBadInput(t *testing.T, b Backend) {
 // firing commits, as another process would between the two: a firing from
 // an older revision, or of a schedule paused meanwhile, must enqueue
 // nothing and leave NextAt alone. A firing from the current plan enqueues.
-func testFiringIsConditional(t *testing.T, b Backend) {
+func testFiringIsConditional(t *testing.T, b conformanceBackend) {
 	ctx := context.Background()
 	h := setup(t, b, nil)
 	st := testbridge.StoreOf(h.Q)
@@ -321,7 +321,7 @@ func jobsOfKind(t *testing.T, q *litequeue.Queue, kind string) []int64 {
 // naming it (EventDuplicate, a "duplicate" history event); a trigger and
 // a direct Enqueue meet the same twin; a job enqueued directly blocks the
 // schedule's occurrence too.
-func testScheduleUnique(t *testing.T, b Backend) {
+func testScheduleUnique(t *testing.T, b conformanceBackend) {
 	ctx := context.Background()
 	h := setup(t, b, nil)
 	_, err := h.Q.RegisterSchedule(ctx, litequeue.Schedule{Name: "digest", Cron: "0 * * * *", Job: Digest{"ann"}})
@@ -376,7 +376,7 @@ func testScheduleUnique(t *testing.T, b Backend) {
 
 // testScheduleUniqueReplace: with ConflictReplace each occurrence replaces
 // the pending job of the one before, as a direct Enqueue would.
-func testScheduleUniqueReplace(t *testing.T, b Backend) {
+func testScheduleUniqueReplace(t *testing.T, b conformanceBackend) {
 	ctx := context.Background()
 	h := setup(t, b, nil)
 	_, err := h.Q.RegisterSchedule(ctx, litequeue.Schedule{Name: "refresh", Every: time.Hour, Job: Refresh{"cache"}})

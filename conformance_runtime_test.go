@@ -1,4 +1,4 @@
-package conformance
+package litequeue_test
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 func init() {
 	tests = append(tests, []struct {
 		name string
-		fn   func(t *testing.T, b Backend)
+		fn   func(t *testing.T, b conformanceBackend)
 	}{
 		{"CommittedCompleteTxIsASuccessWhileTheHandlerWorksOn", testCompleteTxThenWorkOn},
 		{"StopReportsARunningJobItReleasesAsReleased", testStopReportsReleased},
@@ -120,7 +120,7 @@ func (h *Harness) outcome(t *testing.T, id int64) litequeue.Event {
 // transaction, commits, and works on past two lease extensions. The first
 // finds the row gone — the commit, not a lost lease: the handler keeps its
 // context, nothing warns, and the job is reported succeeded.
-func testCompleteTxThenWorkOn(t *testing.T, b Backend) {
+func testCompleteTxThenWorkOn(t *testing.T, b conformanceBackend) {
 	if b.DB == nil {
 		t.Skip("the backend opens no *sql.DB for a handler's transaction")
 	}
@@ -207,7 +207,7 @@ func testCompleteTxThenWorkOn(t *testing.T, b Backend) {
 // testStopReportsReleased: Stop whose context ended releases a running job
 // (ready again, attempt given back): the job is reported released, never
 // stale, and its handler's context ends with ErrQueueStopped.
-func testStopReportsReleased(t *testing.T, b Backend) {
+func testStopReportsReleased(t *testing.T, b conformanceBackend) {
 	logs := newLogRecorder()
 	h := setup(t, b, func(o *litequeue.Options) {
 		o.Queues = []litequeue.QueueConfig{queue(litequeue.FixedRetry(3, time.Second))}
@@ -245,7 +245,7 @@ func testStopReportsReleased(t *testing.T, b Backend) {
 // jobs, many of them handed straight to a worker by the enqueue's own
 // transaction; every job's EventEnqueued precedes its EventStarted, as
 // OnEvent promises emission order.
-func testEnqueuedBeforeStarted(t *testing.T, b Backend) {
+func testEnqueuedBeforeStarted(t *testing.T, b conformanceBackend) {
 	const producers, each = 4, 100
 	h := setup(t, b, queues(litequeue.QueueConfig{Name: litequeue.DefaultQueue, Concurrency: 10, Retry: litequeue.NoRetry()}))
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error { return nil })
@@ -288,7 +288,7 @@ func testEnqueuedBeforeStarted(t *testing.T, b Backend) {
 // testFollowUpEnqueued: OnDead's follow-up is a job like any other for
 // metrics and history: EventEnqueued once the burial committed, after the
 // job's EventDead and before the follow-up's EventStarted.
-func testFollowUpEnqueued(t *testing.T, b Backend) {
+func testFollowUpEnqueued(t *testing.T, b conformanceBackend) {
 	cfg := queue(litequeue.NoRetry())
 	cfg.OnDead = func(dead litequeue.JobInfo, cause error) (litequeue.Job, *litequeue.EnqueueOptions) {
 		return Audit{Dead: dead.ID}, nil
@@ -321,7 +321,7 @@ func testFollowUpEnqueued(t *testing.T, b Backend) {
 // testOnDeadInfo: the JobInfo OnDead gets is the dead letter as it is then
 // stored — reason, finish time, last error (also on the first attempt),
 // attempt count and the whole history, the final attempt included.
-func testOnDeadInfo(t *testing.T, b Backend) {
+func testOnDeadInfo(t *testing.T, b conformanceBackend) {
 	for _, attempts := range []int{1, 2} {
 		t.Run(fmt.Sprintf("attempts=%d", attempts), func(t *testing.T) {
 			seen := make(chan litequeue.JobInfo, 1)
@@ -372,7 +372,7 @@ func testOnDeadInfo(t *testing.T, b Backend) {
 // testHistoryAtStopAndClose: the per-minute history of a process that
 // runs less than a minute is written when it stops: by Stop for what its
 // workers did, by Close for enqueues of a queue that never started.
-func testHistoryAtStopAndClose(t *testing.T, b Backend) {
+func testHistoryAtStopAndClose(t *testing.T, b conformanceBackend) {
 	ctx := context.Background()
 	addr := b.Fresh(t)
 	since := Start.Add(-time.Hour)
@@ -405,7 +405,7 @@ func testHistoryAtStopAndClose(t *testing.T, b Backend) {
 // reported enqueued once that transaction committed — by a producer that
 // runs no workers too — never before, never for one that rolled back, and
 // before its EventStarted.
-func testEnqueueTxEvent(t *testing.T, b Backend) {
+func testEnqueueTxEvent(t *testing.T, b conformanceBackend) {
 	if b.DB == nil {
 		t.Skip("the backend opens no *sql.DB for a producer's transaction")
 	}

@@ -1,4 +1,4 @@
-package conformance
+package litequeue_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 func init() {
 	tests = append(tests, struct {
 		name string
-		fn   func(t *testing.T, b Backend)
+		fn   func(t *testing.T, b conformanceBackend)
 	}{"PrefetchHoldsNothingAheadOfSlowHandlersAndUpToTwoBatchesAheadOfFastOnes", testPrefetch})
 }
 
@@ -24,7 +24,7 @@ func init() {
 // free workers could run; once they start a hundred in 10ms, it holds more
 // than a ClaimBatch ahead of them, up to two (the next claim goes out while
 // one waits). The leased rows (Stats' Running) are what the store sees.
-func testPrefetch(t *testing.T, b Backend) {
+func testPrefetch(t *testing.T, b conformanceBackend) {
 	const slots, batch, slow = 2, 50, 6
 	h := setup(t, b, func(o *litequeue.Options) {
 		o.ClaimBatch = batch
