@@ -2,6 +2,7 @@ package litequeue_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -24,6 +25,7 @@ func init() {
 	}{
 		{"ProgressIsCoalescedPerIntervalAndTheLastValueWritten", testProgressCoalesced},
 		{"BadProgressAndOutputAreClearErrors", testProgressBadInput},
+		{"ProgressAndOutputTextIsCheckedLikeOtherText", testProgressText},
 		{"OutputAndProgressStayWithADeadLetter", testOutputOnDeadLetter},
 		{"WatchProgressSeesThisProcessAtOnceAndCloses", testWatchInProcess},
 		{"WatchProgressPollsAnotherProcess", testWatchOtherProcess},
@@ -139,6 +141,52 @@ func testProgressBadInput(t *testing.T, b conformanceBackend) {
 	require.Equal(t, 1.0, j.Progress.Fraction, "rejected reports recorded nothing")
 	require.Equal(t, "done", j.Progress.Message)
 	require.JSONEq(t, `[1,2]`, string(j.Output))
+}
+
+// A progress message holding NUL or invalid UTF-8 (text PostgreSQL cannot
+// store, and SQLite would store other than given), and an output whose
+// strings hold invalid UTF-8 (which encoding/json would replace silently),
+// are refused at the call with a clear error, on both backends alike, and
+// nothing of them is recorded.
+func testProgressText(t *testing.T, b conformanceBackend) {
+	h := setup(t, b, func(o *litequeue.Options) { o.CompletedRetention = time.Hour })
+	errs := make(chan []error, 1)
+	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
+		errs <- []error{
+			d.SetProgress(1, "done \x1b[31m\ttab"), // controls other than NUL are text like any
+			d.SetOutput(map[string]string{"ok": "nul\x00 is \\u0000 in JSON"}),
+			d.SetProgressMessage("nul\x00byte"),
+			d.SetProgress(0.5, "bad\xffbyte"),
+			d.SetProgressMessage(string([]byte{0xc3})),
+			d.SetOutput("bad\xffbyte"),
+			d.SetOutput(map[string]string{"k\xff": "v"}),
+			d.SetOutput(json.RawMessage("\"raw\xffbyte\"")),
+		}
+		return nil
+	})
+	h.start(t)
+	ctx := context.Background()
+	id, err := h.Q.Enqueue(ctx, Email{To: "x"}, nil)
+	require.NoError(t, err)
+	got := <-errs
+	require.NoError(t, got[0])
+	require.NoError(t, got[1])
+	for i := 2; i < 5; i++ {
+		require.ErrorIs(t, got[i], litequeue.ErrInvalidProgress, "report %d", i)
+	}
+	require.Contains(t, got[2].Error(), "NUL")
+	require.Contains(t, got[3].Error(), "UTF-8")
+	for i := 5; i < len(got); i++ {
+		require.ErrorIs(t, got[i], litequeue.ErrInvalidOutput, "output %d", i)
+		require.Contains(t, got[i].Error(), "UTF-8", "output %d", i)
+	}
+	h.Ev.Wait(t, litequeue.EventSucceeded, id, 1)
+	j, err := h.Q.Job(ctx, id)
+	require.NoError(t, err)
+	require.NotNil(t, j.Progress)
+	require.Equal(t, 1.0, j.Progress.Fraction, "refused reports recorded nothing")
+	require.Equal(t, "done \x1b[31m\ttab", j.Progress.Message)
+	require.JSONEq(t, `{"ok":"nul\u0000 is \\u0000 in JSON"}`, string(j.Output))
 }
 
 func testOutputOnDeadLetter(t *testing.T, b conformanceBackend) {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/benbjohnson/clock"
 
@@ -33,10 +34,12 @@ const (
 // Errors of progress and output reports.
 var (
 	// ErrInvalidProgress: a progress fraction outside [0, 1] (or NaN), or a
-	// message longer than MaxProgressMessageLen. Nothing was recorded.
+	// message longer than MaxProgressMessageLen, not valid UTF-8 or holding
+	// a NUL byte. Nothing was recorded.
 	ErrInvalidProgress = errors.New("litequeue: invalid progress")
-	// ErrInvalidOutput: an output that does not encode as JSON or is larger
-	// than MaxOutputBytes. Nothing was recorded.
+	// ErrInvalidOutput: an output that does not encode as JSON, is larger
+	// than MaxOutputBytes or holds a string of invalid UTF-8. Nothing was
+	// recorded.
 	ErrInvalidOutput = errors.New("litequeue: invalid output")
 )
 
@@ -67,7 +70,9 @@ type Progress struct {
 // when the handler returns — unless the job is deleted then (it succeeded
 // without Options.CompletedRetention). So a hot loop may call it as often as
 // it likes. It returns ErrInvalidProgress, recording nothing, for a fraction
-// outside [0, 1] or a message too long. Reports after the handler returned
+// outside [0, 1] or a message too long, not valid UTF-8 or holding a NUL
+// byte (the text both backends store; other characters are kept and
+// escaped where lqinspect and the dashboard show them). Reports after the handler returned
 // are dropped.
 func (d *Delivery[J]) SetProgress(fraction float64, message string) error {
 	if math.IsNaN(fraction) || fraction < 0 || fraction > 1 {
@@ -83,10 +88,7 @@ func (d *Delivery[J]) SetProgress(fraction float64, message string) error {
 // none): for a message without a new fraction.
 func (d *Delivery[J]) SetProgressMessage(message string) error {
 	if d.d == nil {
-		if len(message) > MaxProgressMessageLen {
-			return fmt.Errorf("%w: message is %d bytes, longer than %d", ErrInvalidProgress, len(message), MaxProgressMessageLen)
-		}
-		return nil
+		return checkProgressMessage(message)
 	}
 	return d.d.reportProgress(nil, message)
 }
@@ -98,7 +100,8 @@ func (d *Delivery[J]) SetProgressMessage(message string) error {
 // dead letter (so a handler can leave what it found before failing), and
 // with a job that will be retried, until an attempt sets another. Queue.Job
 // returns it. It returns ErrInvalidOutput, recording nothing, when v does
-// not encode or is too large.
+// not encode, is too large, or holds a string of invalid UTF-8 (which JSON
+// would carry as U+FFFD; use []byte for binary data).
 func (d *Delivery[J]) SetOutput(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -107,6 +110,16 @@ func (d *Delivery[J]) SetOutput(v any) error {
 	if len(b) > MaxOutputBytes {
 		return fmt.Errorf("%w: output encodes to %d bytes, over MaxOutputBytes (%d); store large results elsewhere and output a reference",
 			ErrInvalidOutput, len(b), MaxOutputBytes)
+	}
+	if !utf8.Valid(b) {
+		return fmt.Errorf("%w: %T encodes to JSON that is not valid UTF-8", ErrInvalidOutput, v)
+	}
+	if path, ok := replacedText(v, b); ok {
+		if path == "" {
+			path = "the output"
+		}
+		return fmt.Errorf("%w: %s holds invalid UTF-8, which JSON cannot carry (it would be stored as U+FFFD); use []byte for binary data",
+			ErrInvalidOutput, path)
 	}
 	if d.d == nil {
 		return nil
@@ -139,9 +152,16 @@ func (d *delivery) reports() *reporter {
 	return d.rep
 }
 
+// checkProgressMessage checks a progress message like other stored text
+// (validText): at most MaxProgressMessageLen bytes of valid UTF-8 without
+// NUL.
+func checkProgressMessage(message string) error {
+	return checkText(ErrInvalidProgress, "progress message", message, MaxProgressMessageLen)
+}
+
 func (d *delivery) reportProgress(fraction *float64, message string) error {
-	if len(message) > MaxProgressMessageLen {
-		return fmt.Errorf("%w: message is %d bytes, longer than %d", ErrInvalidProgress, len(message), MaxProgressMessageLen)
+	if err := checkProgressMessage(message); err != nil {
+		return err
 	}
 	q := d.q
 	if q == nil { // a delivery made for a test, with no queue behind it

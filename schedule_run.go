@@ -34,6 +34,10 @@ type scheduler struct {
 	// EventEnqueued comes before its EventStarted).
 	events     []Event
 	wakeQueues []string
+	// gated are the jobs of the round's firings, for which the enqueue
+	// gate is open until their events are emitted: a worker that claims
+	// one meanwhile waits to report it started (enqueue_order.go).
+	gated []store.NewJob
 }
 
 // newScheduler makes the scheduler of run r; start starts it.
@@ -159,7 +163,13 @@ func (s *scheduler) round(ctx context.Context, now time.Time) (time.Time, error)
 				s.q.log.Error("litequeue: schedule has an unreadable definition; remove or register it again", LogSchedule, ss.Name, LogError, err.Error())
 				continue
 			}
+			s.q.gate.enter(f.Jobs...)
 			res, err := st.FireSchedule(ctx, f)
+			if err != nil || res.Stale || res.Held {
+				s.q.gate.leave(f.Jobs...)
+			} else {
+				s.gated = append(s.gated, f.Jobs...)
+			}
 			switch {
 			case err != nil:
 				if firstErr == nil {
@@ -186,12 +196,14 @@ func (s *scheduler) round(ctx context.Context, now time.Time) (time.Time, error)
 	}
 }
 
-// emitEvents emits the events the round kept, then wakes the queues that
-// got jobs.
+// emitEvents emits the events the round kept, closes the enqueue gate for
+// the round's jobs, then wakes the queues that got jobs.
 func (s *scheduler) emitEvents() {
 	for _, ev := range s.events {
 		s.q.emit(ev)
 	}
+	s.q.gate.leave(s.gated...)
+	s.gated = s.gated[:0]
 	for _, name := range s.wakeQueues {
 		s.q.wake(name)
 	}

@@ -172,7 +172,8 @@ func (q *Queue) QueueSummaries(ctx context.Context, limit int) ([]QueueSummary, 
 			CompletedCapped: s.CompletedCapped, DeadCapped: s.DeadCapped, OldestReadyID: s.OldestReadyID,
 			OldestReadyCapped: s.OldestReadyCapped}
 		if s.OldestReadyID != 0 {
-			qs.OldestReady = time.Duration(now - s.OldestReadyAt)
+			// Saturated, not wrapped, for a time more than 292 years ago.
+			qs.OldestReady = time.Unix(0, now).Sub(time.Unix(0, s.OldestReadyAt))
 		}
 		out = append(out, qs)
 	}

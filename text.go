@@ -62,13 +62,19 @@ func validName(what, s string) error {
 // both backends store unchanged. Other characters are allowed; lqinspect
 // and the dashboard escape them when they show the text.
 func validText(what, s string, limit int) error {
+	return checkText(ErrInvalidJob, what, s, limit)
+}
+
+// checkText is validText with the refusal wrapping invalid (ErrInvalidJob,
+// ErrInvalidProgress, …).
+func checkText(invalid error, what, s string, limit int) error {
 	switch {
 	case limit > 0 && len(s) > limit:
-		return fmt.Errorf("%w: %s is %d bytes, longer than %d", ErrInvalidJob, what, len(s), limit)
+		return fmt.Errorf("%w: %s is %d bytes, longer than %d", invalid, what, len(s), limit)
 	case !utf8.ValidString(s):
-		return fmt.Errorf("%w: %s %q is not valid UTF-8; encode binary data (hex, base64) first", ErrInvalidJob, what, s)
+		return fmt.Errorf("%w: %s %q is not valid UTF-8; encode binary data (hex, base64) first", invalid, what, s)
 	case strings.IndexByte(s, 0) >= 0:
-		return fmt.Errorf("%w: %s %q holds a NUL byte, which PostgreSQL's text cannot store", ErrInvalidJob, what, s)
+		return fmt.Errorf("%w: %s %q holds a NUL byte, which PostgreSQL's text cannot store", invalid, what, s)
 	}
 	return nil
 }
@@ -89,10 +95,7 @@ var replacementEscape = []byte(`\ufffd`)
 // enqueued. payload is job's encoding; the job is walked only when the
 // payload holds the escape encoding/json writes for such bytes.
 func checkPayloadText(kind string, job any, payload []byte) error {
-	if !bytes.Contains(payload, replacementEscape) {
-		return nil
-	}
-	if path, ok := invalidUTF8(reflect.ValueOf(job), "", 0); ok {
+	if path, ok := replacedText(job, payload); ok {
 		if path == "" {
 			path = "the job"
 		}
@@ -100,6 +103,16 @@ func checkPayloadText(kind string, job any, payload []byte) error {
 			ErrInvalidJob, kind, path)
 	}
 	return nil
+}
+
+// replacedText finds a string of v that encoding/json replaced with U+FFFD
+// in b, v's encoding, and returns where it is ("" for v itself). v is walked
+// only when b holds the escape encoding/json writes for such bytes.
+func replacedText(v any, b []byte) (string, bool) {
+	if !bytes.Contains(b, replacementEscape) {
+		return "", false
+	}
+	return invalidUTF8(reflect.ValueOf(v), "", 0)
 }
 
 var (

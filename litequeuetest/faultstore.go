@@ -117,6 +117,32 @@ type faultStore struct {
 	crashTx func(ctx context.Context, tx *sql.Tx, l store.Lease) error
 }
 
+// wrapStore returns the fault store over s. The queue asks its store for
+// optional interfaces: the fault store has each that s has, so that a
+// queue under the kit behaves like one without it. The transaction watcher
+// (EnqueueTx's events wait for the caller's commit) only reads, and passes
+// through.
+func wrapStore(s store.Store, w *writeFault, crashTx func(ctx context.Context, tx *sql.Tx, l store.Lease) error) store.Store {
+	f := &faultStore{Store: s, w: w, crashTx: crashTx}
+	if tw, ok := s.(store.TxWatcher); ok {
+		return &watchingFaultStore{faultStore: f, TxWatcher: tw}
+	}
+	return f
+}
+
+// watchingFaultStore is the fault store over a store that watches
+// transactions.
+type watchingFaultStore struct {
+	*faultStore
+	store.TxWatcher
+}
+
+// ReadOnly passes through: whether the store below was opened read-only.
+func (f *faultStore) ReadOnly() bool {
+	ro, ok := f.Store.(interface{ ReadOnly() bool })
+	return ok && ro.ReadOnly()
+}
+
 // guarded runs the write do unless the write fault fails it: then it
 // returns the fault's error, and do never reaches the store.
 func guarded[T any](f *faultStore, do func() (T, error)) (T, error) {

@@ -48,6 +48,7 @@ type fileSchedule struct {
 	nextAt, revision                int64
 	lastAt, lastJob                 *int64
 	missedCount, createdAt, updated int64
+	uniq                            string // the job type's UniqueOptions as JSON; "" for none
 }
 
 type scheduleEventRow struct {
@@ -73,6 +74,7 @@ func (st *fileState) escape(e *escaper) {
 	for i := range st.schedules {
 		sc := &st.schedules[i]
 		sc.name, sc.cron, sc.tz, sc.queue, sc.kind = e.text(sc.name), e.text(sc.cron), e.text(sc.tz), e.text(sc.queue), e.text(sc.kind)
+		sc.uniq = e.text(sc.uniq)
 	}
 	for i := range st.events {
 		ev := &st.events[i]
@@ -136,13 +138,16 @@ func readFileState(ctx context.Context, conn *sql.Conn) (fileState, error) {
 	if cols, err := fileColumns(ctx, conn, "lq_schedules"); err != nil {
 		return st, err
 	} else if len(cols) > 0 {
+		// A file older than schema 8 has no uniq column: its schedules have
+		// no uniqueness.
 		err := scanAll(ctx, conn, `SELECT name, cron, every, anchor, tz, queue, kind, payload, priority, missed, catch_up,
-			overlap, grace, paused, waiting, next_at, revision, last_at, last_job, missed_count, created_at, updated_at
+			overlap, grace, paused, waiting, next_at, revision, last_at, last_job, missed_count, created_at, updated_at, `+
+			selectList(cols, "uniq", "''")+`
 			FROM lq_schedules ORDER BY name`, func(rows *sql.Rows) error {
 			var s fileSchedule
 			var paused, waiting int64
 			err := rows.Scan(&s.name, &s.cron, &s.every, &s.anchor, &s.tz, &s.queue, &s.kind, &s.payload, &s.priority, &s.missed, &s.catchUp,
-				&s.overlap, &s.grace, &paused, &waiting, &s.nextAt, &s.revision, &s.lastAt, &s.lastJob, &s.missedCount, &s.createdAt, &s.updated)
+				&s.overlap, &s.grace, &paused, &waiting, &s.nextAt, &s.revision, &s.lastAt, &s.lastJob, &s.missedCount, &s.createdAt, &s.updated, &s.uniq)
 			s.paused, s.waiting = paused != 0, waiting != 0
 			if s.payload == nil {
 				s.payload = []byte{}
@@ -233,10 +238,10 @@ func copyState(ctx context.Context, s *pgStore, tx *sql.Tx, st fileState) error 
 	}
 	for _, sc := range st.schedules {
 		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO lq_schedules (name, cron, every, anchor, tz, queue, kind, payload, priority, missed, catch_up,
-			overlap, grace, paused, waiting, next_at, revision, last_at, last_job, missed_count, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`),
+			overlap, grace, paused, waiting, next_at, revision, last_at, last_job, missed_count, created_at, updated_at, uniq)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`),
 			sc.name, sc.cron, sc.every, sc.anchor, sc.tz, sc.queue, sc.kind, sc.payload, sc.priority, sc.missed, sc.catchUp,
-			sc.overlap, sc.grace, sc.paused, sc.waiting, sc.nextAt, sc.revision, sc.lastAt, sc.lastJob, sc.missedCount, sc.createdAt, sc.updated); err != nil {
+			sc.overlap, sc.grace, sc.paused, sc.waiting, sc.nextAt, sc.revision, sc.lastAt, sc.lastJob, sc.missedCount, sc.createdAt, sc.updated, sc.uniq); err != nil {
 			return fmt.Errorf("litequeue: copy schedule %q: %w", sc.name, err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/humantime"
 )
 
 type rootKey struct{}
@@ -88,10 +89,7 @@ var funcs = template.FuncMap{
 		if t.IsZero() {
 			return ""
 		}
-		if d := t.Sub(now); d >= 0 {
-			return "in " + fmtDur(d)
-		}
-		return fmtDur(now.Sub(t)) + " ago"
+		return humantime.Rel(t, now)
 	},
 	// zoned shows t in the IANA zone tz, "" when tz is UTC or unknown.
 	"zoned": func(t time.Time, tz string) string {
@@ -146,7 +144,7 @@ func oldestWaiting(s litequeue.QueueSummary) string {
 	if s.OldestReadyID == 0 {
 		return noneWaiting
 	}
-	return fmtDur(s.OldestReady) + plus(s.OldestReadyCapped)
+	return humantime.Age(s.OldestReady) + plus(s.OldestReadyCapped)
 }
 
 const noneWaiting = "—"

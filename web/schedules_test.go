@@ -66,7 +66,7 @@ func TestSchedulesPageListsTimingStateAndNextRun(t *testing.T) {
 	require.Contains(t, n, `<span class="state active">active</span>`)
 	// 03:00 in Berlin (CET, UTC+1) is 02:00 UTC, the next morning.
 	require.Contains(t, n, "2026-03-02 02:00:00.000 UTC")
-	require.Contains(t, n, "in 14h0m0s")
+	require.Contains(t, n, "in 14h")
 	require.Contains(t, n, `action="/schedules/trigger"`)
 	require.Contains(t, n, `action="/schedules/pause"`)
 	h := scheduleRowOf(t, body, hourly)
@@ -80,7 +80,7 @@ func TestSchedulesPageListsTimingStateAndNextRun(t *testing.T) {
 	h = scheduleRowOf(t, body, hourly)
 	require.Contains(t, h, `<span class="state overdue">overdue</span>`)
 	require.Contains(t, h, "2026-03-01 13:00:00.000 UTC", "the stored next run first, though past")
-	require.Contains(t, h, "1h0m0s ago")
+	require.Contains(t, h, "1h ago")
 }
 
 func TestScheduleDetailShowsNextRunsAndHistory(t *testing.T) {

@@ -5,86 +5,26 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
+
+	"github.com/litequeue/litequeue/internal/humantime"
 )
 
 // none is what a table shows for an absent value.
 const none = "-"
 
 // relTime says when t is relative to now: "in 4m", "12s ago", "now", or
-// none for a zero t. Times more than 292 years apart (more than a
-// time.Duration holds; a queue file may hold such a time) are shown in days
-// and hours too.
+// none for a zero t (humantime.Rel: times more than 292 years apart are
+// shown in days and hours).
 func relTime(t, now time.Time) string {
 	if t.IsZero() {
 		return none
 	}
-	span := shortSpan(t, now)
-	switch t.Compare(now) {
-	case 1:
-		return "in " + span
-	case -1:
-		return span + " ago"
-	}
-	return "now"
-}
-
-// shortSpan is shortDuration of the time between t and now, whichever is
-// later, without the overflow of t.Sub(now).
-func shortSpan(t, now time.Time) string {
-	if t.Before(now) {
-		t, now = now, t
-	}
-	if d := t.Sub(now); d < time.Duration(math.MaxInt64) {
-		return shortDuration(d)
-	}
-	secs := t.Unix() - now.Unix() // at most 584 billion years apart: no overflow
-	s := strconv.FormatInt(secs/86400, 10) + "d"
-	if h := secs % 86400 / 3600; h > 0 {
-		s += strconv.FormatInt(h, 10) + "h"
-	}
-	return s
-}
-
-var units = []struct {
-	d    time.Duration
-	name string
-}{{24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}}
-
-// shortDuration formats d with at most its two largest units: "4m", "4m12s",
-// "3d2h", "350ms".
-func shortDuration(d time.Duration) string {
-	if d == math.MinInt64 {
-		d++ // -d would be d again
-	}
-	if d < 0 {
-		return "-" + shortDuration(-d)
-	}
-	for i, u := range units {
-		if d < u.d {
-			continue
-		}
-		s := strconv.FormatInt(int64(d/u.d), 10) + u.name
-		if i+1 < len(units) {
-			next := units[i+1]
-			if r := d % u.d / next.d; r > 0 {
-				s += strconv.FormatInt(int64(r), 10) + next.name
-			}
-		}
-		return s
-	}
-	if r := d.Round(time.Millisecond); r > 0 {
-		return r.String()
-	}
-	if d == 0 {
-		return "0s"
-	}
-	return "<1ms"
+	return humantime.Rel(t, now)
 }
 
 // absTime formats t in UTC, or none when zero.

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/humantime"
 )
 
 // terminalSafe reports what in out a terminal would act on or that hides
@@ -124,8 +125,8 @@ func FuzzTimes(f *testing.F) {
 		case c > 0 && !strings.HasPrefix(rel, "in "), c < 0 && !strings.HasSuffix(rel, " ago"), c == 0 && rel != "now":
 			t.Fatalf("relTime(%v, %v) = %q", at, ref, rel)
 		}
-		shortDuration(time.Duration(sec*1e9 + nsec))
-		shortDuration(time.Duration(sec))
+		humantime.Duration(time.Duration(sec*1e9 + nsec))
+		humantime.Duration(time.Duration(sec))
 		a := &app{getenv: func(string) string { return "" }}
 		got, err := a.fixedNow(now)
 		if err == nil && !got.IsZero() && (got.Before(earliestNow) || got.After(latestNow)) {

@@ -96,11 +96,37 @@ func (a *app) open(path string, fs *flagSet, mutating bool) (*file, error) {
 	if err != nil {
 		return nil, openError(path, err)
 	}
+	if !mutating {
+		if err := a.noteMoved(q, path); err != nil {
+			q.Close()
+			return nil, err
+		}
+	}
 	f := &file{q: q, path: path, now: time.Now, busy: fs.busyTimeout, info: st}
 	if !now.IsZero() {
 		f.now = func() time.Time { return now }
 	}
 	return f, nil
+}
+
+// noteMoved says on stderr, when the file at path was moved to PostgreSQL,
+// where and when: what a read command shows of it is what the move left
+// behind, not the queue's jobs now.
+func (a *app) noteMoved(q *litequeue.Queue, path string) error {
+	m, err := q.Moved(a.ctx)
+	if err != nil || m == nil {
+		return err
+	}
+	where := fmt.Sprintf("PostgreSQL (%s, schema %q)", m.To, m.Schema)
+	at := m.At.UTC().Format(time.RFC3339)
+	if m.Complete {
+		_, err = fmt.Fprintf(a.stderr, "lqinspect: note: %s was moved to %s at %s; its jobs run there now, and what follows is the file as the move left it\n",
+			safeText(safeAddr(path)), safeText(where), at)
+	} else {
+		_, err = fmt.Fprintf(a.stderr, "lqinspect: note: %s was moved to %s at %s, and the move did not finish: run lqinspect migrate again with that URL; what follows is the file as the move left it\n",
+			safeText(safeAddr(path)), safeText(where), at)
+	}
+	return err
 }
 
 // fileType names the type of a file that is not a regular one.

@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"time"
 
 	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/humantime"
 )
 
 // watchInterval is how often stats --watch refreshes unless --interval says.
@@ -119,11 +119,8 @@ func statsTable(w io.Writer, stats []litequeue.QueueStats, now time.Time) error 
 	rows := make([][]string, len(stats))
 	for i, s := range stats {
 		oldest := none
-		switch {
-		case s.Ready > 0 && s.OldestReady == math.MaxInt64:
-			oldest = "over 292y" // saturated: due more than a time.Duration ago
-		case s.Ready > 0:
-			oldest = shortDuration(s.OldestReady)
+		if s.Ready > 0 {
+			oldest = humantime.Age(s.OldestReady)
 		}
 		paused := none
 		if s.Paused {
