@@ -367,7 +367,7 @@ type Queue struct {
 	clock Clock
 	log   *slog.Logger
 
-	store    store.Store
+	store    store.Backend
 	lite     *sqlite.Store // the SQLite store, nil on other backends
 	readOnly bool
 
@@ -429,7 +429,7 @@ func open(name string, opts *Options, f testbridge.Faults) (*Queue, error) {
 	if err != nil {
 		return nil, wrapf("%w", err)
 	}
-	var s store.Store = st
+	var s store.Backend = st
 	if f.Wrap != nil {
 		s = f.Wrap(st)
 	}
@@ -478,7 +478,7 @@ func (o *Options) sqliteOptions() sqlite.Options {
 }
 
 // newQueue makes a queue on st; lite is st when it is the SQLite store.
-func newQueue(o Options, st store.Store, lite *sqlite.Store, readOnly bool) *Queue {
+func newQueue(o Options, st store.Backend, lite *sqlite.Store, readOnly bool) *Queue {
 	q := &Queue{
 		opts:     o,
 		clock:    o.Clock,
@@ -502,7 +502,7 @@ func newQueue(o Options, st store.Store, lite *sqlite.Store, readOnly bool) *Que
 }
 
 func init() {
-	store.NewQueue = func(st store.Store, opts any) (any, error) {
+	store.NewQueue = func(st store.Backend, opts any) (any, error) {
 		o, _ := opts.(*Options)
 		oo := o.withDefaults()
 		if err := oo.validate(); err != nil {

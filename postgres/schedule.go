@@ -7,7 +7,7 @@ import (
 	"github.com/litequeue/litequeue/internal/store"
 )
 
-// Durable schedules (store.ScheduleStore) in lq_schedules and
+// Durable schedules (store.Schedules) in lq_schedules and
 // lq_schedule_events. Every write to a schedule runs in one transaction that
 // first takes a transaction-level advisory lock on the schedule's name, so
 // processes racing on one schedule (two registrations, two firings of one
@@ -79,7 +79,7 @@ func (t scheduleTx) InsertJobs(ctx context.Context, jobs []store.NewJob) ([]int6
 	return t.s.insertTx(ctx, t.tx, jobs)
 }
 
-// UpsertSchedule implements store.Store.
+// UpsertSchedule implements store.Schedules.
 func (s *pgStore) UpsertSchedule(ctx context.Context, def store.Schedule, now int64, detail string) (*store.Schedule, store.ScheduleChange, error) {
 	var prev *store.Schedule
 	var change store.ScheduleChange
@@ -94,21 +94,21 @@ func (s *pgStore) UpsertSchedule(ctx context.Context, def store.Schedule, now in
 	return prev, change, nil
 }
 
-// RemoveSchedule implements store.Store.
+// RemoveSchedule implements store.Schedules.
 func (s *pgStore) RemoveSchedule(ctx context.Context, name string) error {
 	return s.scheduleTx(ctx, name, func(tx *sql.Tx) error {
 		return scheduleSQL.Remove(ctx, scheduleTx{s, tx}, name)
 	})
 }
 
-// PauseSchedule implements store.Store.
+// PauseSchedule implements store.Schedules.
 func (s *pgStore) PauseSchedule(ctx context.Context, name string, paused bool, next, now int64) error {
 	return s.scheduleTx(ctx, name, func(tx *sql.Tx) error {
 		return scheduleSQL.SetPaused(ctx, scheduleTx{s, tx}, name, paused, next, now)
 	})
 }
 
-// Schedules implements store.Store.
+// Schedules implements store.Schedules.
 func (s *pgStore) Schedules(ctx context.Context, name string) ([]store.Schedule, error) {
 	query := `SELECT ` + store.ScheduleColumns + `, CASE WHEN s.last_job IS NULL THEN -1 ELSE coalesce(j.state, -2) END
 		FROM lq_schedules s LEFT JOIN lq_jobs j ON j.id = s.last_job `
@@ -119,7 +119,7 @@ func (s *pgStore) Schedules(ctx context.Context, name string) ([]store.Schedule,
 	return readAll(s, ctx, s.q(query+` ORDER BY s.name`), a, store.ScanScheduleWithLast)
 }
 
-// FireSchedule implements store.Store.
+// FireSchedule implements store.Schedules.
 func (s *pgStore) FireSchedule(ctx context.Context, f store.Firing) (store.FireResult, error) {
 	var res store.FireResult
 	err := s.scheduleTx(ctx, f.Name, func(tx *sql.Tx) error {
@@ -133,7 +133,7 @@ func (s *pgStore) FireSchedule(ctx context.Context, f store.Firing) (store.FireR
 	return res, nil
 }
 
-// TriggerSchedule implements store.Store.
+// TriggerSchedule implements store.Schedules.
 func (s *pgStore) TriggerSchedule(ctx context.Context, name string, now int64, unique func(*store.Schedule, *store.NewJob) error) (id int64, queue, kind string, err error) {
 	var dup error
 	err = s.scheduleTx(ctx, name, func(tx *sql.Tx) error {
@@ -146,7 +146,7 @@ func (s *pgStore) TriggerSchedule(ctx context.Context, name string, now int64, u
 	return id, queue, kind, dup
 }
 
-// ScheduleHistory implements store.Store.
+// ScheduleHistory implements store.Schedules.
 func (s *pgStore) ScheduleHistory(ctx context.Context, name string, limit int) ([]store.ScheduleEvent, error) {
 	if limit <= 0 {
 		limit = store.ScheduleHistoryKeep

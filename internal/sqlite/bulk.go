@@ -27,7 +27,7 @@ func bulkSelectSQL(where []string) string {
 	return "SELECT id FROM lq_jobs WHERE " + strings.Join(where, " AND ") + " ORDER BY id DESC LIMIT :chunk"
 }
 
-// Bulk implements store.Store: it selects and applies in the same writer
+// Bulk implements store.Admin: it selects and applies in the same writer
 // transaction.
 func (s *Store) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, before int64, n int) (store.BulkResult, error) {
 	if s.w == nil {

@@ -12,7 +12,7 @@ import (
 // Live control: paused queues (table lq_queues), cancelled jobs (state 4)
 // and snoozes.
 
-// Pause implements store.Control.
+// Pause implements store.Admin.
 func (s *Store) Pause(ctx context.Context, queue string, at int64) (bool, error) {
 	if s.w == nil {
 		return false, store.ErrReadOnly
@@ -31,7 +31,7 @@ func (s *Store) Pause(ctx context.Context, queue string, at int64) (bool, error)
 	return changed, classifyWriteError(err)
 }
 
-// Resume implements store.Control.
+// Resume implements store.Admin.
 func (s *Store) Resume(ctx context.Context, queue string) (bool, error) {
 	if s.w == nil {
 		return false, store.ErrReadOnly
@@ -49,7 +49,7 @@ func (s *Store) Resume(ctx context.Context, queue string) (bool, error) {
 	return changed, classifyWriteError(err)
 }
 
-// Paused implements store.Control.
+// Paused implements store.Admin.
 func (s *Store) Paused(ctx context.Context) (map[string]int64, error) {
 	return store.QueryPaused(ctx, s.db, `SELECT queue, paused_at FROM lq_queues WHERE paused_at IS NOT NULL`)
 }
@@ -59,7 +59,7 @@ const (
 	cancelRunningSQL = `UPDATE lq_jobs SET state = 4, finished_at = ?1 WHERE id = ?2 AND state = 1`
 )
 
-// Cancel implements store.Control.
+// Cancel implements store.Admin.
 func (s *Store) Cancel(ctx context.Context, ids []int64, now int64) ([]store.CancelledJob, error) {
 	if s.w == nil {
 		return nil, store.ErrReadOnly
@@ -104,7 +104,7 @@ func (s *Store) Cancel(ctx context.Context, ids []int64, now int64) ([]store.Can
 	return out, nil
 }
 
-// WhichCancelled implements store.Control with one statement.
+// WhichCancelled implements store.Runtime with one statement.
 func (s *Store) WhichCancelled(ctx context.Context, leases []store.Lease) ([]int, error) {
 	if len(leases) == 0 {
 		return nil, nil
@@ -142,7 +142,7 @@ func (s *Store) WhichCancelled(ctx context.Context, leases []store.Lease) ([]int
 	return out, nil
 }
 
-// PurgeCancelled implements store.Control.
+// PurgeCancelled implements store.Admin.
 func (s *Store) PurgeCancelled(ctx context.Context, before int64) (int, error) {
 	if s.w == nil {
 		return 0, store.ErrReadOnly
@@ -162,7 +162,7 @@ func (s *Store) PurgeCancelled(ctx context.Context, before int64) (int, error) {
 const snoozeSQL = `UPDATE lq_jobs SET state = 0, visible_at = ?1, lease = NULL, attempt = max(attempt - 1, 0), snoozes = snoozes + 1
 	WHERE id = ?2 AND lease = ?3 AND state = 1 AND snoozes < ?4`
 
-// Snooze implements store.Control.
+// Snooze implements store.Runtime.
 func (s *Store) Snooze(ctx context.Context, sn store.Snooze) error {
 	if s.w == nil {
 		return store.ErrReadOnly

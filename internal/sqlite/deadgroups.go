@@ -25,13 +25,13 @@ func deadBeforeSQL(where string) string {
 		WHERE id < ? AND ` + where + ` ORDER BY id DESC LIMIT ?`
 }
 
-// LatestDead implements store.Store.
+// LatestDead implements store.Dashboard.
 func (s *Store) LatestDead(ctx context.Context, f store.DeadFilter, limit int) ([]store.DeadMessage, error) {
 	where, args := deadWhere(f)
 	return s.deadMessages(ctx, latestDeadSQL(where), append(args, limit)...)
 }
 
-// DeadBefore implements store.Store.
+// DeadBefore implements store.Dashboard.
 func (s *Store) DeadBefore(ctx context.Context, f store.DeadFilter, before int64, limit int) ([]store.DeadMessage, error) {
 	where, args := deadWhere(f)
 	return s.deadMessages(ctx, deadBeforeSQL(where), append(append([]any{before}, args...), limit)...)

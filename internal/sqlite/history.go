@@ -30,7 +30,7 @@ func noHistory(err error) error {
 	return err
 }
 
-// AddHistory implements store.Store.
+// AddHistory implements store.Dashboard.
 func (s *Store) AddHistory(ctx context.Context, counts []store.HistoryCount, pruneBefore int64) error {
 	if s.w == nil {
 		return store.ErrReadOnly
@@ -50,7 +50,7 @@ func (s *Store) AddHistory(ctx context.Context, counts []store.HistoryCount, pru
 	return nil
 }
 
-// History implements store.Store.
+// History implements store.Dashboard.
 func (s *Store) History(ctx context.Context, queue string, since int64) ([]store.HistoryCount, error) {
 	query := historySQL
 	args := []any{since}

@@ -1,5 +1,5 @@
 // Package sqlite is litequeue's SQLite store: every SQL text the queue runs
-// on a SQLite file lives in this package, behind internal/store.Store. It
+// on a SQLite file lives in this package, behind internal/store.Backend. It
 // owns the file format (embedded, numbered migrations), opening and
 // checking files, the single writer goroutine with group commit, and the
 // SQL of every operation.

@@ -7,7 +7,7 @@ import (
 	"github.com/litequeue/litequeue/internal/store"
 )
 
-// The SQL of durable schedules (store.ScheduleStore): tables lq_schedules
+// The SQL of durable schedules (store.Schedules): tables lq_schedules
 // and lq_schedule_events (migration 0004). The writes' logic is shared with
 // the PostgreSQL store (store.ScheduleSQL); these are SQLite's statements.
 

@@ -56,7 +56,7 @@ func searchSQL(where []string) string {
 	return "SELECT " + JobColumns + " FROM lq_jobs WHERE " + strings.Join(where, " AND ") + " ORDER BY id DESC LIMIT :limit"
 }
 
-// Search implements store.Store.
+// Search implements store.Admin.
 func (s *Store) Search(ctx context.Context, q store.JobQuery, p store.PageQuery) (store.Page, error) {
 	where, args := queryWhere(q)
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -95,7 +95,7 @@ func (s *Store) Search(ctx context.Context, q store.JobQuery, p store.PageQuery)
 	return store.MakePage(p, jobs, lo.Int64, hi.Int64, false), nil
 }
 
-// Count implements store.Store. A state filter counts through an index; a
+// Count implements store.Admin. A state filter counts through an index; a
 // filter by kind or text alone reads every row.
 func (s *Store) Count(ctx context.Context, q store.JobQuery, limit int) (int, error) {
 	where, args := queryWhere(q)
@@ -132,7 +132,7 @@ const (
 		ORDER BY visible_at LIMIT 1`
 )
 
-// Summaries implements store.Store: the live queue names come from a skip
+// Summaries implements store.Dashboard: the live queue names come from a skip
 // scan of the claim index, one seek per queue; the live rows of each are
 // counted through it up to limit, which finds the oldest ready row too when
 // the count did not stop there; the completed and dead ones are counted

@@ -29,7 +29,10 @@ type Store struct {
 	closeErr  error
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Backend = (*Store)(nil)
+	_ store.Testing = (*Store)(nil)
+)
 
 func newStore(o Options, db, wdb *sql.DB, owned bool, conn *sql.Conn) *Store {
 	s := &Store{opts: o, db: db, wdb: wdb, owned: owned, wconn: conn}
@@ -139,7 +142,7 @@ type preparer interface {
 	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
 }
 
-// Insert implements store.Store.
+// Insert implements store.Runtime.
 func (s *Store) Insert(ctx context.Context, tx *sql.Tx, jobs []store.NewJob) (ids []int64, dups []error, err error) {
 	if tx != nil {
 		ids, dups, err = insertBatch(ctx, tx, jobs)
@@ -258,7 +261,7 @@ func insertMany(ctx context.Context, tx Execer, jobs []store.NewJob, ids []int64
 	return nil
 }
 
-// InsertClaim implements store.Store: the insert and the claim share one
+// InsertClaim implements store.Runtime: the insert and the claim share one
 // transaction, and handOff runs on the writer right after its commit, in
 // commit order with every other claim.
 func (s *Store) InsertClaim(ctx context.Context, job store.NewJob, q store.ClaimQuery, handOff func([]store.Claimed)) (int64, error) {
@@ -411,7 +414,7 @@ func claimTx(ctx context.Context, tx Execer, q store.ClaimQuery) ([]store.Claime
 	return cs, err
 }
 
-// Claim implements store.Store.
+// Claim implements store.Runtime.
 func (s *Store) Claim(ctx context.Context, q store.ClaimQuery, handOff func([]store.Claimed)) (int, error) {
 	if s.w == nil {
 		return 0, store.ErrReadOnly
@@ -435,7 +438,7 @@ const nextDueSQL = `SELECT visible_at FROM lq_jobs
 WHERE queue = ?1 AND state IN (0, 1) AND priority = ?2 AND kind IN (SELECT value FROM json_each(?3))
 ORDER BY visible_at LIMIT 1`
 
-// NextDue implements store.Store. It reads in one snapshot, one priority at
+// NextDue implements store.Runtime. It reads in one snapshot, one priority at
 // a time (see claimSQL).
 func (s *Store) NextDue(ctx context.Context, queue string, kinds []string, kindsJSON string) (int64, bool, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -465,7 +468,7 @@ func (s *Store) NextDue(ctx context.Context, queue string, kinds []string, kinds
 
 const extendSQL = `UPDATE lq_jobs SET visible_at = ? WHERE id = ? AND lease = ? AND state = 1`
 
-// Extend implements store.Store.
+// Extend implements store.Runtime.
 func (s *Store) Extend(ctx context.Context, leases []store.Lease, until int64) ([]int, error) {
 	if s.w == nil {
 		return nil, store.ErrReadOnly
@@ -501,7 +504,7 @@ func execHolds(ctx context.Context, tx Execer, query string, args ...any) (bool,
 const releaseSQL = `UPDATE lq_jobs SET state = 0, visible_at = ?, lease = NULL, attempt = max(attempt - 1, 0)
 	WHERE id = ? AND lease = ? AND state = 1`
 
-// Release implements store.Store.
+// Release implements store.Runtime.
 func (s *Store) Release(ctx context.Context, leases []store.Lease, now int64) error {
 	if s.w == nil {
 		return store.ErrReadOnly
@@ -516,7 +519,7 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease, now int64) er
 	})
 }
 
-// Complete implements store.Store: the success goes into the writer's next
+// Complete implements store.Runtime: the success goes into the writer's next
 // transaction.
 func (s *Store) Complete(c store.Completion) {
 	if s.w == nil {
@@ -528,7 +531,7 @@ func (s *Store) Complete(c store.Completion) {
 	s.w.complete(c)
 }
 
-// Flush implements store.Store.
+// Flush implements store.Runtime.
 func (s *Store) Flush(ctx context.Context) error {
 	if s.w == nil {
 		return nil
@@ -546,7 +549,7 @@ const (
 		WHERE id = ?2 AND lease = ?3 AND state = 1`
 )
 
-// CompleteTx implements store.Store.
+// CompleteTx implements store.Runtime.
 func (s *Store) CompleteTx(ctx context.Context, tx *sql.Tx, l store.Lease, keepAt int64) error {
 	var ok bool
 	var err error
@@ -564,7 +567,7 @@ func (s *Store) CompleteTx(ctx context.Context, tx *sql.Tx, l store.Lease, keepA
 	return nil
 }
 
-// Holds implements store.Store.
+// Holds implements store.Runtime.
 func (s *Store) Holds(ctx context.Context, l store.Lease) (bool, error) {
 	var n int
 	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM lq_jobs WHERE id = ? AND lease = ? AND state = 1`, l.ID, l.Lease).Scan(&n)
@@ -751,7 +754,7 @@ func insertAttempt(ctx context.Context, tx Execer, id int64, a store.Attempt) er
 	return err
 }
 
-// Retry implements store.Store.
+// Retry implements store.Runtime.
 func (s *Store) Retry(ctx context.Context, r store.Retry) error {
 	if s.w == nil {
 		return store.ErrReadOnly
@@ -768,7 +771,7 @@ func (s *Store) Retry(ctx context.Context, r store.Retry) error {
 	}))
 }
 
-// Bury implements store.Store.
+// Bury implements store.Runtime.
 func (s *Store) Bury(ctx context.Context, b store.Burial) error {
 	if s.w == nil {
 		return store.ErrReadOnly
@@ -811,7 +814,7 @@ func (s *Store) Bury(ctx context.Context, b store.Burial) error {
 // with one seek of lq_jobs_finished.
 const oldestCompletedSQL = `SELECT min(finished_at) FROM lq_jobs WHERE state = 2`
 
-// OldestCompleted implements store.Store.
+// OldestCompleted implements store.Admin.
 func (s *Store) OldestCompleted(ctx context.Context) (int64, bool, error) {
 	var v sql.NullInt64
 	if err := s.db.QueryRowContext(ctx, oldestCompletedSQL).Scan(&v); err != nil || !v.Valid {
@@ -820,7 +823,7 @@ func (s *Store) OldestCompleted(ctx context.Context) (int64, bool, error) {
 	return v.Int64, true, nil
 }
 
-// PurgeCompleted implements store.Store.
+// PurgeCompleted implements store.Admin.
 func (s *Store) PurgeCompleted(ctx context.Context, before int64) (int, error) {
 	if s.w == nil {
 		return 0, store.ErrReadOnly

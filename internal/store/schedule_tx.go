@@ -7,11 +7,11 @@ import (
 	"fmt"
 )
 
-// The writes of ScheduleStore, once for both backends: each backend runs
+// The writes of Schedules, once for both backends: each backend runs
 // these functions inside its own transaction (SQLite: the writer's; the
 // PostgreSQL store: one holding the schedule's advisory lock) and supplies
 // the SQL texts of ScheduleSQL in its dialect, so the rules of the
-// ScheduleStore interface live here and the SQL stays in the backend's files.
+// Schedules interface live here and the SQL stays in the backend's files.
 
 // ScheduleSQL holds one backend's statements for the schedule writes. Every
 // statement takes its parameters numbered as documented (?1 or $1 ...), so
@@ -113,7 +113,7 @@ func (q *ScheduleSQL) addEvent(ctx context.Context, tx ScheduleTx, name string, 
 	return err
 }
 
-// Upsert is ScheduleStore.UpsertSchedule inside tx.
+// Upsert is Schedules.UpsertSchedule inside tx.
 func (q *ScheduleSQL) Upsert(ctx context.Context, tx ScheduleTx, def Schedule, now int64, detail string) (*Schedule, ScheduleChange, error) {
 	payload := def.Payload
 	if payload == nil {
@@ -144,7 +144,7 @@ func (q *ScheduleSQL) Upsert(ctx context.Context, tx ScheduleTx, def Schedule, n
 	return &old, ScheduleUpdated, q.addEvent(ctx, tx, def.Name, now, "updated", 0, 0, 0, 0, detail)
 }
 
-// Remove is ScheduleStore.RemoveSchedule inside tx.
+// Remove is Schedules.RemoveSchedule inside tx.
 func (q *ScheduleSQL) Remove(ctx context.Context, tx ScheduleTx, name string) error {
 	res, err := tx.ExecContext(ctx, q.Delete, name)
 	if err != nil {
@@ -161,7 +161,7 @@ func (q *ScheduleSQL) Remove(ctx context.Context, tx ScheduleTx, name string) er
 	return err
 }
 
-// SetPaused is ScheduleStore.PauseSchedule inside tx.
+// SetPaused is Schedules.PauseSchedule inside tx.
 func (q *ScheduleSQL) SetPaused(ctx context.Context, tx ScheduleTx, name string, paused bool, next, now int64) error {
 	var was bool
 	err := tx.QueryRowContext(ctx, q.SelectPaused, name).Scan(&was)
@@ -184,8 +184,8 @@ func (q *ScheduleSQL) SetPaused(ctx context.Context, tx ScheduleTx, name string,
 	return q.addEvent(ctx, tx, name, now, event, 0, 0, 0, 0, "")
 }
 
-// Fire is ScheduleStore.FireSchedule inside tx (see the rules of
-// ScheduleStore).
+// Fire is Schedules.FireSchedule inside tx (see the rules of
+// Schedules).
 func (q *ScheduleSQL) Fire(ctx context.Context, tx ScheduleTx, f Firing) (FireResult, error) {
 	var res FireResult
 	var next, rev int64
@@ -270,7 +270,7 @@ func duplicateDetail(ue *UniqueError) string {
 	return fmt.Sprintf("unique: job %d (%s) has the same uniqueness; nothing enqueued", ue.ID, ue.State)
 }
 
-// Trigger is ScheduleStore.TriggerSchedule inside tx. A twin that blocks
+// Trigger is Schedules.TriggerSchedule inside tx. A twin that blocks
 // the job is returned as dup (a *UniqueError), with the twin's id and
 // err nil: the "duplicate" event is to be committed.
 func (q *ScheduleSQL) Trigger(ctx context.Context, tx ScheduleTx, name string, now int64, unique func(*Schedule, *NewJob) error) (id int64, queue, kind string, dup, err error) {
