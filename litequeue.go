@@ -774,7 +774,7 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 	} else {
 		var ids []int64
 		var dups []error
-		ids, dups, err = q.store.Insert(ctx, nil, []store.NewJob{nj})
+		ids, dups, err = q.store.Insert(ctx, store.Tx{}, []store.NewJob{nj})
 		if err == nil {
 			id, err = ids[0], dups[0]
 		}
@@ -832,7 +832,7 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, job Job, opts *Enqueu
 	if err != nil {
 		return 0, err
 	}
-	ids, dups, err := q.store.Insert(ctx, tx, []store.NewJob{nj})
+	ids, dups, err := q.store.Insert(ctx, store.SQLTx(tx), []store.NewJob{nj})
 	if err == nil {
 		if uid, uerr, handled := q.settleUnique(job, opts, &nj, ids[0], dups[0]); handled {
 			return uid, uerr
@@ -876,7 +876,7 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []BatchItem) ([]int64, e
 	}
 	q.gate.enter(jobs...)
 	defer q.gate.leave(jobs...)
-	ids, dups, err := q.store.Insert(ctx, nil, jobs)
+	ids, dups, err := q.store.Insert(ctx, store.Tx{}, jobs)
 	if err != nil {
 		return nil, wrapf("litequeue: enqueue batch: %w", err)
 	}
@@ -921,7 +921,7 @@ func (q *Queue) EnqueueBatchTx(ctx context.Context, tx *sql.Tx, items []BatchIte
 	if err != nil {
 		return nil, err
 	}
-	ids, dups, err := q.store.Insert(ctx, tx, jobs)
+	ids, dups, err := q.store.Insert(ctx, store.SQLTx(tx), jobs)
 	if err != nil {
 		return nil, wrapf("litequeue: enqueue batch: %w", err)
 	}

@@ -168,7 +168,7 @@ func (f *faultStore) Report(ctx context.Context, r store.Report) error {
 	return f.guard(func() error { return f.Backend.Report(ctx, r) })
 }
 
-func (f *faultStore) Insert(ctx context.Context, tx *sql.Tx, jobs []store.NewJob) (ids []int64, errs []error, err error) {
+func (f *faultStore) Insert(ctx context.Context, tx store.Tx, jobs []store.NewJob) (ids []int64, errs []error, err error) {
 	err = f.guard(func() error { ids, errs, err = f.Backend.Insert(ctx, tx, jobs); return err })
 	return ids, errs, err
 }
@@ -198,10 +198,10 @@ func (f *faultStore) Complete(c store.Completion) {
 	}
 }
 
-func (f *faultStore) CompleteTx(ctx context.Context, tx *sql.Tx, l store.Lease, keepAt int64) error {
+func (f *faultStore) CompleteTx(ctx context.Context, tx store.Tx, l store.Lease, keepAt int64) error {
 	return f.guard(func() error {
 		if f.crashTx != nil {
-			if err := f.crashTx(ctx, tx, l); err != nil {
+			if err := f.crashTx(ctx, tx.SQL(), l); err != nil {
 				return err
 			}
 		}

@@ -129,7 +129,8 @@ func (s *pgStore) writable() error {
 }
 
 // Insert implements store.Runtime.
-func (s *pgStore) Insert(ctx context.Context, tx *sql.Tx, jobs []store.NewJob) ([]int64, []error, error) {
+func (s *pgStore) Insert(ctx context.Context, apptx store.Tx, jobs []store.NewJob) ([]int64, []error, error) {
+	tx := apptx.SQL()
 	if err := s.writable(); err != nil {
 		return nil, nil, err
 	}
@@ -621,7 +622,8 @@ func (s *pgStore) Flush(ctx context.Context) error {
 // The statement changes nothing on another database than the queue's (a
 // row there may have the same id and lease) and answers which database it
 // ran on, so that such a transaction gets ErrOtherDatabase.
-func (s *pgStore) CompleteTx(ctx context.Context, tx *sql.Tx, l store.Lease, keepAt int64) error {
+func (s *pgStore) CompleteTx(ctx context.Context, apptx store.Tx, l store.Lease, keepAt int64) error {
+	tx := apptx.SQL()
 	var n int64
 	var db string
 	var err error

@@ -143,9 +143,9 @@ type preparer interface {
 }
 
 // Insert implements store.Runtime.
-func (s *Store) Insert(ctx context.Context, tx *sql.Tx, jobs []store.NewJob) (ids []int64, dups []error, err error) {
-	if tx != nil {
-		ids, dups, err = insertBatch(ctx, tx, jobs)
+func (s *Store) Insert(ctx context.Context, tx store.Tx, jobs []store.NewJob) (ids []int64, dups []error, err error) {
+	if !tx.IsZero() {
+		ids, dups, err = insertBatch(ctx, tx.SQL(), jobs)
 		return ids, dups, err
 	}
 	if s.w == nil {
@@ -550,13 +550,13 @@ const (
 )
 
 // CompleteTx implements store.Runtime.
-func (s *Store) CompleteTx(ctx context.Context, tx *sql.Tx, l store.Lease, keepAt int64) error {
+func (s *Store) CompleteTx(ctx context.Context, tx store.Tx, l store.Lease, keepAt int64) error {
 	var ok bool
 	var err error
 	if keepAt != 0 {
-		ok, err = execHolds(ctx, tx, completeKeepSQL, keepAt, l.ID, l.Lease)
+		ok, err = execHolds(ctx, tx.SQL(), completeKeepSQL, keepAt, l.ID, l.Lease)
 	} else {
-		ok, err = execHolds(ctx, tx, completeDeleteSQL, l.ID, l.Lease)
+		ok, err = execHolds(ctx, tx.SQL(), completeDeleteSQL, l.ID, l.Lease)
 	}
 	if err != nil {
 		return err

@@ -11,7 +11,7 @@ var _ store.TxWatcher = (*Store)(nil)
 
 // TxMark implements store.TxWatcher: on a queue file the job itself tells
 // whether the transaction committed.
-func (s *Store) TxMark(_ context.Context, _ *sql.Tx, id, createdAt int64) (store.TxMark, error) {
+func (s *Store) TxMark(_ context.Context, _ store.Tx, id, createdAt int64) (store.TxMark, error) {
 	return store.TxMark{ID: id, CreatedAt: createdAt}, nil
 }
 

@@ -12,6 +12,21 @@ import (
 // the test kit's extra operations are the optional Testing. Implementations
 // are safe for concurrent use.
 
+// Tx is an application's transaction that a write joins (Runtime.Insert,
+// Runtime.CompleteTx, TxWatcher.TxMark): opaque to the queue, which takes
+// it from its caller and hands it to its backend unchanged. The zero Tx is
+// no transaction.
+type Tx struct{ sql *sql.Tx }
+
+// SQLTx is the Tx of a database/sql transaction; nil gives the zero Tx.
+func SQLTx(tx *sql.Tx) Tx { return Tx{sql: tx} }
+
+// SQL returns the database/sql transaction, nil for the zero Tx.
+func (t Tx) SQL() *sql.Tx { return t.sql }
+
+// IsZero reports whether t is no transaction.
+func (t Tx) IsZero() bool { return t.sql == nil }
+
 // Backend is what a backend implements and what a queue runs on.
 type Backend interface {
 	Runtime
@@ -37,10 +52,10 @@ type Backend interface {
 // its error, with the blocking row's id).
 type Runtime interface {
 	// Insert stores jobs in one transaction — on tx, the application's,
-	// when it is non-nil. ids[i] is the id of jobs[i]; dups[i] is a
+	// when it is not the zero Tx. ids[i] is the id of jobs[i]; dups[i] is a
 	// *DuplicateError when its key is held by a live job (or an earlier item),
 	// and then nothing was inserted for it. Any other error inserts nothing.
-	Insert(ctx context.Context, tx *sql.Tx, jobs []NewJob) (ids []int64, dups []error, err error)
+	Insert(ctx context.Context, tx Tx, jobs []NewJob) (ids []int64, dups []error, err error)
 	// InsertClaim inserts job and, in the same transaction, claims per q
 	// (which may take the new job or a more urgent one; a store may instead
 	// claim the new job only when nothing comes before it, and nothing
@@ -83,7 +98,7 @@ type Runtime interface {
 	// CompleteTx writes a success on the application's tx (ErrLeaseLost if
 	// the lease was lost). keepAt non-zero keeps the row as completed at
 	// that time; zero deletes it.
-	CompleteTx(ctx context.Context, tx *sql.Tx, l Lease, keepAt int64) error
+	CompleteTx(ctx context.Context, tx Tx, l Lease, keepAt int64) error
 	// Retry and Bury record a failed attempt (ErrLeaseLost if the lease was
 	// lost: then nothing changes).
 	Retry(ctx context.Context, r Retry) error

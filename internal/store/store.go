@@ -26,7 +26,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 )
@@ -265,7 +264,7 @@ type TxWatcher interface {
 	// TxMark returns, on tx right after Insert wrote jobs on it, what
 	// TxEnded needs to tell the transaction's end; id and createdAt are
 	// those of one of the jobs.
-	TxMark(ctx context.Context, tx *sql.Tx, id, createdAt int64) (TxMark, error)
+	TxMark(ctx context.Context, tx Tx, id, createdAt int64) (TxMark, error)
 	// TxEnded reports for each mark whether its transaction committed,
 	// rolled back or is still open. It may wait for the transactions to
 	// end (SQLite: for the write lock they hold).
