@@ -2,12 +2,17 @@ package litequeuetest
 
 import (
 	"errors"
+	"log/slog"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/sqlite"
 	"github.com/litequeue/litequeue/internal/store"
+	"github.com/litequeue/litequeue/internal/storetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -80,4 +85,18 @@ func TestInjectedErrorReadsLikeTheStores(t *testing.T) {
 	require.Equal(t, "litequeue: disk full: database or disk is full (13) [injected by litequeuetest]", err.Error())
 	mine := errors.New("database is locked")
 	require.ErrorIs(t, injected(mine), mine)
+}
+
+// The fault store, with no fault armed, is a store like the one it wraps:
+// it passes the store-level suite.
+func TestFaultStorePassesTheStoreSuite(t *testing.T) {
+	storetest.Run(t, storetest.Backend{
+		Fresh: func(t *testing.T) string { return filepath.Join(t.TempDir(), "q.db") },
+		Open: func(t *testing.T, path string) store.Backend {
+			s, err := sqlite.Open(path, sqlite.Options{BusyTimeout: 5 * time.Second, Synchronous: "NORMAL", Logger: slog.Default()})
+			require.NoError(t, err)
+			t.Cleanup(func() { s.Close() })
+			return &faultStore{Backend: s, w: &writeFault{}}
+		},
+	})
 }
