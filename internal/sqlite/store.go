@@ -356,10 +356,6 @@ WHERE id IN (
     LIMIT ?6)
 RETURNING id, kind, attempt, priority, payload, idem_key, created_at, last_error, due_at`
 
-// ClaimSQL is the claim statement, for tests that claim as a dead process
-// would.
-const ClaimSQL = claimSQL
-
 // nextPrioritySQL finds the most urgent priority of a queue's live rows at or
 // after ?2 with one seek of the claim index — none while the queue is paused
 // (lq_queues, see control.go): then claims take nothing and nothing is due,
