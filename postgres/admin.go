@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -107,7 +108,7 @@ func (s *pgStore) Job(ctx context.Context, id int64) (store.Job, []store.Attempt
 		if err != nil {
 			return err
 		}
-		as, err = store.QueryAll(ctx, tx, s.q(attemptsSQL), []any{id}, func(rows *sql.Rows, at *store.Attempt) error {
+		as, err = sqlkit.QueryAll(ctx, tx, s.q(attemptsSQL), []any{id}, func(rows *sql.Rows, at *store.Attempt) error {
 			return rows.Scan(&at.Attempt, &at.StartedAt, &at.FinishedAt, &at.Error, &at.Decision, &at.Delay)
 		})
 		return err

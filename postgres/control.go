@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -68,7 +69,7 @@ func (s *pgStore) Resume(ctx context.Context, queue string) (bool, error) {
 // Paused implements store.Admin.
 func (s *pgStore) Paused(ctx context.Context) (map[string]int64, error) {
 	return readValue(s, ctx, func() (map[string]int64, error) {
-		return store.QueryPaused(ctx, s.db, s.q(`SELECT queue, paused_at FROM lq_queues WHERE paused_at IS NOT NULL`))
+		return sqlkit.QueryPaused(ctx, s.db, s.q(`SELECT queue, paused_at FROM lq_queues WHERE paused_at IS NOT NULL`))
 	})
 }
 

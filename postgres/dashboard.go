@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -191,7 +192,7 @@ func (s *pgStore) Summaries(ctx context.Context, now int64, limit int) ([]store.
 	var sums store.Summaries
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		sums = store.Summaries{}
-		live, err := store.QueryAll(ctx, tx, s.q(liveQueuesSQL), nil, func(r *sql.Rows, name *string) error { return r.Scan(name) })
+		live, err := sqlkit.QueryAll(ctx, tx, s.q(liveQueuesSQL), nil, func(r *sql.Rows, name *string) error { return r.Scan(name) })
 		if err != nil {
 			return err
 		}
@@ -214,7 +215,7 @@ func (s *pgStore) Summaries(ctx context.Context, now int64, limit int) ([]store.
 			sum.OldestReadyID, sum.OldestReadyAt = id.Int64, at.Int64
 		}
 		for _, st := range []store.State{store.Completed, store.Dead} {
-			if err := sums.AddFinished(ctx, tx, st, limit, s.q(finishedCountsSQL), int16(st), limit); err != nil {
+			if err := sqlkit.AddFinished(ctx, sums, tx, st, limit, s.q(finishedCountsSQL), int16(st), limit); err != nil {
 				return err
 			}
 		}
@@ -244,7 +245,7 @@ func (s *pgStore) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, b
 	var res store.BulkResult
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		res = store.BulkResult{}
-		ids, err := store.QueryAll(ctx, tx, sel, a, store.ScanID)
+		ids, err := sqlkit.QueryAll(ctx, tx, sel, a, sqlkit.ScanID)
 		if err != nil || len(ids) == 0 {
 			return err
 		}
@@ -333,7 +334,7 @@ func (s *pgStore) DeadBefore(ctx context.Context, f store.DeadFilter, before int
 }
 
 func (s *pgStore) deadMessages(ctx context.Context, query string, a args) ([]store.DeadMessage, error) {
-	return readAll(s, ctx, s.q(query), a, store.ScanDeadMessage)
+	return readAll(s, ctx, s.q(query), a, sqlkit.ScanDeadMessage)
 }
 
 // addHistorySQL adds per-(queue, minute) counts, given as parallel arrays
@@ -393,7 +394,7 @@ func (s *pgStore) History(ctx context.Context, queue string, since int64) ([]sto
 	if queue != "" {
 		query += ` AND queue = ` + a.add(queue)
 	}
-	return readAll(s, ctx, s.q(query+` ORDER BY minute, queue`), a, store.ScanHistoryCount)
+	return readAll(s, ctx, s.q(query+` ORDER BY minute, queue`), a, sqlkit.ScanHistoryCount)
 }
 
 const loadSQL = `WITH h AS (SELECT * FROM unnest($1::text[], $2::text[]) AS h(queue, kind))

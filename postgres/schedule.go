@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 
+	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -27,8 +28,8 @@ func (s *pgStore) scheduleTx(ctx context.Context, name string, fn func(tx *sql.T
 	})
 }
 
-var scheduleSQL = &store.ScheduleSQL{
-	Select: `SELECT ` + store.ScheduleColumns + ` FROM lq_schedules s WHERE s.name = $1`,
+var scheduleSQL = &sqlkit.ScheduleSQL{
+	Select: `SELECT ` + sqlkit.ScheduleColumns + ` FROM lq_schedules s WHERE s.name = $1`,
 	Insert: `INSERT INTO lq_schedules (name, cron, every, anchor, tz, queue, kind, payload, priority,
 		missed, catch_up, overlap, grace, next_at, created_at, updated_at, uniq)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15, $16)`,
@@ -55,7 +56,7 @@ var scheduleSQL = &store.ScheduleSQL{
 		(SELECT id FROM lq_schedule_events WHERE schedule = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)`,
 }
 
-// scheduleTx is a transaction holding a schedule's lock, as store.ScheduleSQL
+// scheduleTx is a transaction holding a schedule's lock, as sqlkit.ScheduleSQL
 // uses it: every statement is qualified with the store's schema.
 type scheduleTx struct {
 	s  *pgStore
@@ -110,13 +111,13 @@ func (s *pgStore) PauseSchedule(ctx context.Context, name string, paused bool, n
 
 // Schedules implements store.Schedules.
 func (s *pgStore) Schedules(ctx context.Context, name string) ([]store.Schedule, error) {
-	query := `SELECT ` + store.ScheduleColumns + `, CASE WHEN s.last_job IS NULL THEN -1 ELSE coalesce(j.state, -2) END
+	query := `SELECT ` + sqlkit.ScheduleColumns + `, CASE WHEN s.last_job IS NULL THEN -1 ELSE coalesce(j.state, -2) END
 		FROM lq_schedules s LEFT JOIN lq_jobs j ON j.id = s.last_job `
 	var a args
 	if name != "" {
 		query += ` WHERE s.name = ` + a.add(name)
 	}
-	return readAll(s, ctx, s.q(query+` ORDER BY s.name`), a, store.ScanScheduleWithLast)
+	return readAll(s, ctx, s.q(query+` ORDER BY s.name`), a, sqlkit.ScanScheduleWithLast)
 }
 
 // FireSchedule implements store.Schedules.
@@ -152,5 +153,5 @@ func (s *pgStore) ScheduleHistory(ctx context.Context, name string, limit int) (
 		limit = store.ScheduleHistoryKeep
 	}
 	return readAll(s, ctx, s.q(`SELECT id, at, event, coalesce(occurrence, 0), coalesce(last, 0), coalesce(job_id, 0), count, detail
-		FROM lq_schedule_events WHERE schedule = $1 ORDER BY id DESC LIMIT $2`), []any{name, limit}, store.ScanScheduleEvent)
+		FROM lq_schedule_events WHERE schedule = $1 ORDER BY id DESC LIMIT $2`), []any{name, limit}, sqlkit.ScanScheduleEvent)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -42,7 +43,7 @@ func (s *Store) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, bef
 	var res store.BulkResult
 	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
 		res = store.BulkResult{}
-		ids, err := store.QueryAll(ctx, tx, query, args, store.ScanID)
+		ids, err := sqlkit.QueryAll(ctx, tx, query, args, sqlkit.ScanID)
 		if err != nil || len(ids) == 0 {
 			return err
 		}

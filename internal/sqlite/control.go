@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -51,7 +52,7 @@ func (s *Store) Resume(ctx context.Context, queue string) (bool, error) {
 
 // Paused implements store.Admin.
 func (s *Store) Paused(ctx context.Context) (map[string]int64, error) {
-	return store.QueryPaused(ctx, s.db, `SELECT queue, paused_at FROM lq_queues WHERE paused_at IS NOT NULL`)
+	return sqlkit.QueryPaused(ctx, s.db, `SELECT queue, paused_at FROM lq_queues WHERE paused_at IS NOT NULL`)
 }
 
 const (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -38,5 +39,5 @@ func (s *Store) DeadBefore(ctx context.Context, f store.DeadFilter, before int64
 }
 
 func (s *Store) deadMessages(ctx context.Context, query string, args ...any) ([]store.DeadMessage, error) {
-	return store.QueryAll(ctx, s.db, query, args, store.ScanDeadMessage)
+	return sqlkit.QueryAll(ctx, s.db, query, args, sqlkit.ScanDeadMessage)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -58,6 +59,6 @@ func (s *Store) History(ctx context.Context, queue string, since int64) ([]store
 		query += ` AND queue = ?`
 		args = append(args, queue)
 	}
-	out, err := store.QueryAll(ctx, s.db, query+` ORDER BY minute, queue`, args, store.ScanHistoryCount)
+	out, err := sqlkit.QueryAll(ctx, s.db, query+` ORDER BY minute, queue`, args, sqlkit.ScanHistoryCount)
 	return out, noHistory(err)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -170,10 +171,10 @@ func (s *Store) Summaries(ctx context.Context, now int64, limit int) ([]store.Qu
 			}
 		}
 	}
-	if err := sums.AddFinished(ctx, tx, store.Completed, limit, completedCountSQL, limit); err != nil {
+	if err := sqlkit.AddFinished(ctx, sums, tx, store.Completed, limit, completedCountSQL, limit); err != nil {
 		return nil, err
 	}
-	if err := sums.AddFinished(ctx, tx, store.Dead, limit, deadCountSQL, limit); err != nil {
+	if err := sqlkit.AddFinished(ctx, sums, tx, store.Dead, limit, deadCountSQL, limit); err != nil {
 		return nil, err
 	}
 	return sums.List(), nil

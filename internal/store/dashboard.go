@@ -1,8 +1,6 @@
 package store
 
 import (
-	"context"
-	"database/sql"
 	"errors"
 	"slices"
 	"strings"
@@ -180,40 +178,6 @@ func (m Summaries) Get(name string) *QueueSummary {
 		m[name] = sum
 	}
 	return sum
-}
-
-// AddFinished runs query, which counts the newest limit rows of state st
-// (Completed or Dead) per queue as (queue, count) rows, and sets each
-// queue's count of st. When the counts reach limit in all, every summary's
-// count of st is marked capped: it may be more.
-func (m Summaries) AddFinished(ctx context.Context, db Querier, st State, limit int, query string, args ...any) error {
-	type count struct {
-		queue string
-		n     int
-	}
-	counts, err := QueryAll(ctx, db, query, args, func(r *sql.Rows, c *count) error { return r.Scan(&c.queue, &c.n) })
-	if err != nil {
-		return err
-	}
-	total := 0
-	for _, c := range counts {
-		total += c.n
-		if st == Completed {
-			m.Get(c.queue).Completed = c.n
-		} else {
-			m.Get(c.queue).Dead = c.n
-		}
-	}
-	if total >= limit {
-		for _, sum := range m {
-			if st == Completed {
-				sum.CompletedCapped = true
-			} else {
-				sum.DeadCapped = true
-			}
-		}
-	}
-	return nil
 }
 
 // List returns the summaries by queue name.

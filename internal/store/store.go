@@ -1,7 +1,7 @@
 // Package store is the storage seam of litequeue: every operation the queue
 // needs from a database, in the queue's own words (insert, claim, extend,
-// complete, retry, bury, release, list, requeue, purge), with no SQL above
-// it. The SQLite store (package internal/sqlite) is the first
+// complete, retry, bury, release, list, requeue, purge), with no SQL in it
+// or above it (what the SQL backends share is in internal/sqlkit). The SQLite store (package internal/sqlite) is the first
 // implementation; the PostgreSQL store (package postgres) implements the same
 // interfaces. A backend implements Backend (backend.go): Runtime, Admin,
 // Dashboard and Schedules, split by who calls them. The store-level suite
@@ -20,7 +20,7 @@
 //   - Claims hand their jobs to the caller's handOff in commit order: no
 //     claim's handOff runs before that of a claim that committed earlier.
 //   - Errors are the sentinels of this package (wrapped with detail) or the
-//     driver's own; Classify maps driver errors to ErrStorageFull,
+//     driver's own; each backend maps its driver's errors to ErrStorageFull,
 //     ErrStorageIO and the like.
 package store
 
