@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/litequeue/litequeue/internal/sqlitefile"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -191,7 +192,7 @@ func (s *Store) Requeue(ctx context.Context, ids []int64, now int64) ([]store.Mo
 		return nil
 	})
 	if err != nil {
-		return nil, classifyWriteError(err)
+		return nil, sqlitefile.ClassifyWriteError(err)
 	}
 	return moved, nil
 }
@@ -223,7 +224,7 @@ func (s *Store) RequeueWhere(ctx context.Context, f store.DeadFilter, now int64)
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, classifyWriteError(err)
+		return nil, sqlitefile.ClassifyWriteError(err)
 	}
 	return moved, nil
 }
@@ -244,7 +245,7 @@ func (s *Store) PurgeDead(ctx context.Context, f store.DeadFilter) (int, error) 
 		return err
 	})
 	if err != nil {
-		return 0, classifyWriteError(err)
+		return 0, sqlitefile.ClassifyWriteError(err)
 	}
 	return int(n), nil
 }

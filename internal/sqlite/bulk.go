@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/litequeue/litequeue/internal/sqlitefile"
 	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
@@ -65,7 +66,7 @@ func (s *Store) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, bef
 		return err
 	})
 	if err != nil {
-		return store.BulkResult{}, classifyWriteError(err)
+		return store.BulkResult{}, sqlitefile.ClassifyWriteError(err)
 	}
 	return res, nil
 }

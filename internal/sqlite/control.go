@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/litequeue/litequeue/internal/sqlitefile"
 	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
@@ -29,7 +30,7 @@ func (s *Store) Pause(ctx context.Context, queue string, at int64) (bool, error)
 		changed = n == 1
 		return err
 	})
-	return changed, classifyWriteError(err)
+	return changed, sqlitefile.ClassifyWriteError(err)
 }
 
 // Resume implements store.Admin.
@@ -47,7 +48,7 @@ func (s *Store) Resume(ctx context.Context, queue string) (bool, error) {
 		changed = n == 1
 		return err
 	})
-	return changed, classifyWriteError(err)
+	return changed, sqlitefile.ClassifyWriteError(err)
 }
 
 // Paused implements store.Admin.
@@ -100,7 +101,7 @@ func (s *Store) Cancel(ctx context.Context, ids []int64, now int64) ([]store.Can
 		return nil
 	})
 	if err != nil {
-		return nil, classifyWriteError(err)
+		return nil, sqlitefile.ClassifyWriteError(err)
 	}
 	return out, nil
 }
@@ -157,7 +158,7 @@ func (s *Store) PurgeCancelled(ctx context.Context, before int64) (int, error) {
 		n, err = res.RowsAffected()
 		return err
 	})
-	return int(n), classifyWriteError(err)
+	return int(n), sqlitefile.ClassifyWriteError(err)
 }
 
 const snoozeSQL = `UPDATE lq_jobs SET state = 0, visible_at = ?1, lease = NULL, attempt = max(attempt - 1, 0), snoozes = snoozes + 1
@@ -186,5 +187,5 @@ func (s *Store) Snooze(ctx context.Context, sn store.Snooze) error {
 		}
 		return insertAttempt(ctx, tx, sn.ID, sn.Record)
 	})
-	return classifyWriteError(err)
+	return sqlitefile.ClassifyWriteError(err)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/litequeue/litequeue/internal/sqlitefile"
 	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
@@ -46,7 +47,7 @@ func (s *Store) AddHistory(ctx context.Context, counts []store.HistoryCount, pru
 		return err
 	})
 	if err := noHistory(err); err != nil {
-		return classifyWriteError(err)
+		return sqlitefile.ClassifyWriteError(err)
 	}
 	return nil
 }

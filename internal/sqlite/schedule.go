@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/litequeue/litequeue/internal/sqlitefile"
 	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
@@ -18,7 +19,7 @@ func (st *Store) write(ctx context.Context, fn func(ctx context.Context, tx Exec
 	if st.w == nil {
 		return store.ErrReadOnly
 	}
-	return classifyWriteError(st.w.do(ctx, fn))
+	return sqlitefile.ClassifyWriteError(st.w.do(ctx, fn))
 }
 
 var scheduleSQL = &sqlkit.ScheduleSQL{

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/litequeue/litequeue/internal/sqlitefile"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -52,7 +53,7 @@ func (s *Store) ReadOnly() bool { return s.w == nil }
 // the store was opened read-only on a file of an older schema (which a
 // read-only open does not migrate).
 func (s *Store) Version(ctx context.Context) (int, error) {
-	v, _, err := identify(ctx, s.db)
+	v, _, err := sqlitefile.Identify(ctx, s.db)
 	return v, err
 }
 
@@ -157,7 +158,7 @@ func (s *Store) Insert(ctx context.Context, tx store.Tx, jobs []store.NewJob) (i
 		return err
 	})
 	if err != nil {
-		return nil, nil, classifyWriteError(err)
+		return nil, nil, sqlitefile.ClassifyWriteError(err)
 	}
 	return ids, dups, nil
 }
@@ -299,7 +300,7 @@ func (s *Store) InsertClaim(ctx context.Context, job store.NewJob, q store.Claim
 		return ue.ID, err
 	}
 	if err != nil {
-		return 0, classifyWriteError(err)
+		return 0, sqlitefile.ClassifyWriteError(err)
 	}
 	return id, nil
 }
@@ -755,7 +756,7 @@ func (s *Store) Retry(ctx context.Context, r store.Retry) error {
 	if s.w == nil {
 		return store.ErrReadOnly
 	}
-	return classifyWriteError(s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+	return sqlitefile.ClassifyWriteError(s.w.do(ctx, func(ctx context.Context, tx Execer) error {
 		ok, err := execHolds(ctx, tx, retrySQL, r.Due, r.LastError, r.ID, r.Lease.Lease)
 		if err != nil {
 			return err
@@ -772,7 +773,7 @@ func (s *Store) Bury(ctx context.Context, b store.Burial) error {
 	if s.w == nil {
 		return store.ErrReadOnly
 	}
-	return classifyWriteError(s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+	return sqlitefile.ClassifyWriteError(s.w.do(ctx, func(ctx context.Context, tx Execer) error {
 		var ok bool
 		var err error
 		if b.FollowUpID != nil {

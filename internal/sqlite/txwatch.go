@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 
+	"github.com/litequeue/litequeue/internal/sqlitefile"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -53,7 +54,7 @@ func (s *Store) TxEnded(ctx context.Context, marks []store.TxMark) ([]store.TxSt
 		return nil
 	})
 	if err != nil {
-		return nil, classifyWriteError(err)
+		return nil, sqlitefile.ClassifyWriteError(err)
 	}
 	return states, nil
 }
