@@ -16,7 +16,7 @@ import (
 )
 
 // The dashboard's reads, bulk actions, dead-letter groups, the per-minute
-// history and the test kit's Work through a queue (store.DashboardStore),
+// history and the test kit's Work through a queue (store.Dashboard, store.Testing),
 // through the public API.
 func init() {
 	tests = append(tests, []struct {

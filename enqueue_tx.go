@@ -83,7 +83,7 @@ func (q *Queue) enqueuedTx(ctx context.Context, tx *sql.Tx, jobs []store.NewJob,
 		}
 		return
 	}
-	mark, err := tw.TxMark(ctx, tx, g.jobs[0].id, g.jobs[0].created)
+	mark, err := tw.TxMark(ctx, store.SQLTx(tx), g.jobs[0].id, g.jobs[0].created)
 	if err != nil {
 		q.log.Warn("litequeue: naming the transaction of an EnqueueTx failed; its jobs will not be reported enqueued",
 			LogJobID, g.jobs[0].id, LogError, err.Error())

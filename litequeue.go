@@ -367,7 +367,7 @@ type Queue struct {
 	clock Clock
 	log   *slog.Logger
 
-	store    store.Store
+	store    store.Backend
 	lite     *sqlite.Store // the SQLite store, nil on other backends
 	readOnly bool
 
@@ -429,7 +429,7 @@ func open(name string, opts *Options, f testbridge.Faults) (*Queue, error) {
 	if err != nil {
 		return nil, wrapf("%w", err)
 	}
-	var s store.Store = st
+	var s store.Backend = st
 	if f.Wrap != nil {
 		s = f.Wrap(st)
 	}
@@ -478,7 +478,7 @@ func (o *Options) sqliteOptions() sqlite.Options {
 }
 
 // newQueue makes a queue on st; lite is st when it is the SQLite store.
-func newQueue(o Options, st store.Store, lite *sqlite.Store, readOnly bool) *Queue {
+func newQueue(o Options, st store.Backend, lite *sqlite.Store, readOnly bool) *Queue {
 	q := &Queue{
 		opts:     o,
 		clock:    o.Clock,
@@ -502,7 +502,7 @@ func newQueue(o Options, st store.Store, lite *sqlite.Store, readOnly bool) *Que
 }
 
 func init() {
-	store.NewQueue = func(st store.Store, opts any) (any, error) {
+	store.NewQueue = func(st store.Backend, opts any) (any, error) {
 		o, _ := opts.(*Options)
 		oo := o.withDefaults()
 		if err := oo.validate(); err != nil {
@@ -774,7 +774,7 @@ func (q *Queue) Enqueue(ctx context.Context, job Job, opts *EnqueueOptions) (int
 	} else {
 		var ids []int64
 		var dups []error
-		ids, dups, err = q.store.Insert(ctx, nil, []store.NewJob{nj})
+		ids, dups, err = q.store.Insert(ctx, store.Tx{}, []store.NewJob{nj})
 		if err == nil {
 			id, err = ids[0], dups[0]
 		}
@@ -832,7 +832,7 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, job Job, opts *Enqueu
 	if err != nil {
 		return 0, err
 	}
-	ids, dups, err := q.store.Insert(ctx, tx, []store.NewJob{nj})
+	ids, dups, err := q.store.Insert(ctx, store.SQLTx(tx), []store.NewJob{nj})
 	if err == nil {
 		if uid, uerr, handled := q.settleUnique(job, opts, &nj, ids[0], dups[0]); handled {
 			return uid, uerr
@@ -876,7 +876,7 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []BatchItem) ([]int64, e
 	}
 	q.gate.enter(jobs...)
 	defer q.gate.leave(jobs...)
-	ids, dups, err := q.store.Insert(ctx, nil, jobs)
+	ids, dups, err := q.store.Insert(ctx, store.Tx{}, jobs)
 	if err != nil {
 		return nil, wrapf("litequeue: enqueue batch: %w", err)
 	}
@@ -921,7 +921,7 @@ func (q *Queue) EnqueueBatchTx(ctx context.Context, tx *sql.Tx, items []BatchIte
 	if err != nil {
 		return nil, err
 	}
-	ids, dups, err := q.store.Insert(ctx, tx, jobs)
+	ids, dups, err := q.store.Insert(ctx, store.SQLTx(tx), jobs)
 	if err != nil {
 		return nil, wrapf("litequeue: enqueue batch: %w", err)
 	}

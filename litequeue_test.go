@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/litequeue/litequeue/internal/sqlite"
+	"github.com/litequeue/litequeue/internal/store"
 
 	"github.com/stretchr/testify/require"
 )
@@ -200,21 +202,17 @@ func TestStrategySeesErrorAndCanRefuse(t *testing.T) {
 }
 
 // claimAsDeadProcess claims every due job of queue as a process that then
-// dies would: through its own connection, with the queue's claim statement,
-// never finishing them.
+// dies would: through a store of its own on the file, never finishing them.
 func claimAsDeadProcess(t *testing.T, path, queue string, kinds string, now time.Time, lease time.Duration) int {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	s, err := sqlite.Open(path, sqlite.Options{BusyTimeout: 5 * time.Second, Synchronous: "NORMAL", Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
-	defer db.Close()
-	rows, err := db.Query(sqlite.ClaimSQL, now.Add(lease).UnixNano(), 424242, now.UnixNano(), queue, kinds, 1000, 0)
+	defer s.Close()
+	var ks []string
+	require.NoError(t, json.Unmarshal([]byte(kinds), &ks))
+	n, err := s.Claim(context.Background(), store.ClaimQuery{Queue: queue, Kinds: ks, KindsJSON: kinds, N: 1000,
+		Now: now.UnixNano(), Until: now.Add(lease).UnixNano(), Lease: 424242}, func([]store.Claimed) {})
 	require.NoError(t, err)
-	n := 0
-	for rows.Next() {
-		n++
-	}
-	require.NoError(t, rows.Err())
-	require.NoError(t, rows.Close())
 	return n
 }
 

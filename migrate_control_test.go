@@ -23,7 +23,7 @@ func TestMigrationFromSchema3KeepsJobsHistoryAndIDs(t *testing.T) {
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)")
 	require.NoError(t, err)
 	for _, f := range []string{"0001_init.sql", "0002_due_at.sql", "0003_history.sql"} {
-		b, err := os.ReadFile(filepath.Join("internal", "sqlite", "migrations", f))
+		b, err := os.ReadFile(filepath.Join("internal", "sqlitefile", "migrations", f))
 		require.NoError(t, err)
 		_, err = db.Exec(string(b))
 		require.NoError(t, err, f)
@@ -99,7 +99,7 @@ func TestMigrationTo7RewritesTheStateCheckInPlace(t *testing.T) {
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)")
 	require.NoError(t, err)
 	for _, f := range []string{"0001_init.sql", "0002_due_at.sql", "0003_history.sql", "0004_schedules.sql", "0005_control.sql", "0006_progress_unique.sql"} {
-		b, err := os.ReadFile(filepath.Join("internal", "sqlite", "migrations", f))
+		b, err := os.ReadFile(filepath.Join("internal", "sqlitefile", "migrations", f))
 		require.NoError(t, err)
 		_, err = db.Exec(string(b))
 		require.NoError(t, err, f)

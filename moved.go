@@ -3,7 +3,7 @@ package litequeue
 import (
 	"context"
 
-	"github.com/litequeue/litequeue/internal/sqlite"
+	"github.com/litequeue/litequeue/internal/sqlitefile"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -25,7 +25,7 @@ func (q *Queue) Moved(ctx context.Context) (*MovedError, error) {
 	if q.lite == nil {
 		return nil, nil
 	}
-	m, err := sqlite.ReadMoved(ctx, q.lite.DB())
+	m, err := sqlitefile.ReadMoved(ctx, q.lite.DB())
 	if err != nil {
 		return nil, wrapf("litequeue: reading the move record: %w", err)
 	}

@@ -15,9 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/litequeue/litequeue/internal/sqlitefile"
 	"github.com/stretchr/testify/require"
-
-	"github.com/litequeue/litequeue/internal/sqlite"
 )
 
 // openCrashEnv tells a re-executed test binary to be a process doing a
@@ -38,7 +37,7 @@ func TestOpenCrashHelper(t *testing.T) {
 	}
 	mode, rest, _ := strings.Cut(spec, ":")
 	at, path, _ := strings.Cut(rest, ":")
-	sqlite.OpenHook = func(step string) {
+	sqlitefile.OpenHook = func(step string) {
 		if step != at {
 			return
 		}

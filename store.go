@@ -10,7 +10,7 @@ import (
 )
 
 // The storage seam. A Queue reaches its database only through a
-// store.Store (internal/store): the SQLite store (internal/sqlite) holds
+// store.Backend (internal/store): the SQLite store (internal/sqlite) holds
 // every SQL text for queue files, the PostgreSQL store (package postgres)
 // the same operations for PostgreSQL. This file converts between the
 // store's rows and the package's public types.

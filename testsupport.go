@@ -15,7 +15,7 @@ import (
 // internal/testbridge; nothing here is exported.
 func init() {
 	testbridge.Handled = func(q any) []testbridge.Pair { return q.(*Queue).handledPairs() }
-	testbridge.StoreOf = func(q any) store.Store { return q.(*Queue).store }
+	testbridge.StoreOf = func(q any) store.Backend { return q.(*Queue).store }
 	testbridge.LoadOf = func(ctx context.Context, q any) (testbridge.Load, error) { return q.(*Queue).load(ctx) }
 	testbridge.Capture = captureHandler
 	testbridge.Run = runHandler
@@ -62,6 +62,15 @@ func (q *Queue) handledPairs() []testbridge.Pair {
 	return out
 }
 
+// testingStore returns q's store as the test kit's store.Testing.
+func (q *Queue) testingStore() (store.Testing, error) {
+	ts, ok := q.store.(store.Testing)
+	if !ok {
+		return nil, fmt.Errorf("litequeue: the queue's store (%T) has no test-kit operations", q.store)
+	}
+	return ts, nil
+}
+
 // load reads how busy the handled jobs of q are at its Clock's now.
 func (q *Queue) load(ctx context.Context) (testbridge.Load, error) {
 	pairs := q.handledPairs()
@@ -69,7 +78,11 @@ func (q *Queue) load(ctx context.Context) (testbridge.Load, error) {
 	for i, p := range pairs {
 		handled[i] = store.Handled{Queue: p.Queue, Kind: p.Kind}
 	}
-	sl, err := q.store.LoadOf(ctx, handled, unixNanos(q.clock))
+	ts, err := q.testingStore()
+	if err != nil {
+		return testbridge.Load{}, err
+	}
+	sl, err := ts.LoadOf(ctx, handled, unixNanos(q.clock))
 	if err != nil {
 		return testbridge.Load{}, wrapf("litequeue: reading the queue's load: %w", err)
 	}
@@ -120,7 +133,11 @@ func runStored(ctx context.Context, hv any, qv any, payload []byte, spec testbri
 		CreatedAt: created.UnixNano(), Payload: payload, Key: spec.Key}
 	attempt := max(spec.Attempt, 1)
 	lease := q.nextLease()
-	id, err := q.store.InsertRunning(ctx, nj, store.RunningClaim{Lease: lease, Attempt: attempt, At: now.UnixNano(),
+	ts, err := q.testingStore()
+	if err != nil {
+		return 0, err
+	}
+	id, err := ts.InsertRunning(ctx, nj, store.RunningClaim{Lease: lease, Attempt: attempt, At: now.UnixNano(),
 		Until: now.Add(p.cfg.VisibilityTimeout).UnixNano(), LastError: spec.LastError})
 	if err != nil {
 		return 0, wrapf("litequeue: storing the job for the test: %w", err)

@@ -98,7 +98,7 @@ func (d *delivery) completeTx(ctx context.Context, tx *sql.Tx) error {
 	if d.q.opts.CompletedRetention > 0 {
 		keepAt = unixNanos(d.q.clock)
 	}
-	if err := d.q.store.CompleteTx(ctx, tx, store.Lease{ID: d.id, Lease: d.lease}, keepAt); err != nil {
+	if err := d.q.store.CompleteTx(ctx, store.SQLTx(tx), store.Lease{ID: d.id, Lease: d.lease}, keepAt); err != nil {
 		return wrapf("litequeue: complete job %d: %w", d.id, err)
 	}
 	if keepAt != 0 {

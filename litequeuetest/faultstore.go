@@ -110,7 +110,7 @@ func injected(err error) error {
 // rolled back. Reads pass through (they are promoted from the embedded
 // store; faultstore_test.go checks that every write is listed here).
 type faultStore struct {
-	store.Store
+	store.Backend
 	w *writeFault
 	// crashTx, if set, may crash an attempt at its CompleteTx (see
 	// Kit.DeliverTwice): it rolls tx back and returns the error.
@@ -122,8 +122,8 @@ type faultStore struct {
 // queue under the kit behaves like one without it. The transaction watcher
 // (EnqueueTx's events wait for the caller's commit) only reads, and passes
 // through.
-func wrapStore(s store.Store, w *writeFault, crashTx func(ctx context.Context, tx *sql.Tx, l store.Lease) error) store.Store {
-	f := &faultStore{Store: s, w: w, crashTx: crashTx}
+func wrapStore(s store.Backend, w *writeFault, crashTx func(ctx context.Context, tx *sql.Tx, l store.Lease) error) store.Backend {
+	f := &faultStore{Backend: s, w: w, crashTx: crashTx}
 	if tw, ok := s.(store.TxWatcher); ok {
 		return &watchingFaultStore{faultStore: f, TxWatcher: tw}
 	}
@@ -139,7 +139,7 @@ type watchingFaultStore struct {
 
 // ReadOnly passes through: whether the store below was opened read-only.
 func (f *faultStore) ReadOnly() bool {
-	ro, ok := f.Store.(interface{ ReadOnly() bool })
+	ro, ok := f.Backend.(interface{ ReadOnly() bool })
 	return ok && ro.ReadOnly()
 }
 
@@ -163,7 +163,7 @@ func (f *faultStore) guard(do func() error) error {
 
 // Backup passes through: it writes another file, not the queue's.
 func (f *faultStore) Backup(ctx context.Context, path string) error {
-	b, ok := f.Store.(store.Backuper)
+	b, ok := f.Backend.(store.Backuper)
 	if !ok {
 		return errors.New("litequeuetest: the store cannot back up")
 	}
@@ -171,124 +171,150 @@ func (f *faultStore) Backup(ctx context.Context, path string) error {
 }
 
 func (f *faultStore) Pause(ctx context.Context, queue string, at int64) (bool, error) {
-	return guarded(f, func() (bool, error) { return f.Store.Pause(ctx, queue, at) })
+	return guarded(f, func() (bool, error) { return f.Backend.Pause(ctx, queue, at) })
 }
 
 func (f *faultStore) Resume(ctx context.Context, queue string) (bool, error) {
-	return guarded(f, func() (bool, error) { return f.Store.Resume(ctx, queue) })
+	return guarded(f, func() (bool, error) { return f.Backend.Resume(ctx, queue) })
 }
 
 func (f *faultStore) Cancel(ctx context.Context, ids []int64, now int64) ([]store.CancelledJob, error) {
-	return guarded(f, func() ([]store.CancelledJob, error) { return f.Store.Cancel(ctx, ids, now) })
+	return guarded(f, func() ([]store.CancelledJob, error) { return f.Backend.Cancel(ctx, ids, now) })
 }
 
 func (f *faultStore) PurgeCancelled(ctx context.Context, before int64) (int, error) {
-	return guarded(f, func() (int, error) { return f.Store.PurgeCancelled(ctx, before) })
+	return guarded(f, func() (int, error) { return f.Backend.PurgeCancelled(ctx, before) })
 }
 
 func (f *faultStore) Snooze(ctx context.Context, s store.Snooze) error {
-	return f.guard(func() error { return f.Store.Snooze(ctx, s) })
+	return f.guard(func() error { return f.Backend.Snooze(ctx, s) })
 }
 
 func (f *faultStore) Report(ctx context.Context, r store.Report) error {
-	return f.guard(func() error { return f.Store.Report(ctx, r) })
+	return f.guard(func() error { return f.Backend.Report(ctx, r) })
 }
 
-func (f *faultStore) Insert(ctx context.Context, tx *sql.Tx, jobs []store.NewJob) (ids []int64, errs []error, err error) {
-	err = f.guard(func() error { ids, errs, err = f.Store.Insert(ctx, tx, jobs); return err })
+func (f *faultStore) Insert(ctx context.Context, tx store.Tx, jobs []store.NewJob) (ids []int64, errs []error, err error) {
+	err = f.guard(func() error { ids, errs, err = f.Backend.Insert(ctx, tx, jobs); return err })
 	return ids, errs, err
 }
 
 func (f *faultStore) InsertClaim(ctx context.Context, job store.NewJob, q store.ClaimQuery, handOff func([]store.Claimed)) (int64, error) {
-	return guarded(f, func() (int64, error) { return f.Store.InsertClaim(ctx, job, q, handOff) })
+	return guarded(f, func() (int64, error) { return f.Backend.InsertClaim(ctx, job, q, handOff) })
 }
 
 func (f *faultStore) Claim(ctx context.Context, q store.ClaimQuery, handOff func([]store.Claimed)) (int, error) {
-	return guarded(f, func() (int, error) { return f.Store.Claim(ctx, q, handOff) })
+	return guarded(f, func() (int, error) { return f.Backend.Claim(ctx, q, handOff) })
 }
 
 func (f *faultStore) Extend(ctx context.Context, leases []store.Lease, until int64) ([]int, error) {
-	return guarded(f, func() ([]int, error) { return f.Store.Extend(ctx, leases, until) })
+	return guarded(f, func() ([]int, error) { return f.Backend.Extend(ctx, leases, until) })
 }
 
 func (f *faultStore) Release(ctx context.Context, leases []store.Lease, now int64) error {
-	return f.guard(func() error { return f.Store.Release(ctx, leases, now) })
+	return f.guard(func() error { return f.Backend.Release(ctx, leases, now) })
 }
 
 // Complete reports a failing write through c.Notify, as the store reports a
 // failed commit of queued successes.
 func (f *faultStore) Complete(c store.Completion) {
-	err := f.guard(func() error { f.Store.Complete(c); return nil })
+	err := f.guard(func() error { f.Backend.Complete(c); return nil })
 	if err != nil && c.Notify != nil {
 		c.Notify(err)
 	}
 }
 
-func (f *faultStore) CompleteTx(ctx context.Context, tx *sql.Tx, l store.Lease, keepAt int64) error {
+func (f *faultStore) CompleteTx(ctx context.Context, tx store.Tx, l store.Lease, keepAt int64) error {
 	return f.guard(func() error {
 		if f.crashTx != nil {
-			if err := f.crashTx(ctx, tx, l); err != nil {
+			if err := f.crashTx(ctx, tx.SQL(), l); err != nil {
 				return err
 			}
 		}
-		return f.Store.CompleteTx(ctx, tx, l, keepAt)
+		return f.Backend.CompleteTx(ctx, tx, l, keepAt)
 	})
 }
 
 func (f *faultStore) Retry(ctx context.Context, r store.Retry) error {
-	return f.guard(func() error { return f.Store.Retry(ctx, r) })
+	return f.guard(func() error { return f.Backend.Retry(ctx, r) })
 }
 
 func (f *faultStore) Bury(ctx context.Context, b store.Burial) error {
-	return f.guard(func() error { return f.Store.Bury(ctx, b) })
+	return f.guard(func() error { return f.Backend.Bury(ctx, b) })
 }
 
 func (f *faultStore) PurgeCompleted(ctx context.Context, before int64) (int, error) {
-	return guarded(f, func() (int, error) { return f.Store.PurgeCompleted(ctx, before) })
+	return guarded(f, func() (int, error) { return f.Backend.PurgeCompleted(ctx, before) })
 }
 
 func (f *faultStore) Requeue(ctx context.Context, ids []int64, now int64) ([]store.Moved, error) {
-	return guarded(f, func() ([]store.Moved, error) { return f.Store.Requeue(ctx, ids, now) })
+	return guarded(f, func() ([]store.Moved, error) { return f.Backend.Requeue(ctx, ids, now) })
 }
 
 func (f *faultStore) RequeueWhere(ctx context.Context, df store.DeadFilter, now int64) ([]store.Moved, error) {
-	return guarded(f, func() ([]store.Moved, error) { return f.Store.RequeueWhere(ctx, df, now) })
+	return guarded(f, func() ([]store.Moved, error) { return f.Backend.RequeueWhere(ctx, df, now) })
 }
 
 func (f *faultStore) PurgeDead(ctx context.Context, df store.DeadFilter) (int, error) {
-	return guarded(f, func() (int, error) { return f.Store.PurgeDead(ctx, df) })
+	return guarded(f, func() (int, error) { return f.Backend.PurgeDead(ctx, df) })
 }
 
 func (f *faultStore) UpsertSchedule(ctx context.Context, def store.Schedule, now int64, detail string) (s *store.Schedule, change store.ScheduleChange, err error) {
-	err = f.guard(func() error { s, change, err = f.Store.UpsertSchedule(ctx, def, now, detail); return err })
+	err = f.guard(func() error { s, change, err = f.Backend.UpsertSchedule(ctx, def, now, detail); return err })
 	return s, change, err
 }
 
 func (f *faultStore) RemoveSchedule(ctx context.Context, name string) error {
-	return f.guard(func() error { return f.Store.RemoveSchedule(ctx, name) })
+	return f.guard(func() error { return f.Backend.RemoveSchedule(ctx, name) })
 }
 
 func (f *faultStore) PauseSchedule(ctx context.Context, name string, paused bool, next, now int64) error {
-	return f.guard(func() error { return f.Store.PauseSchedule(ctx, name, paused, next, now) })
+	return f.guard(func() error { return f.Backend.PauseSchedule(ctx, name, paused, next, now) })
 }
 
 func (f *faultStore) FireSchedule(ctx context.Context, fi store.Firing) (store.FireResult, error) {
-	return guarded(f, func() (store.FireResult, error) { return f.Store.FireSchedule(ctx, fi) })
+	return guarded(f, func() (store.FireResult, error) { return f.Backend.FireSchedule(ctx, fi) })
 }
 
 func (f *faultStore) TriggerSchedule(ctx context.Context, name string, now int64, unique func(*store.Schedule, *store.NewJob) error) (id int64, queue, kind string, err error) {
-	err = f.guard(func() error { id, queue, kind, err = f.Store.TriggerSchedule(ctx, name, now, unique); return err })
+	err = f.guard(func() error { id, queue, kind, err = f.Backend.TriggerSchedule(ctx, name, now, unique); return err })
 	return id, queue, kind, err
 }
 
 func (f *faultStore) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, before int64, n int) (store.BulkResult, error) {
-	return guarded(f, func() (store.BulkResult, error) { return f.Store.Bulk(ctx, op, q, before, n) })
+	return guarded(f, func() (store.BulkResult, error) { return f.Backend.Bulk(ctx, op, q, before, n) })
 }
 
 func (f *faultStore) AddHistory(ctx context.Context, counts []store.HistoryCount, pruneBefore int64) error {
-	return f.guard(func() error { return f.Store.AddHistory(ctx, counts, pruneBefore) })
+	return f.guard(func() error { return f.Backend.AddHistory(ctx, counts, pruneBefore) })
+}
+
+// testing is the store below as the kit's store.Testing.
+func (f *faultStore) testing() (store.Testing, error) {
+	ts, ok := f.Backend.(store.Testing)
+	if !ok {
+		return nil, fmt.Errorf("litequeuetest: the store (%T) has no test-kit operations", f.Backend)
+	}
+	return ts, nil
+}
+
+// LoadOf passes through: it only reads.
+func (f *faultStore) LoadOf(ctx context.Context, handled []store.Handled, now int64) (store.Load, error) {
+	ts, err := f.testing()
+	if err != nil {
+		return store.Load{}, err
+	}
+	return ts.LoadOf(ctx, handled, now)
 }
 
 func (f *faultStore) InsertRunning(ctx context.Context, job store.NewJob, r store.RunningClaim) (int64, error) {
-	return guarded(f, func() (int64, error) { return f.Store.InsertRunning(ctx, job, r) })
+	return guarded(f, func() (int64, error) {
+		ts, err := f.testing()
+		if err != nil {
+			return 0, err
+		}
+		return ts.InsertRunning(ctx, job, r)
+	})
 }
+
+var _ store.Testing = (*faultStore)(nil)

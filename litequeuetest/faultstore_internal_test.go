@@ -2,19 +2,25 @@ package litequeuetest
 
 import (
 	"errors"
+	"log/slog"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/sqlite"
 	"github.com/litequeue/litequeue/internal/store"
+	"github.com/litequeue/litequeue/internal/storetest"
 	"github.com/stretchr/testify/require"
 )
 
-// The methods of store.Store that only read (or wait, or close): the fault
-// store passes them through. Every other method writes, and the fault store
-// must fail it while a write fault is armed. A method added to store.Store
-// fails this test until it is put in one of the two lists.
+// The methods of store.Backend and store.Testing that only read (or wait,
+// or close): the fault store passes them through. Every other method
+// writes, and the fault store must fail it while a write fault is armed. A
+// method added to either interface fails this test until it is put in one
+// of the two lists.
 var (
 	storeReads = []string{"Close", "Count", "DeadBefore", "Flush", "History", "Holds", "Job", "Jobs",
 		"LatestDead", "LoadOf", "NextDue", "OldestCompleted", "Paused", "Progress", "ScheduleHistory",
@@ -28,18 +34,20 @@ var (
 // Every write of the store fails while a write fault is armed, without
 // reaching the store below (a nil one here: reaching it would panic).
 func TestFaultStoreFailsEveryWrite(t *testing.T) {
-	st := reflect.TypeFor[store.Store]()
 	var all []string
-	for i := range st.NumMethod() {
-		all = append(all, st.Method(i).Name)
+	for _, st := range []reflect.Type{reflect.TypeFor[store.Backend](), reflect.TypeFor[store.Testing]()} {
+		for i := range st.NumMethod() {
+			all = append(all, st.Method(i).Name)
+		}
 	}
+	slices.Sort(all)
 	both := append(slices.Clone(storeReads), storeWrites...)
 	slices.Sort(both)
-	require.Equal(t, all, both, "classify every method of store.Store as a read or a write in faultstore_internal_test.go (and wrap the writes in faultstore.go)")
+	require.Equal(t, all, both, "classify every method of store.Backend and store.Testing as a read or a write in faultstore_internal_test.go (and wrap the writes in faultstore.go)")
 
 	w := &writeFault{}
 	w.arm(litequeue.ErrStorageFull, -1)
-	fs := reflect.ValueOf(store.Store(&faultStore{w: w}))
+	fs := reflect.ValueOf(&faultStore{w: w})
 	for _, name := range storeWrites {
 		m := fs.MethodByName(name)
 		args := make([]reflect.Value, m.Type().NumIn())
@@ -77,4 +85,18 @@ func TestInjectedErrorReadsLikeTheStores(t *testing.T) {
 	require.Equal(t, "litequeue: disk full: database or disk is full (13) [injected by litequeuetest]", err.Error())
 	mine := errors.New("database is locked")
 	require.ErrorIs(t, injected(mine), mine)
+}
+
+// The fault store, with no fault armed, is a store like the one it wraps:
+// it passes the store-level suite.
+func TestFaultStorePassesTheStoreSuite(t *testing.T) {
+	storetest.Run(t, storetest.Backend{
+		Fresh: func(t *testing.T) string { return filepath.Join(t.TempDir(), "q.db") },
+		Open: func(t *testing.T, path string) store.Backend {
+			s, err := sqlite.Open(path, sqlite.Options{BusyTimeout: 5 * time.Second, Synchronous: "NORMAL", Logger: slog.Default()})
+			require.NoError(t, err)
+			t.Cleanup(func() { s.Close() })
+			return &faultStore{Backend: s, w: &writeFault{}}
+		},
+	})
 }

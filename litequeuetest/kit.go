@@ -174,7 +174,7 @@ func New(t testing.TB, opts *litequeue.Options) *Kit {
 	k.Path = filepath.Join(t.TempDir(), "queue.db")
 	k.writes.notify = k.tick
 	qv, err := testbridge.Open(k.Path, &o, testbridge.Faults{
-		Wrap: func(s store.Store) store.Store { return wrapStore(s, &k.writes, k.crashTx) },
+		Wrap: func(s store.Backend) store.Backend { return wrapStore(s, &k.writes, k.crashTx) },
 		Drop: k.drop,
 		Lost: k.noteLost,
 	})

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -35,7 +36,7 @@ func (a *args) add(v any) string {
 	return "$" + strconv.Itoa(len(*a))
 }
 
-// Jobs implements store.Store.
+// Jobs implements store.Admin.
 func (s *pgStore) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, error) {
 	var a args
 	var where []string
@@ -94,7 +95,7 @@ func (s *pgStore) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, err
 	return out, nil
 }
 
-// Job implements store.Store.
+// Job implements store.Admin.
 func (s *pgStore) Job(ctx context.Context, id int64) (store.Job, []store.Attempt, error) {
 	var j store.Job
 	var as []store.Attempt
@@ -107,7 +108,7 @@ func (s *pgStore) Job(ctx context.Context, id int64) (store.Job, []store.Attempt
 		if err != nil {
 			return err
 		}
-		as, err = store.QueryAll(ctx, tx, s.q(attemptsSQL), []any{id}, func(rows *sql.Rows, at *store.Attempt) error {
+		as, err = sqlkit.QueryAll(ctx, tx, s.q(attemptsSQL), []any{id}, func(rows *sql.Rows, at *store.Attempt) error {
 			return rows.Scan(&at.Attempt, &at.StartedAt, &at.FinishedAt, &at.Error, &at.Decision, &at.Delay)
 		})
 		return err
@@ -178,7 +179,7 @@ func (s *pgStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return tx.Commit()
 }
 
-// Requeue implements store.Store.
+// Requeue implements store.Admin.
 func (s *pgStore) Requeue(ctx context.Context, ids []int64, now int64) ([]store.Moved, error) {
 	if err := s.writable(); err != nil {
 		return nil, err
@@ -292,7 +293,7 @@ func deadWhere(f store.DeadFilter, a *args, t string) string {
 	return strings.Join(where, " AND ")
 }
 
-// RequeueWhere implements store.Store. Of dead rows sharing a key, the
+// RequeueWhere implements store.Admin. Of dead rows sharing a key, the
 // oldest moves (if no live row holds the key); the others stay dead.
 func (s *pgStore) RequeueWhere(ctx context.Context, f store.DeadFilter, now int64) ([]store.Moved, error) {
 	if err := s.writable(); err != nil {
@@ -347,7 +348,7 @@ func uniqueTwinCond(t string) string {
     WHERE u.unique_key = ` + t + `.unique_key AND ((u.unique_states >> u.state) & 1) = 1 AND u.id <> ` + t + `.id))`
 }
 
-// PurgeDead implements store.Store.
+// PurgeDead implements store.Admin.
 func (s *pgStore) PurgeDead(ctx context.Context, f store.DeadFilter) (int, error) {
 	if err := s.writable(); err != nil {
 		return 0, err
@@ -362,7 +363,7 @@ func (s *pgStore) PurgeDead(ctx context.Context, f store.DeadFilter) (int, error
 	return n, nil
 }
 
-// Stats implements store.Store.
+// Stats implements store.Admin.
 func (s *pgStore) Stats(ctx context.Context, now int64) ([]store.QueueStats, error) {
 	out, err := readAll(s, ctx, s.q(statsSQL), []any{now}, func(rows *sql.Rows, st *store.QueueStats) error {
 		var oldest, next sql.NullInt64

@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 
-	"github.com/litequeue/litequeue/internal/sqlite"
+	"github.com/litequeue/litequeue/internal/sqlitefile"
 )
 
 // Backup implements store.Backuper: it writes the queue's tables, as one
@@ -25,7 +25,7 @@ import (
 // schema. The file's guarantees are those of the SQLite Backup: it refuses
 // an existing path (fs.ErrExist) and never leaves a partial copy.
 func (s *pgStore) Backup(ctx context.Context, path string) error {
-	return sqlite.WriteCopy(ctx, path, func(ctx context.Context, dst *sql.Tx) error {
+	return sqlitefile.WriteCopy(ctx, path, func(ctx context.Context, dst *sql.Tx) error {
 		src, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 		if err != nil {
 			return err

@@ -39,7 +39,7 @@ func benchEach(b *testing.B, call func(ctx context.Context, s *pgStore, j store.
 
 func BenchmarkInsertOne(b *testing.B) {
 	benchEach(b, func(ctx context.Context, s *pgStore, j store.NewJob, _ int) error {
-		_, _, err := s.Insert(ctx, nil, []store.NewJob{j})
+		_, _, err := s.Insert(ctx, store.Tx{}, []store.NewJob{j})
 		return err
 	})
 }
@@ -53,7 +53,7 @@ func BenchmarkInsertTx(b *testing.B) {
 			return err
 		}
 		defer tx.Rollback()
-		if _, _, err := s.Insert(ctx, tx, []store.NewJob{j}); err != nil {
+		if _, _, err := s.Insert(ctx, store.SQLTx(tx), []store.NewJob{j}); err != nil {
 			return err
 		}
 		return tx.Commit()
@@ -74,7 +74,7 @@ func BenchmarkInsertConcurrent16(b *testing.B) {
 				if i >= b.N {
 					return
 				}
-				if _, _, err := s.Insert(ctx, nil, jobs[i:i+1]); err != nil {
+				if _, _, err := s.Insert(ctx, store.Tx{}, jobs[i:i+1]); err != nil {
 					b.Error(err)
 					return
 				}
@@ -88,7 +88,7 @@ func BenchmarkInsertBatch(b *testing.B) {
 	s, _, _ := newTestStore(b)
 	jobs := benchJobs(b.N)
 	b.ResetTimer()
-	if _, _, err := s.Insert(context.Background(), nil, jobs); err != nil {
+	if _, _, err := s.Insert(context.Background(), store.Tx{}, jobs); err != nil {
 		b.Fatal(err)
 	}
 }
@@ -96,7 +96,7 @@ func BenchmarkInsertBatch(b *testing.B) {
 func BenchmarkDrain10(b *testing.B) {
 	s, _, _ := newTestStore(b)
 	ctx := context.Background()
-	if _, _, err := s.Insert(ctx, nil, benchJobs(b.N)); err != nil {
+	if _, _, err := s.Insert(ctx, store.Tx{}, benchJobs(b.N)); err != nil {
 		b.Fatal(err)
 	}
 	work := make(chan store.Claimed, 1000)

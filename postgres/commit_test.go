@@ -58,7 +58,7 @@ func TestClaimsCommitAsynchronouslyAndEnqueuesDoNot(t *testing.T) {
 		return out
 	}
 
-	if _, _, err := s.Insert(ctx, nil, []store.NewJob{job("q", "a", 0, 1, "")}); err != nil {
+	if _, _, err := s.Insert(ctx, store.Tx{}, []store.NewJob{job("q", "a", 0, 1, "")}); err != nil {
 		t.Fatal(err)
 	}
 	if got := async(s.q(insertOneKeylessSQL)); !slices.Equal(got, []bool{false}) {
@@ -119,7 +119,7 @@ func TestDurabilityProcessSetsTheCommitModePerTransaction(t *testing.T) {
 	}
 	defer s.Close()
 	sent := recordBatches(s)
-	if _, _, err := s.Insert(ctx, nil, []store.NewJob{job("q", "a", 0, 1, "")}); err != nil {
+	if _, _, err := s.Insert(ctx, store.Tx{}, []store.NewJob{job("q", "a", 0, 1, "")}); err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range sent() {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/litequeue/litequeue/internal/store"
+	"github.com/litequeue/litequeue/internal/sqlkit"
 )
 
 // Reads on a lost connection. The server ends a pooled connection when an
@@ -85,7 +85,7 @@ func readValue[T any](s *pgStore, ctx context.Context, fn func() (T, error)) (T,
 	return v, err
 }
 
-// readAll is store.QueryAll on the pool, as a read (see read).
+// readAll is sqlkit.QueryAll on the pool, as a read (see read).
 func readAll[T any](s *pgStore, ctx context.Context, query string, a []any, scan func(*sql.Rows, *T) error) ([]T, error) {
-	return readValue(s, ctx, func() ([]T, error) { return store.QueryAll(ctx, s.db, query, a, scan) })
+	return readValue(s, ctx, func() ([]T, error) { return sqlkit.QueryAll(ctx, s.db, query, a, scan) })
 }

@@ -100,7 +100,7 @@ func TestAReadWhoseConnectionTheServerEndsRunsAgain(t *testing.T) {
 	schema := schemaOf(t, u)
 	_, err := s.Pause(ctx, "mail", 1)
 	require.NoError(t, err)
-	ids, _, err := s.Insert(ctx, nil, []store.NewJob{{Queue: "mail", Kind: "k", VisibleAt: 1, CreatedAt: 1, Payload: []byte("{}")}})
+	ids, _, err := s.Insert(ctx, store.Tx{}, []store.NewJob{{Queue: "mail", Kind: "k", VisibleAt: 1, CreatedAt: 1, Payload: []byte("{}")}})
 	require.NoError(t, err)
 	for _, c := range []struct {
 		name, table string

@@ -7,10 +7,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
-// Live control (store.Control): paused queues in lq_queues, cancelled jobs
+// Live control: paused queues in lq_queues, cancelled jobs
 // in state 4, snoozes.
 
 func setCancelled(st *store.QueueStats, n int) { st.Cancelled = n }
@@ -23,7 +24,7 @@ func (s *pgStore) pauseLock(ctx context.Context, tx *sql.Tx, queue string) error
 	return err
 }
 
-// Pause implements store.Store.
+// Pause implements store.Admin.
 func (s *pgStore) Pause(ctx context.Context, queue string, at int64) (bool, error) {
 	if err := s.writable(); err != nil {
 		return false, err
@@ -43,7 +44,7 @@ func (s *pgStore) Pause(ctx context.Context, queue string, at int64) (bool, erro
 	return changed, err
 }
 
-// Resume implements store.Store.
+// Resume implements store.Admin.
 func (s *pgStore) Resume(ctx context.Context, queue string) (bool, error) {
 	if err := s.writable(); err != nil {
 		return false, err
@@ -65,14 +66,14 @@ func (s *pgStore) Resume(ctx context.Context, queue string) (bool, error) {
 	return changed, err
 }
 
-// Paused implements store.Store.
+// Paused implements store.Admin.
 func (s *pgStore) Paused(ctx context.Context) (map[string]int64, error) {
 	return readValue(s, ctx, func() (map[string]int64, error) {
-		return store.QueryPaused(ctx, s.db, s.q(`SELECT queue, paused_at FROM lq_queues WHERE paused_at IS NOT NULL`))
+		return sqlkit.QueryPaused(ctx, s.db, s.q(`SELECT queue, paused_at FROM lq_queues WHERE paused_at IS NOT NULL`))
 	})
 }
 
-// Cancel implements store.Store.
+// Cancel implements store.Admin.
 func (s *pgStore) Cancel(ctx context.Context, ids []int64, now int64) ([]store.CancelledJob, error) {
 	if err := s.writable(); err != nil {
 		return nil, err
@@ -144,7 +145,7 @@ func (s *pgStore) Cancel(ctx context.Context, ids []int64, now int64) ([]store.C
 	return out, nil
 }
 
-// WhichCancelled implements store.Store.
+// WhichCancelled implements store.Runtime.
 func (s *pgStore) WhichCancelled(ctx context.Context, leases []store.Lease) ([]int, error) {
 	if len(leases) == 0 {
 		return nil, nil
@@ -155,7 +156,7 @@ func (s *pgStore) WhichCancelled(ctx context.Context, leases []store.Lease) ([]i
 		func(rows *sql.Rows, i *int) error { return rows.Scan(i) })
 }
 
-// PurgeCancelled implements store.Store.
+// PurgeCancelled implements store.Admin.
 func (s *pgStore) PurgeCancelled(ctx context.Context, before int64) (int, error) {
 	if err := s.writable(); err != nil {
 		return 0, err
@@ -177,7 +178,7 @@ a AS (
     SELECT id, $5, $6, $7, $8, $9, $10 FROM u RETURNING job_id)
 SELECT pg_notify($11, u.queue) FROM u, a`
 
-// Snooze implements store.Store.
+// Snooze implements store.Runtime.
 func (s *pgStore) Snooze(ctx context.Context, sn store.Snooze) error {
 	if err := s.writable(); err != nil {
 		return err

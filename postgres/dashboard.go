@@ -9,11 +9,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
 // The dashboard's reads, bulk actions, history and test-kit methods of
-// store.DashboardStore. Each read is bounded by its limits through the
+// store.Dashboard. Each read is bounded by its limits through the
 // primary key or an index, as on SQLite.
 
 // jobQueryWhere renders q's conditions on lq_jobs (alias t).
@@ -86,7 +87,7 @@ func (s *pgStore) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	})
 }
 
-// Search implements store.Store.
+// Search implements store.Admin.
 func (s *pgStore) Search(ctx context.Context, q store.JobQuery, p store.PageQuery) (store.Page, error) {
 	var page store.Page
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
@@ -131,7 +132,7 @@ func (s *pgStore) Search(ctx context.Context, q store.JobQuery, p store.PageQuer
 	return page, err
 }
 
-// Count implements store.Store.
+// Count implements store.Admin.
 func (s *pgStore) Count(ctx context.Context, q store.JobQuery, limit int) (int, error) {
 	var a args
 	where, err := jobQueryWhere(q, &a, "t")
@@ -186,12 +187,12 @@ SELECT (SELECT id FROM o), (SELECT visible_at FROM o), EXISTS (SELECT 1 FROM p W
     (SELECT queue FROM lq_jobs WHERE state = $1 ORDER BY finished_at DESC LIMIT $2) f GROUP BY queue`
 )
 
-// Summaries implements store.Store.
+// Summaries implements store.Dashboard.
 func (s *pgStore) Summaries(ctx context.Context, now int64, limit int) ([]store.QueueSummary, error) {
 	var sums store.Summaries
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		sums = store.Summaries{}
-		live, err := store.QueryAll(ctx, tx, s.q(liveQueuesSQL), nil, func(r *sql.Rows, name *string) error { return r.Scan(name) })
+		live, err := sqlkit.QueryAll(ctx, tx, s.q(liveQueuesSQL), nil, func(r *sql.Rows, name *string) error { return r.Scan(name) })
 		if err != nil {
 			return err
 		}
@@ -214,7 +215,7 @@ func (s *pgStore) Summaries(ctx context.Context, now int64, limit int) ([]store.
 			sum.OldestReadyID, sum.OldestReadyAt = id.Int64, at.Int64
 		}
 		for _, st := range []store.State{store.Completed, store.Dead} {
-			if err := sums.AddFinished(ctx, tx, st, limit, s.q(finishedCountsSQL), int16(st), limit); err != nil {
+			if err := sqlkit.AddFinished(ctx, sums, tx, st, limit, s.q(finishedCountsSQL), int16(st), limit); err != nil {
 				return err
 			}
 		}
@@ -226,7 +227,7 @@ func (s *pgStore) Summaries(ctx context.Context, now int64, limit int) ([]store.
 	return sums.List(), nil
 }
 
-// Bulk implements store.Store.
+// Bulk implements store.Admin.
 func (s *pgStore) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, before int64, n int) (store.BulkResult, error) {
 	if err := s.writable(); err != nil {
 		return store.BulkResult{}, err
@@ -244,7 +245,7 @@ func (s *pgStore) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, b
 	var res store.BulkResult
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		res = store.BulkResult{}
-		ids, err := store.QueryAll(ctx, tx, sel, a, store.ScanID)
+		ids, err := sqlkit.QueryAll(ctx, tx, sel, a, sqlkit.ScanID)
 		if err != nil || len(ids) == 0 {
 			return err
 		}
@@ -316,7 +317,7 @@ func (s *pgStore) bulkRequeue(ctx context.Context, tx *sql.Tx, ids []int64, now 
 var deadMessageCols = `t.id, t.queue, t.kind, coalesce(t.finished_at, 0), left(coalesce(nullif(t.last_error, ''), t.dead_reason, ''), ` +
 	strconv.Itoa(store.DeadMessageChars) + `)`
 
-// LatestDead implements store.Store.
+// LatestDead implements store.Dashboard.
 func (s *pgStore) LatestDead(ctx context.Context, f store.DeadFilter, limit int) ([]store.DeadMessage, error) {
 	var a args
 	where := deadWhere(f, &a, "t")
@@ -324,7 +325,7 @@ func (s *pgStore) LatestDead(ctx context.Context, f store.DeadFilter, limit int)
 		" ORDER BY t.finished_at DESC, t.id DESC LIMIT "+a.add(limit), a)
 }
 
-// DeadBefore implements store.Store.
+// DeadBefore implements store.Dashboard.
 func (s *pgStore) DeadBefore(ctx context.Context, f store.DeadFilter, before int64, limit int) ([]store.DeadMessage, error) {
 	var a args
 	where := deadWhere(f, &a, "t")
@@ -333,7 +334,7 @@ func (s *pgStore) DeadBefore(ctx context.Context, f store.DeadFilter, before int
 }
 
 func (s *pgStore) deadMessages(ctx context.Context, query string, a args) ([]store.DeadMessage, error) {
-	return readAll(s, ctx, s.q(query), a, store.ScanDeadMessage)
+	return readAll(s, ctx, s.q(query), a, sqlkit.ScanDeadMessage)
 }
 
 // addHistorySQL adds per-(queue, minute) counts, given as parallel arrays
@@ -344,7 +345,7 @@ ON CONFLICT (queue, minute) DO UPDATE SET
     enqueued = h.enqueued + excluded.enqueued, succeeded = h.succeeded + excluded.succeeded,
     retried = h.retried + excluded.retried, dead = h.dead + excluded.dead`
 
-// AddHistory implements store.Store.
+// AddHistory implements store.Dashboard.
 func (s *pgStore) AddHistory(ctx context.Context, counts []store.HistoryCount, pruneBefore int64) error {
 	if err := s.writable(); err != nil {
 		return err
@@ -386,14 +387,14 @@ func (s *pgStore) AddHistory(ctx context.Context, counts []store.HistoryCount, p
 	})
 }
 
-// History implements store.Store.
+// History implements store.Dashboard.
 func (s *pgStore) History(ctx context.Context, queue string, since int64) ([]store.HistoryCount, error) {
 	var a args
 	query := `SELECT queue, minute, enqueued, succeeded, retried, dead FROM lq_history WHERE minute >= ` + a.add(since)
 	if queue != "" {
 		query += ` AND queue = ` + a.add(queue)
 	}
-	return readAll(s, ctx, s.q(query+` ORDER BY minute, queue`), a, store.ScanHistoryCount)
+	return readAll(s, ctx, s.q(query+` ORDER BY minute, queue`), a, sqlkit.ScanHistoryCount)
 }
 
 const loadSQL = `WITH h AS (SELECT * FROM unnest($1::text[], $2::text[]) AS h(queue, kind))
@@ -404,7 +405,7 @@ SELECT
 FROM (SELECT j.state, j.visible_at, EXISTS (SELECT 1 FROM h WHERE h.queue = j.queue AND h.kind = j.kind) AS handled
       FROM lq_jobs j WHERE j.state IN (0, 1)) l`
 
-// LoadOf implements store.Store.
+// LoadOf implements store.Testing.
 func (s *pgStore) LoadOf(ctx context.Context, handled []store.Handled, now int64) (store.Load, error) {
 	queues, kinds := make([]string, len(handled)), make([]string, len(handled))
 	for i, h := range handled {
@@ -421,7 +422,7 @@ func (s *pgStore) LoadOf(ctx context.Context, handled []store.Handled, now int64
 	})
 }
 
-// InsertRunning implements store.Store.
+// InsertRunning implements store.Testing.
 func (s *pgStore) InsertRunning(ctx context.Context, job store.NewJob, r store.RunningClaim) (int64, error) {
 	if err := s.writable(); err != nil {
 		return 0, err

@@ -81,7 +81,7 @@ func TestHandOffTakesTheNewJobOnlyWhenNothingComesFirst(t *testing.T) {
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			queue := c.before[0].Queue
-			before, _, err := other.Insert(ctx, nil, c.before)
+			before, _, err := other.Insert(ctx, store.Tx{}, c.before)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -22,7 +22,7 @@ func TestASuccessDeletesTheHistoryWhateverWroteIt(t *testing.T) {
 		}
 		return n
 	}
-	got, _, err := s.Insert(ctx, nil, []store.NewJob{job("q", "a", 0, 1, ""), job("q", "a", 0, 1, ""), job("q", "a", 0, 1, ""), job("q", "a", 0, 1, "")})
+	got, _, err := s.Insert(ctx, store.Tx{}, []store.NewJob{job("q", "a", 0, 1, ""), job("q", "a", 0, 1, ""), job("q", "a", 0, 1, ""), job("q", "a", 0, 1, "")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestASuccessDeletesTheHistoryWhateverWroteIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CompleteTx(ctx, tx, store.Lease{ID: requeued, Lease: 2}, 0); err != nil {
+	if err := s.CompleteTx(ctx, store.SQLTx(tx), store.Lease{ID: requeued, Lease: 2}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(); err != nil {

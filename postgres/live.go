@@ -9,7 +9,7 @@ import (
 	"github.com/litequeue/litequeue/internal/store"
 )
 
-// Progress, output and unique jobs (store.Reporter, NewJob.Unique).
+// Progress, output and unique jobs (Runtime.Report, Admin.Progress, NewJob.Unique).
 
 func init() {
 	slowPath = func(jobs []store.NewJob) bool {
@@ -28,7 +28,7 @@ func init() {
 	}
 }
 
-// Report implements store.Store.
+// Report implements store.Runtime.
 func (s *pgStore) Report(ctx context.Context, r store.Report) error {
 	if err := s.writable(); err != nil {
 		return err
@@ -53,7 +53,7 @@ SELECT count(*) FROM u`), r.HasProgress, r.Fraction, r.Message, r.At, r.Output !
 	return nil
 }
 
-// Progress implements store.Store.
+// Progress implements store.Admin.
 func (s *pgStore) Progress(ctx context.Context, id int64) (store.JobProgress, error) {
 	var p store.JobProgress
 	var state int16

@@ -15,7 +15,7 @@ import (
 
 	"github.com/litequeue/litequeue"
 	"github.com/litequeue/litequeue/internal/redact"
-	"github.com/litequeue/litequeue/internal/sqlite"
+	"github.com/litequeue/litequeue/internal/sqlitefile"
 )
 
 // ErrFileInUse is returned by MoveFile while another process has the queue
@@ -161,11 +161,11 @@ func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 	}()
 	// Checked again on this connection, under the lock: the file read
 	// below is the file checked.
-	if _, err := sqlite.CheckFile(ctx, conn); err != nil {
+	if _, err := sqlitefile.CheckFile(ctx, conn); err != nil {
 		return m, fmt.Errorf("litequeue: %s: %w", path, err)
 	}
 	metaKey := "moved_from_file:" + abs
-	prior, err := sqlite.ReadMoved(ctx, conn)
+	prior, err := sqlitefile.ReadMoved(ctx, conn)
 	if err != nil {
 		return m, err
 	}
@@ -242,7 +242,7 @@ func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 	// no queue opens the file for writing. (The connection's synchronous
 	// is SQLite's default, FULL: the commit is on disk when it returns.)
 	if prior == nil {
-		if err := sqlite.MarkMoving(ctx, conn, dest, s.schema, time.Now()); err != nil {
+		if err := sqlitefile.MarkMoving(ctx, conn, dest, s.schema, time.Now()); err != nil {
 			return m, fmt.Errorf("litequeue: mark %s as moved: %w; nothing was copied", path, err)
 		}
 	}
@@ -326,14 +326,14 @@ func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 	if err != nil {
 		if prior == nil {
 			// Nothing was copied: the file is the application's again.
-			if uerr := markFile(conn, sqlite.Unmark); uerr != nil {
+			if uerr := markFile(conn, sqlitefile.Unmark); uerr != nil {
 				return Moved{Schema: m.Schema}, fmt.Errorf("%w; and the file's mark could not be taken back (%v): it opens read-only only until the move is run again and succeeds", err, uerr)
 			}
 		}
 		return Moved{Schema: m.Schema}, err
 	}
 	moveStep("copied")
-	if err := markFile(conn, sqlite.MarkMoved); err != nil {
+	if err := markFile(conn, sqlitefile.MarkMoved); err != nil {
 		return m, fmt.Errorf("litequeue: the jobs were copied, and recording the move's end in %s failed: %w; run the move again to record it (it copies nothing twice)", path, err)
 	}
 	m.Escaped = esc.n
@@ -342,7 +342,7 @@ func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 
 // markFile runs mark in a transaction of its own on the mover's connection
 // to the file (whose exclusive lock it still holds).
-func markFile(conn *sql.Conn, mark func(context.Context, sqlite.Execer) error) error {
+func markFile(conn *sql.Conn, mark func(context.Context, sqlitefile.Execer) error) error {
 	ctx := context.Background()
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return err

@@ -179,7 +179,7 @@ func TestMoveFileReadsAFileOfAnOlderSchemaWithoutMigratingIt(t *testing.T) {
 	db, err := sql.Open("sqlite", "file:"+path)
 	require.NoError(t, err)
 	for _, f := range []string{"0001_init.sql", "0002_due_at.sql", "0003_history.sql"} {
-		b, err := os.ReadFile(filepath.Join("..", "internal", "sqlite", "migrations", f))
+		b, err := os.ReadFile(filepath.Join("..", "internal", "sqlitefile", "migrations", f))
 		require.NoError(t, err)
 		_, err = db.Exec(string(b))
 		require.NoError(t, err, f)

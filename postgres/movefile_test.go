@@ -101,12 +101,12 @@ func TestMoveFileCopiesJobsDeadLettersAndHistoryOnce(t *testing.T) {
 		}
 	}
 	// The id sequence continues after the file's ids.
-	ids, _, err := s.Insert(ctx, nil, []store.NewJob{job("default", "move", 0, 1, "")})
+	ids, _, err := s.Insert(ctx, store.Tx{}, []store.NewJob{job("default", "move", 0, 1, "")})
 	if err != nil || ids[0] <= deadID {
 		t.Fatalf("new job id %v (%v), want after %d", ids, err, deadID)
 	}
 	// The held key stays held.
-	_, dups, err := s.Insert(ctx, nil, []store.NewJob{job("default", "move", 0, 1, "k1")})
+	_, dups, err := s.Insert(ctx, store.Tx{}, []store.NewJob{job("default", "move", 0, 1, "k1")})
 	if err != nil || !errors.Is(dups[0], store.ErrDuplicate) {
 		t.Fatalf("key k1 after the move: %v %v", dups, err)
 	}
@@ -142,7 +142,7 @@ func TestMoveFileRefusesIdsTakenInPostgreSQL(t *testing.T) {
 	path, _, _ := queueFile(t)
 	s, u, _ := newTestStore(t)
 	ctx := context.Background()
-	if _, _, err := s.Insert(ctx, nil, []store.NewJob{job("default", "x", 0, 1, "")}); err != nil {
+	if _, _, err := s.Insert(ctx, store.Tx{}, []store.NewJob{job("default", "x", 0, 1, "")}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := MoveFile(ctx, path, u)

@@ -170,7 +170,7 @@ func TestReadOnlyOpenCreatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	if _, _, err := ro.Insert(context.Background(), nil, []store.NewJob{job("q", "a", 0, 1, "")}); !errors.Is(err, store.ErrReadOnly) {
+	if _, _, err := ro.Insert(context.Background(), store.Tx{}, []store.NewJob{job("q", "a", 0, 1, "")}); !errors.Is(err, store.ErrReadOnly) {
 		t.Fatalf("Insert on a read-only store: %v", err)
 	}
 }

@@ -4,10 +4,11 @@ import (
 	"context"
 	"database/sql"
 
+	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
-// Durable schedules (store.ScheduleStore) in lq_schedules and
+// Durable schedules (store.Schedules) in lq_schedules and
 // lq_schedule_events. Every write to a schedule runs in one transaction that
 // first takes a transaction-level advisory lock on the schedule's name, so
 // processes racing on one schedule (two registrations, two firings of one
@@ -27,8 +28,8 @@ func (s *pgStore) scheduleTx(ctx context.Context, name string, fn func(tx *sql.T
 	})
 }
 
-var scheduleSQL = &store.ScheduleSQL{
-	Select: `SELECT ` + store.ScheduleColumns + ` FROM lq_schedules s WHERE s.name = $1`,
+var scheduleSQL = &sqlkit.ScheduleSQL{
+	Select: `SELECT ` + sqlkit.ScheduleColumns + ` FROM lq_schedules s WHERE s.name = $1`,
 	Insert: `INSERT INTO lq_schedules (name, cron, every, anchor, tz, queue, kind, payload, priority,
 		missed, catch_up, overlap, grace, next_at, created_at, updated_at, uniq)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15, $16)`,
@@ -55,7 +56,7 @@ var scheduleSQL = &store.ScheduleSQL{
 		(SELECT id FROM lq_schedule_events WHERE schedule = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)`,
 }
 
-// scheduleTx is a transaction holding a schedule's lock, as store.ScheduleSQL
+// scheduleTx is a transaction holding a schedule's lock, as sqlkit.ScheduleSQL
 // uses it: every statement is qualified with the store's schema.
 type scheduleTx struct {
 	s  *pgStore
@@ -79,7 +80,7 @@ func (t scheduleTx) InsertJobs(ctx context.Context, jobs []store.NewJob) ([]int6
 	return t.s.insertTx(ctx, t.tx, jobs)
 }
 
-// UpsertSchedule implements store.Store.
+// UpsertSchedule implements store.Schedules.
 func (s *pgStore) UpsertSchedule(ctx context.Context, def store.Schedule, now int64, detail string) (*store.Schedule, store.ScheduleChange, error) {
 	var prev *store.Schedule
 	var change store.ScheduleChange
@@ -94,32 +95,32 @@ func (s *pgStore) UpsertSchedule(ctx context.Context, def store.Schedule, now in
 	return prev, change, nil
 }
 
-// RemoveSchedule implements store.Store.
+// RemoveSchedule implements store.Schedules.
 func (s *pgStore) RemoveSchedule(ctx context.Context, name string) error {
 	return s.scheduleTx(ctx, name, func(tx *sql.Tx) error {
 		return scheduleSQL.Remove(ctx, scheduleTx{s, tx}, name)
 	})
 }
 
-// PauseSchedule implements store.Store.
+// PauseSchedule implements store.Schedules.
 func (s *pgStore) PauseSchedule(ctx context.Context, name string, paused bool, next, now int64) error {
 	return s.scheduleTx(ctx, name, func(tx *sql.Tx) error {
 		return scheduleSQL.SetPaused(ctx, scheduleTx{s, tx}, name, paused, next, now)
 	})
 }
 
-// Schedules implements store.Store.
+// Schedules implements store.Schedules.
 func (s *pgStore) Schedules(ctx context.Context, name string) ([]store.Schedule, error) {
-	query := `SELECT ` + store.ScheduleColumns + `, CASE WHEN s.last_job IS NULL THEN -1 ELSE coalesce(j.state, -2) END
+	query := `SELECT ` + sqlkit.ScheduleColumns + `, CASE WHEN s.last_job IS NULL THEN -1 ELSE coalesce(j.state, -2) END
 		FROM lq_schedules s LEFT JOIN lq_jobs j ON j.id = s.last_job `
 	var a args
 	if name != "" {
 		query += ` WHERE s.name = ` + a.add(name)
 	}
-	return readAll(s, ctx, s.q(query+` ORDER BY s.name`), a, store.ScanScheduleWithLast)
+	return readAll(s, ctx, s.q(query+` ORDER BY s.name`), a, sqlkit.ScanScheduleWithLast)
 }
 
-// FireSchedule implements store.Store.
+// FireSchedule implements store.Schedules.
 func (s *pgStore) FireSchedule(ctx context.Context, f store.Firing) (store.FireResult, error) {
 	var res store.FireResult
 	err := s.scheduleTx(ctx, f.Name, func(tx *sql.Tx) error {
@@ -133,7 +134,7 @@ func (s *pgStore) FireSchedule(ctx context.Context, f store.Firing) (store.FireR
 	return res, nil
 }
 
-// TriggerSchedule implements store.Store.
+// TriggerSchedule implements store.Schedules.
 func (s *pgStore) TriggerSchedule(ctx context.Context, name string, now int64, unique func(*store.Schedule, *store.NewJob) error) (id int64, queue, kind string, err error) {
 	var dup error
 	err = s.scheduleTx(ctx, name, func(tx *sql.Tx) error {
@@ -146,11 +147,11 @@ func (s *pgStore) TriggerSchedule(ctx context.Context, name string, now int64, u
 	return id, queue, kind, dup
 }
 
-// ScheduleHistory implements store.Store.
+// ScheduleHistory implements store.Schedules.
 func (s *pgStore) ScheduleHistory(ctx context.Context, name string, limit int) ([]store.ScheduleEvent, error) {
 	if limit <= 0 {
 		limit = store.ScheduleHistoryKeep
 	}
 	return readAll(s, ctx, s.q(`SELECT id, at, event, coalesce(occurrence, 0), coalesce(last, 0), coalesce(job_id, 0), count, detail
-		FROM lq_schedule_events WHERE schedule = $1 ORDER BY id DESC LIMIT $2`), []any{name, limit}, store.ScanScheduleEvent)
+		FROM lq_schedule_events WHERE schedule = $1 ORDER BY id DESC LIMIT $2`), []any{name, limit}, sqlkit.ScanScheduleEvent)
 }

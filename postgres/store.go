@@ -18,7 +18,7 @@ import (
 	"github.com/litequeue/litequeue/internal/store"
 )
 
-// pgStore is the PostgreSQL implementation of store.Store.
+// pgStore is the PostgreSQL implementation of store.Backend.
 type pgStore struct {
 	db       *sql.DB
 	owned    bool // Close closes db
@@ -64,7 +64,10 @@ type pgStore struct {
 	watchCtx  context.Context
 }
 
-var _ store.Store = (*pgStore)(nil)
+var (
+	_ store.Backend = (*pgStore)(nil)
+	_ store.Testing = (*pgStore)(nil)
+)
 
 // Hooks of the parts of the store built with their own tags (unique jobs):
 // slowPath reports jobs that insertSlow must insert one at a time, on tx,
@@ -125,8 +128,9 @@ func (s *pgStore) writable() error {
 	return nil
 }
 
-// Insert implements store.Store.
-func (s *pgStore) Insert(ctx context.Context, tx *sql.Tx, jobs []store.NewJob) ([]int64, []error, error) {
+// Insert implements store.Runtime.
+func (s *pgStore) Insert(ctx context.Context, apptx store.Tx, jobs []store.NewJob) ([]int64, []error, error) {
+	tx := apptx.SQL()
 	if err := s.writable(); err != nil {
 		return nil, nil, err
 	}
@@ -402,7 +406,7 @@ func (s *pgStore) claimTx(ctx context.Context, tx *sql.Tx, q store.ClaimQuery) (
 	return out, rows.Err()
 }
 
-// InsertClaim implements store.Store.
+// InsertClaim implements store.Runtime.
 func (s *pgStore) InsertClaim(ctx context.Context, job store.NewJob, q store.ClaimQuery, handOff func([]store.Claimed)) (int64, error) {
 	if err := s.writable(); err != nil {
 		return 0, err
@@ -498,7 +502,7 @@ func (s *pgStore) insertClaimNew(ctx context.Context, job store.NewJob, q store.
 	return id, nil
 }
 
-// Claim implements store.Store.
+// Claim implements store.Runtime.
 func (s *pgStore) Claim(ctx context.Context, q store.ClaimQuery, handOff func([]store.Claimed)) (int, error) {
 	if err := s.writable(); err != nil {
 		return 0, err
@@ -519,7 +523,7 @@ func (s *pgStore) Claim(ctx context.Context, q store.ClaimQuery, handOff func([]
 	return len(claimed), nil
 }
 
-// NextDue implements store.Store.
+// NextDue implements store.Runtime.
 func (s *pgStore) NextDue(ctx context.Context, queue string, kinds []string, _ string) (int64, bool, error) {
 	if kinds == nil {
 		kinds = []string{}
@@ -540,7 +544,7 @@ func leaseArrays(leases []store.Lease) (ids, ls []int64) {
 	return ids, ls
 }
 
-// Extend implements store.Store.
+// Extend implements store.Runtime.
 func (s *pgStore) Extend(ctx context.Context, leases []store.Lease, until int64) ([]int, error) {
 	if err := s.writable(); err != nil {
 		return nil, err
@@ -575,7 +579,7 @@ func (s *pgStore) Extend(ctx context.Context, leases []store.Lease, until int64)
 	return lost, nil
 }
 
-// Release implements store.Store.
+// Release implements store.Runtime.
 func (s *pgStore) Release(ctx context.Context, leases []store.Lease, now int64) error {
 	if err := s.writable(); err != nil {
 		return err
@@ -590,7 +594,7 @@ func (s *pgStore) Release(ctx context.Context, leases []store.Lease, now int64) 
 	return s.fin.submit(o)
 }
 
-// Complete implements store.Store.
+// Complete implements store.Runtime.
 func (s *pgStore) Complete(c store.Completion) {
 	if s.closed.Load() {
 		if c.Notify != nil {
@@ -601,7 +605,7 @@ func (s *pgStore) Complete(c store.Completion) {
 	s.fin.complete(c)
 }
 
-// Flush implements store.Store.
+// Flush implements store.Runtime.
 func (s *pgStore) Flush(ctx context.Context) error {
 	if s.closed.Load() {
 		return nil
@@ -613,12 +617,13 @@ func (s *pgStore) Flush(ctx context.Context) error {
 	return err
 }
 
-// CompleteTx implements store.Store.
+// CompleteTx implements store.Runtime.
 //
 // The statement changes nothing on another database than the queue's (a
 // row there may have the same id and lease) and answers which database it
 // ran on, so that such a transaction gets ErrOtherDatabase.
-func (s *pgStore) CompleteTx(ctx context.Context, tx *sql.Tx, l store.Lease, keepAt int64) error {
+func (s *pgStore) CompleteTx(ctx context.Context, apptx store.Tx, l store.Lease, keepAt int64) error {
+	tx := apptx.SQL()
 	var n int64
 	var db string
 	var err error
@@ -639,7 +644,7 @@ func (s *pgStore) CompleteTx(ctx context.Context, tx *sql.Tx, l store.Lease, kee
 	return nil
 }
 
-// Holds implements store.Store.
+// Holds implements store.Runtime.
 func (s *pgStore) Holds(ctx context.Context, l store.Lease) (bool, error) {
 	return readValue(s, ctx, func() (bool, error) {
 		var held bool
@@ -648,7 +653,7 @@ func (s *pgStore) Holds(ctx context.Context, l store.Lease) (bool, error) {
 	})
 }
 
-// Retry implements store.Store.
+// Retry implements store.Runtime.
 func (s *pgStore) Retry(ctx context.Context, r store.Retry) error {
 	if err := s.writable(); err != nil {
 		return err
@@ -672,7 +677,7 @@ func (s *pgStore) Retry(ctx context.Context, r store.Retry) error {
 	return nil
 }
 
-// Bury implements store.Store.
+// Bury implements store.Runtime.
 func (s *pgStore) Bury(ctx context.Context, bu store.Burial) error {
 	if err := s.writable(); err != nil {
 		return err
@@ -766,7 +771,7 @@ func (s *pgStore) buryThenFollow(ctx context.Context, bu store.Burial, setErr bo
 	return nil
 }
 
-// OldestCompleted implements store.Store.
+// OldestCompleted implements store.Admin.
 func (s *pgStore) OldestCompleted(ctx context.Context) (int64, bool, error) {
 	at, err := readValue(s, ctx, func() (sql.NullInt64, error) {
 		var at sql.NullInt64
@@ -776,7 +781,7 @@ func (s *pgStore) OldestCompleted(ctx context.Context) (int64, bool, error) {
 	return at.Int64, at.Valid, err
 }
 
-// PurgeCompleted implements store.Store.
+// PurgeCompleted implements store.Admin.
 func (s *pgStore) PurgeCompleted(ctx context.Context, before int64) (int, error) {
 	if err := s.writable(); err != nil {
 		return 0, err
@@ -786,7 +791,7 @@ func (s *pgStore) PurgeCompleted(ctx context.Context, before int64) (int, error)
 	return n, err
 }
 
-// Close implements store.Store.
+// Close implements store.Backend.
 func (s *pgStore) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)

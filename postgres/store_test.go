@@ -48,7 +48,7 @@ func TestClaimTakesPriorityThenDueOrderAndCountsAttempts(t *testing.T) {
 		job("q", "a", 0, 9999, ""), // 4: not due
 		job("other", "a", 0, 1, ""),
 	}
-	got, dups, err := s.Insert(ctx, nil, jobs)
+	got, dups, err := s.Insert(ctx, store.Tx{}, jobs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,11 +88,11 @@ func TestClaimTakesPriorityThenDueOrderAndCountsAttempts(t *testing.T) {
 func TestInsertReportsDuplicateKeys(t *testing.T) {
 	s, _, _ := newTestStore(t)
 	ctx := context.Background()
-	first, _, err := s.Insert(ctx, nil, []store.NewJob{job("q", "a", 0, 1, "k1")})
+	first, _, err := s.Insert(ctx, store.Tx{}, []store.NewJob{job("q", "a", 0, 1, "k1")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, dups, err := s.Insert(ctx, nil, []store.NewJob{
+	got, dups, err := s.Insert(ctx, store.Tx{}, []store.NewJob{
 		job("q", "a", 0, 1, "k1"), job("q", "a", 0, 1, "k2"), job("q", "a", 0, 1, ""), job("q", "a", 0, 1, "k2"),
 	})
 	if err != nil {
@@ -133,7 +133,7 @@ func TestBatchIDsFollowTheBatchOrder(t *testing.T) {
 			j.Payload = []byte(fmt.Sprint(keyed, i))
 			jobs = append(jobs, j)
 		}
-		got, dups, err := s.Insert(ctx, nil, jobs)
+		got, dups, err := s.Insert(ctx, store.Tx{}, jobs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +155,7 @@ func TestBatchIDsFollowTheBatchOrder(t *testing.T) {
 func TestWritesAreConditionalOnTheLease(t *testing.T) {
 	s, _, _ := newTestStore(t)
 	ctx := context.Background()
-	got, _, err := s.Insert(ctx, nil, []store.NewJob{job("q", "a", 0, 1, ""), job("q", "a", 0, 1, ""), job("q", "a", 0, 1, "")})
+	got, _, err := s.Insert(ctx, store.Tx{}, []store.NewJob{job("q", "a", 0, 1, ""), job("q", "a", 0, 1, ""), job("q", "a", 0, 1, "")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestConcurrentClaimsNeverShareARow(t *testing.T) {
 	for range 3000 {
 		jobs = append(jobs, job("q", "a", 0, 1, ""))
 	}
-	if _, _, err := s.Insert(ctx, nil, jobs); err != nil {
+	if _, _, err := s.Insert(ctx, store.Tx{}, jobs); err != nil {
 		t.Fatal(err)
 	}
 	// Three stores: three connection pools, as three processes would have.
@@ -298,7 +298,7 @@ func TestDeletingJobsDeletesTheirHistory(t *testing.T) {
 		}
 		return n
 	}
-	got, _, err := s.Insert(ctx, nil, []store.NewJob{job("q", "a", 0, 1, ""), job("q", "a", 0, 1, ""), job("q", "a", 0, 1, "")})
+	got, _, err := s.Insert(ctx, store.Tx{}, []store.NewJob{job("q", "a", 0, 1, ""), job("q", "a", 0, 1, ""), job("q", "a", 0, 1, "")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +346,7 @@ func TestClaimOfAPausedQueueTakesNothing(t *testing.T) {
 	s, _, _ := newTestStore(t)
 	other := openOther(t, s)
 	ctx := context.Background()
-	if _, _, err := s.Insert(ctx, nil, []store.NewJob{job("p", "a", 0, 1, ""), job("p", "a", 0, 2, "")}); err != nil {
+	if _, _, err := s.Insert(ctx, store.Tx{}, []store.NewJob{job("p", "a", 0, 1, ""), job("p", "a", 0, 2, "")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := other.Pause(ctx, "p", 5); err != nil {

@@ -11,7 +11,8 @@ var _ store.TxWatcher = (*pgStore)(nil)
 
 // TxMark implements store.TxWatcher: the transaction's id, as the check of
 // the transaction's database read it (see checkTx), or read on it now.
-func (s *pgStore) TxMark(ctx context.Context, tx *sql.Tx, id, createdAt int64) (store.TxMark, error) {
+func (s *pgStore) TxMark(ctx context.Context, apptx store.Tx, id, createdAt int64) (store.TxMark, error) {
+	tx := apptx.SQL()
 	if c := s.lastTx.Load(); c != nil && c.tx == tx {
 		return store.TxMark{ID: id, CreatedAt: createdAt, XID: c.xid}, nil
 	}

@@ -41,7 +41,7 @@ func backstop(interval time.Duration) time.Duration {
 	return max(5*interval, time.Second)
 }
 
-// Watch implements store.Store with LISTEN on a connection of its own:
+// Watch implements store.Runtime with LISTEN on a connection of its own:
 // every insert, release, retry, requeue and follow-up notifies the schema's
 // channel when it commits, and each notification calls wake. While that
 // connection is lost, wake is called every interval (a fallback poll) and

@@ -60,7 +60,7 @@ func TestWatchWakesOnAnotherConnectionsWrites(t *testing.T) {
 	woke := watcher(t, a)
 	ctx := context.Background()
 
-	ids, _, err := b.Insert(ctx, nil, []store.NewJob{job("q", "a", 0, 1, "")})
+	ids, _, err := b.Insert(ctx, store.Tx{}, []store.NewJob{job("q", "a", 0, 1, "")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestWatchWakesOnAnotherConnectionsWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := b.Insert(ctx, tx, []store.NewJob{job("q", "a", 0, 1, "")}); err != nil {
+	if _, _, err := b.Insert(ctx, store.SQLTx(tx), []store.NewJob{job("q", "a", 0, 1, "")}); err != nil {
 		t.Fatal(err)
 	}
 	drain(woke)
@@ -129,7 +129,7 @@ func TestWatchReconnectsAfterItsConnectionIsKilled(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	drain(woke)
-	if _, _, err := b.Insert(ctx, nil, []store.NewJob{job("q", "a", 0, 1, "")}); err != nil {
+	if _, _, err := b.Insert(ctx, store.Tx{}, []store.NewJob{job("q", "a", 0, 1, "")}); err != nil {
 		t.Fatal(err)
 	}
 	waitWake(t, woke, "an insert after the reconnection")
@@ -261,7 +261,7 @@ func TestWatchListensOnTheListenURL(t *testing.T) {
 	require.Equal(t, "lq_listen_url_test", app, "the listening connection is not the ListenURL's")
 
 	drain(woke)
-	_, _, err = b.Insert(ctx, nil, []store.NewJob{job("q", "a", 0, 1, "")})
+	_, _, err = b.Insert(ctx, store.Tx{}, []store.NewJob{job("q", "a", 0, 1, "")})
 	require.NoError(t, err)
 	waitWake(t, woke, "another store's insert")
 
@@ -283,7 +283,7 @@ func TestWatchListensOnTheListenURL(t *testing.T) {
 	require.NoError(t, rows.Err())
 	require.Equal(t, []string{"lq_listen_url_test"}, apps, "the re-made listening connection is not the ListenURL's alone")
 	drain(woke)
-	_, _, err = b.Insert(ctx, nil, []store.NewJob{job("q", "a", 0, 1, "")})
+	_, _, err = b.Insert(ctx, store.Tx{}, []store.NewJob{job("q", "a", 0, 1, "")})
 	require.NoError(t, err)
 	waitWake(t, woke, "an insert after the listening connection was re-made")
 }

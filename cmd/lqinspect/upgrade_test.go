@@ -21,7 +21,7 @@ func olderFile(t *testing.T) string {
 	require.NoError(t, err)
 	defer db.Close()
 	for _, f := range []string{"0001_init.sql", "0002_due_at.sql", "0003_history.sql", "0004_schedules.sql", "0005_control.sql", "0006_progress_unique.sql"} {
-		b, err := os.ReadFile(filepath.Join("..", "..", "internal", "sqlite", "migrations", f))
+		b, err := os.ReadFile(filepath.Join("..", "..", "internal", "sqlitefile", "migrations", f))
 		require.NoError(t, err)
 		_, err = db.Exec(string(b))
 		require.NoError(t, err, f)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/litequeue/litequeue/internal/sqlitefile"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -49,7 +50,7 @@ func ScanJob(rows interface{ Scan(...any) error }) (store.Job, error) {
 	return j, nil
 }
 
-// Jobs implements store.Store.
+// Jobs implements store.Admin.
 func (s *Store) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, error) {
 	var where []string
 	args := []any{sql.Named("now", f.Now)}
@@ -99,7 +100,7 @@ func (s *Store) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, error
 	return out, rows.Err()
 }
 
-// Job implements store.Store.
+// Job implements store.Admin.
 func (s *Store) Job(ctx context.Context, id int64) (store.Job, []store.Attempt, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -150,7 +151,7 @@ func StateName(st store.State) string {
 const requeueSQL = `UPDATE OR IGNORE lq_jobs SET state = 0, attempt = 0, snoozes = 0, visible_at = ?, lease = NULL,
 	finished_at = NULL, dead_reason = NULL WHERE id = ? AND state = 3`
 
-// Requeue implements store.Store.
+// Requeue implements store.Admin.
 func (s *Store) Requeue(ctx context.Context, ids []int64, now int64) ([]store.Moved, error) {
 	if s.w == nil {
 		return nil, store.ErrReadOnly
@@ -191,12 +192,12 @@ func (s *Store) Requeue(ctx context.Context, ids []int64, now int64) ([]store.Mo
 		return nil
 	})
 	if err != nil {
-		return nil, classifyWriteError(err)
+		return nil, sqlitefile.ClassifyWriteError(err)
 	}
 	return moved, nil
 }
 
-// RequeueWhere implements store.Store. UPDATE OR IGNORE skips a row whose
+// RequeueWhere implements store.Admin. UPDATE OR IGNORE skips a row whose
 // key a live job now holds (the unique index of live keys refuses it).
 func (s *Store) RequeueWhere(ctx context.Context, f store.DeadFilter, now int64) ([]store.Moved, error) {
 	if s.w == nil {
@@ -223,12 +224,12 @@ func (s *Store) RequeueWhere(ctx context.Context, f store.DeadFilter, now int64)
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, classifyWriteError(err)
+		return nil, sqlitefile.ClassifyWriteError(err)
 	}
 	return moved, nil
 }
 
-// PurgeDead implements store.Store.
+// PurgeDead implements store.Admin.
 func (s *Store) PurgeDead(ctx context.Context, f store.DeadFilter) (int, error) {
 	if s.w == nil {
 		return 0, store.ErrReadOnly
@@ -244,7 +245,7 @@ func (s *Store) PurgeDead(ctx context.Context, f store.DeadFilter) (int, error) 
 		return err
 	})
 	if err != nil {
-		return 0, classifyWriteError(err)
+		return 0, sqlitefile.ClassifyWriteError(err)
 	}
 	return int(n), nil
 }
@@ -271,7 +272,7 @@ func deadWhere(f store.DeadFilter) (string, []any) {
 	return strings.Join(where, " AND "), args
 }
 
-// Stats implements store.Store. It scans the table.
+// Stats implements store.Admin. It scans the table.
 func (s *Store) Stats(ctx context.Context, now int64) ([]store.QueueStats, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT queue,
 		sum(state = 0 AND visible_at <= :now), sum(state = 0 AND visible_at > :now),

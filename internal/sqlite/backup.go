@@ -2,11 +2,10 @@ package sqlite
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
+
+	"github.com/litequeue/litequeue/internal/sqlitefile"
 )
 
 // Backup implements store.Backuper: it writes a consistent copy of the queue file to path while the queue
@@ -24,7 +23,7 @@ import (
 // queue returns ErrClosed; ctx cancels the copy and removes what was
 // written.
 func (s *Store) Backup(ctx context.Context, path string) error {
-	tmpName, err := reserveCopy(path)
+	tmpName, err := sqlitefile.ReserveCopy(path)
 	if err != nil {
 		return err
 	}
@@ -35,75 +34,9 @@ func (s *Store) Backup(ctx context.Context, path string) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("litequeue: backup to %s: %w", path, context.Cause(ctx))
 		}
-		return fmt.Errorf("litequeue: backup to %s: %w", path, classifyWriteError(err))
+		return fmt.Errorf("litequeue: backup to %s: %w", path, sqlitefile.ClassifyWriteError(err))
 	}
-	return publishCopy(tmpName, path)
-}
-
-// reserveCopy checks that a copy may be written to path — it does not
-// exist, its directory does — and creates an empty temporary file beside it,
-// whose name it returns; the caller removes it.
-func reserveCopy(path string) (string, error) {
-	if path == "" {
-		return "", errors.New("litequeue: backup: empty destination path")
-	}
-	if _, err := os.Lstat(path); err == nil {
-		return "", fmt.Errorf("litequeue: backup to %s: the file exists; Backup never overwrites, so remove it or pick a new name: %w", path, fs.ErrExist)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("litequeue: backup to %s: %w", path, err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".backup-*")
-	if err != nil {
-		return "", fmt.Errorf("litequeue: backup to %s: %w", path, err)
-	}
-	name := tmp.Name()
-	return name, tmp.Close()
-}
-
-// publishCopy syncs the complete copy tmpName and links it into place at
-// path, never replacing a file that appeared there meanwhile.
-func publishCopy(tmpName, path string) error {
-	if err := syncFile(tmpName); err != nil {
-		return fmt.Errorf("litequeue: backup to %s: %w", path, err)
-	}
-	// A hard link fails if path appeared meanwhile, where a rename would
-	// replace it. On a file system without hard links, check and rename.
-	if err := os.Link(tmpName, path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("litequeue: backup to %s: the file appeared during the backup; Backup never overwrites: %w", path, fs.ErrExist)
-		}
-		if _, serr := os.Lstat(path); !errors.Is(serr, fs.ErrNotExist) {
-			return fmt.Errorf("litequeue: backup to %s: the file appeared during the backup; Backup never overwrites: %w", path, fs.ErrExist)
-		}
-		if rerr := os.Rename(tmpName, path); rerr != nil {
-			return fmt.Errorf("litequeue: backup to %s: %w", path, rerr)
-		}
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-func syncFile(name string) error {
-	f, err := os.OpenFile(name, os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// syncDir makes a new name in dir durable. Some systems cannot sync a
-// directory (Windows); that is not an error.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return nil
-	}
-	defer d.Close()
-	_ = d.Sync()
-	return nil
+	return sqlitefile.PublishCopy(tmpName, path)
 }
 
 // effectivePragmas are the settings Pragmas reads back: the ones that decide

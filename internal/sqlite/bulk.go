@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/litequeue/litequeue/internal/sqlitefile"
+	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -27,7 +29,7 @@ func bulkSelectSQL(where []string) string {
 	return "SELECT id FROM lq_jobs WHERE " + strings.Join(where, " AND ") + " ORDER BY id DESC LIMIT :chunk"
 }
 
-// Bulk implements store.Store: it selects and applies in the same writer
+// Bulk implements store.Admin: it selects and applies in the same writer
 // transaction.
 func (s *Store) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, before int64, n int) (store.BulkResult, error) {
 	if s.w == nil {
@@ -42,7 +44,7 @@ func (s *Store) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, bef
 	var res store.BulkResult
 	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
 		res = store.BulkResult{}
-		ids, err := store.QueryAll(ctx, tx, query, args, store.ScanID)
+		ids, err := sqlkit.QueryAll(ctx, tx, query, args, sqlkit.ScanID)
 		if err != nil || len(ids) == 0 {
 			return err
 		}
@@ -64,7 +66,7 @@ func (s *Store) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, bef
 		return err
 	})
 	if err != nil {
-		return store.BulkResult{}, classifyWriteError(err)
+		return store.BulkResult{}, sqlitefile.ClassifyWriteError(err)
 	}
 	return res, nil
 }

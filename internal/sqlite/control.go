@@ -6,13 +6,15 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/litequeue/litequeue/internal/sqlitefile"
+	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
 // Live control: paused queues (table lq_queues), cancelled jobs (state 4)
 // and snoozes.
 
-// Pause implements store.Control.
+// Pause implements store.Admin.
 func (s *Store) Pause(ctx context.Context, queue string, at int64) (bool, error) {
 	if s.w == nil {
 		return false, store.ErrReadOnly
@@ -28,10 +30,10 @@ func (s *Store) Pause(ctx context.Context, queue string, at int64) (bool, error)
 		changed = n == 1
 		return err
 	})
-	return changed, classifyWriteError(err)
+	return changed, sqlitefile.ClassifyWriteError(err)
 }
 
-// Resume implements store.Control.
+// Resume implements store.Admin.
 func (s *Store) Resume(ctx context.Context, queue string) (bool, error) {
 	if s.w == nil {
 		return false, store.ErrReadOnly
@@ -46,12 +48,12 @@ func (s *Store) Resume(ctx context.Context, queue string) (bool, error) {
 		changed = n == 1
 		return err
 	})
-	return changed, classifyWriteError(err)
+	return changed, sqlitefile.ClassifyWriteError(err)
 }
 
-// Paused implements store.Control.
+// Paused implements store.Admin.
 func (s *Store) Paused(ctx context.Context) (map[string]int64, error) {
-	return store.QueryPaused(ctx, s.db, `SELECT queue, paused_at FROM lq_queues WHERE paused_at IS NOT NULL`)
+	return sqlkit.QueryPaused(ctx, s.db, `SELECT queue, paused_at FROM lq_queues WHERE paused_at IS NOT NULL`)
 }
 
 const (
@@ -59,7 +61,7 @@ const (
 	cancelRunningSQL = `UPDATE lq_jobs SET state = 4, finished_at = ?1 WHERE id = ?2 AND state = 1`
 )
 
-// Cancel implements store.Control.
+// Cancel implements store.Admin.
 func (s *Store) Cancel(ctx context.Context, ids []int64, now int64) ([]store.CancelledJob, error) {
 	if s.w == nil {
 		return nil, store.ErrReadOnly
@@ -99,12 +101,12 @@ func (s *Store) Cancel(ctx context.Context, ids []int64, now int64) ([]store.Can
 		return nil
 	})
 	if err != nil {
-		return nil, classifyWriteError(err)
+		return nil, sqlitefile.ClassifyWriteError(err)
 	}
 	return out, nil
 }
 
-// WhichCancelled implements store.Control with one statement.
+// WhichCancelled implements store.Runtime with one statement.
 func (s *Store) WhichCancelled(ctx context.Context, leases []store.Lease) ([]int, error) {
 	if len(leases) == 0 {
 		return nil, nil
@@ -142,7 +144,7 @@ func (s *Store) WhichCancelled(ctx context.Context, leases []store.Lease) ([]int
 	return out, nil
 }
 
-// PurgeCancelled implements store.Control.
+// PurgeCancelled implements store.Admin.
 func (s *Store) PurgeCancelled(ctx context.Context, before int64) (int, error) {
 	if s.w == nil {
 		return 0, store.ErrReadOnly
@@ -156,13 +158,13 @@ func (s *Store) PurgeCancelled(ctx context.Context, before int64) (int, error) {
 		n, err = res.RowsAffected()
 		return err
 	})
-	return int(n), classifyWriteError(err)
+	return int(n), sqlitefile.ClassifyWriteError(err)
 }
 
 const snoozeSQL = `UPDATE lq_jobs SET state = 0, visible_at = ?1, lease = NULL, attempt = max(attempt - 1, 0), snoozes = snoozes + 1
 	WHERE id = ?2 AND lease = ?3 AND state = 1 AND snoozes < ?4`
 
-// Snooze implements store.Control.
+// Snooze implements store.Runtime.
 func (s *Store) Snooze(ctx context.Context, sn store.Snooze) error {
 	if s.w == nil {
 		return store.ErrReadOnly
@@ -185,5 +187,5 @@ func (s *Store) Snooze(ctx context.Context, sn store.Snooze) error {
 		}
 		return insertAttempt(ctx, tx, sn.ID, sn.Record)
 	})
-	return classifyWriteError(err)
+	return sqlitefile.ClassifyWriteError(err)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -25,18 +26,18 @@ func deadBeforeSQL(where string) string {
 		WHERE id < ? AND ` + where + ` ORDER BY id DESC LIMIT ?`
 }
 
-// LatestDead implements store.Store.
+// LatestDead implements store.Dashboard.
 func (s *Store) LatestDead(ctx context.Context, f store.DeadFilter, limit int) ([]store.DeadMessage, error) {
 	where, args := deadWhere(f)
 	return s.deadMessages(ctx, latestDeadSQL(where), append(args, limit)...)
 }
 
-// DeadBefore implements store.Store.
+// DeadBefore implements store.Dashboard.
 func (s *Store) DeadBefore(ctx context.Context, f store.DeadFilter, before int64, limit int) ([]store.DeadMessage, error) {
 	where, args := deadWhere(f)
 	return s.deadMessages(ctx, deadBeforeSQL(where), append(append([]any{before}, args...), limit)...)
 }
 
 func (s *Store) deadMessages(ctx context.Context, query string, args ...any) ([]store.DeadMessage, error) {
-	return store.QueryAll(ctx, s.db, query, args, store.ScanDeadMessage)
+	return sqlkit.QueryAll(ctx, s.db, query, args, sqlkit.ScanDeadMessage)
 }

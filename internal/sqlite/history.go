@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 
+	"github.com/litequeue/litequeue/internal/sqlitefile"
+	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -30,7 +32,7 @@ func noHistory(err error) error {
 	return err
 }
 
-// AddHistory implements store.Store.
+// AddHistory implements store.Dashboard.
 func (s *Store) AddHistory(ctx context.Context, counts []store.HistoryCount, pruneBefore int64) error {
 	if s.w == nil {
 		return store.ErrReadOnly
@@ -45,12 +47,12 @@ func (s *Store) AddHistory(ctx context.Context, counts []store.HistoryCount, pru
 		return err
 	})
 	if err := noHistory(err); err != nil {
-		return classifyWriteError(err)
+		return sqlitefile.ClassifyWriteError(err)
 	}
 	return nil
 }
 
-// History implements store.Store.
+// History implements store.Dashboard.
 func (s *Store) History(ctx context.Context, queue string, since int64) ([]store.HistoryCount, error) {
 	query := historySQL
 	args := []any{since}
@@ -58,6 +60,6 @@ func (s *Store) History(ctx context.Context, queue string, since int64) ([]store
 		query += ` AND queue = ?`
 		args = append(args, queue)
 	}
-	out, err := store.QueryAll(ctx, s.db, query+` ORDER BY minute, queue`, args, store.ScanHistoryCount)
+	out, err := sqlkit.QueryAll(ctx, s.db, query+` ORDER BY minute, queue`, args, sqlkit.ScanHistoryCount)
 	return out, noHistory(err)
 }

@@ -1,6 +1,6 @@
 // Package sqlite is litequeue's SQLite store: every SQL text the queue runs
-// on a SQLite file lives in this package, behind internal/store.Store. It
-// owns the file format (embedded, numbered migrations), opening and
+// on a SQLite file lives in this package or in the file format's
+// (internal/sqlitefile), behind internal/store.Backend. It owns opening and
 // checking files, the single writer goroutine with group commit, and the
 // SQL of every operation.
 package sqlite
@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"embed"
 	"errors"
 	"fmt"
 	"io"
@@ -20,54 +19,19 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/litequeue/litequeue/internal/sqlitefile"
 	"github.com/litequeue/litequeue/internal/store"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// SchemaVersion is the version of the queue file format this build writes.
-// Open migrates older files up to it and refuses newer ones with
-// store.ErrSchemaTooNew.
-const SchemaVersion = 8
-
-// formatName is stored in lq_meta to tell a litequeue file from another
-// application's SQLite file.
-const formatName = "litequeue"
-
-//go:embed migrations/*.sql
-var migrationFS embed.FS
-
-// migrations returns the embedded migrations in version order.
-func migrations() ([]store.Migration, error) { return store.ReadMigrations(migrationFS) }
-
-// Execer is what the store's statements run on: the writer's connection
-// inside its transaction, a read transaction, or the application's *sql.Tx.
-type Execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 // sqliteHeader is the first 16 bytes of every SQLite 3 database file.
 var sqliteHeader = []byte("SQLite format 3\x00")
-
-// OpenHook, when set (only by tests), is called at each step of preparing a
-// queue file, so a test can kill the process at that step. It is nil in
-// production and costs one comparison per step of Open.
-var OpenHook func(step string)
-
-// openStep calls OpenHook at a named step of Open.
-func openStep(step string) {
-	if OpenHook != nil {
-		OpenHook(step)
-	}
-}
 
 // checkFile refuses, without opening it as a database (and so without changing
 // it), a path that is a directory or a file that is not SQLite. A missing
@@ -225,63 +189,6 @@ func pragmaName(p string) string {
 	return strings.ToLower(strings.TrimSpace(p))
 }
 
-// identify tells whether db holds a litequeue schema, and its version.
-// version is 0 for a database with no litequeue tables; foreign reports
-// whether the database holds other tables.
-func identify(ctx context.Context, db Execer) (version int, foreign bool, err error) {
-	rows, err := db.QueryContext(ctx, `SELECT type, name FROM sqlite_schema WHERE type IN ('table', 'view')`)
-	if err != nil {
-		return 0, false, classifyOpenError(err)
-	}
-	hasMeta := false
-	for rows.Next() {
-		var typ, name string
-		if err := rows.Scan(&typ, &name); err != nil {
-			rows.Close()
-			return 0, false, err
-		}
-		if typ == "view" {
-			if strings.HasPrefix(strings.ToLower(name), "lq_") {
-				rows.Close()
-				return 0, false, fmt.Errorf("%w: %s is a view, not a table: the file's queue tables were altered; litequeue reads only tables its own migrations made (nothing was read)", store.ErrNotLitequeue, name)
-			}
-			continue
-		}
-		switch {
-		case name == "lq_meta":
-			hasMeta = true
-		case strings.HasPrefix(name, "lq_"), strings.HasPrefix(name, "sqlite_"):
-		default:
-			foreign = true
-		}
-	}
-	if err := rows.Close(); err != nil {
-		return 0, false, classifyOpenError(err)
-	}
-	if !hasMeta {
-		return 0, foreign, nil
-	}
-	// lq_meta must be the plain table migration 1 made before a value is
-	// read from it (a generated column could compute anything).
-	if err := checkMetaShape(ctx, db); err != nil {
-		return 0, foreign, err
-	}
-	var format, ver string
-	err = db.QueryRowContext(ctx, `SELECT
-		(SELECT value FROM lq_meta WHERE key = 'format'),
-		(SELECT value FROM lq_meta WHERE key = 'schema_version')`).Scan(&format, &ver)
-	// A moved file (moved.go) is a queue file this build reads, and opens
-	// for writing no more.
-	if err != nil || (format != formatName && format != movedFormat) {
-		return 0, foreign, fmt.Errorf("%w: its lq_meta table does not name the litequeue format", store.ErrNotLitequeue)
-	}
-	version, err = strconv.Atoi(ver)
-	if err != nil || version < 1 {
-		return 0, foreign, fmt.Errorf("%w: unreadable schema version %q", store.ErrNotLitequeue, ver)
-	}
-	return version, foreign, nil
-}
-
 // noShm reports whether a read-only open failed because SQLite could not
 // create the -shm a WAL file needs (SQLITE_CANTOPEN, or SQLITE_READONLY and
 // its extended codes such as SQLITE_READONLY_DIRECTORY): the directory
@@ -301,125 +208,6 @@ func noShm(err error) bool {
 func readOnlyDirError(name string, err error) error {
 	return fmt.Errorf("%s-wal exists (a process has the queue open, or did not close it) and SQLite cannot create the -shm it needs to read it: this user may not write the directory %s; copy the file with its -wal into a directory you can write and inspect the copy, or run as a user who can write the directory (%w)",
 		name, filepath.Dir(name), err)
-}
-
-// classifyOpenError turns the driver's "not a database" into store.ErrNotSQLite
-// and "malformed" into store.ErrCorrupt.
-func classifyOpenError(err error) error {
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_NOTADB:
-			return fmt.Errorf("%w (%v)", store.ErrNotSQLite, err)
-		case sqlite3.SQLITE_CORRUPT:
-			return fmt.Errorf("%w (%v)", store.ErrCorrupt, err)
-		}
-	}
-	return err
-}
-
-// migrate brings the schema from version `from` up to SchemaVersion in one
-// IMMEDIATE transaction on conn.
-func migrate(ctx context.Context, conn *sql.Conn, from int) error {
-	ms, err := migrations()
-	if err != nil {
-		return err
-	}
-	return runTx(ctx, conn, func(tx Execer) error {
-		// Re-check inside the write lock: another process may have migrated.
-		cur, _, err := identify(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if cur > SchemaVersion {
-			return fmt.Errorf("%w: file has version %d, this build knows up to %d", store.ErrSchemaTooNew, cur, SchemaVersion)
-		}
-		for _, m := range ms {
-			if m.Version <= cur {
-				continue
-			}
-			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-				return fmt.Errorf("litequeue: migration %d: %w", m.Version, err)
-			}
-		}
-		// A migration may edit a definition in sqlite_schema (0007): a new
-		// schema version makes every connection, in this process or
-		// another, reload the definitions. (DDL bumps it too; once more is
-		// harmless.)
-		var sv int64
-		if err := tx.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&sv); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA schema_version = %d", sv+1)); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO lq_meta (key, value) VALUES ('format', ?), ('schema_version', ?)
-			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, formatName, strconv.Itoa(SchemaVersion))
-		openStep("schema-written")
-		return err
-	})
-}
-
-// runTx runs fn inside BEGIN IMMEDIATE … COMMIT on conn, rolling back when fn
-// or the commit fails. BEGIN is retried while the database stays busy beyond
-// the busy timeout, until wait ends. fn's statements use the contexts fn
-// chooses; the COMMIT is not cut short when wait ends after BEGIN: work that
-// fn finished is committed, not abandoned half-way.
-func runTx(wait context.Context, conn Execer, fn func(tx Execer) error) error {
-	if err := beginImmediate(wait, conn); err != nil {
-		return err
-	}
-	if err := fn(conn); err != nil {
-		rollback(conn)
-		return err
-	}
-	if _, err := conn.ExecContext(context.WithoutCancel(wait), "COMMIT"); err != nil {
-		rollback(conn)
-		return err
-	}
-	return nil
-}
-
-func beginImmediate(ctx context.Context, conn Execer) error {
-	for {
-		_, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE")
-		if err == nil {
-			return nil
-		}
-		// Still locked after a whole busy timeout (the driver's busy handler
-		// already slept), or interrupted by ctx while waiting: keep waiting
-		// while the caller's context allows.
-		if ctx.Err() != nil {
-			return fmt.Errorf("litequeue: database stayed locked by another connection: %w (%v)", context.Cause(ctx), err)
-		}
-		if !isBusy(err) {
-			return err
-		}
-	}
-}
-
-func rollback(conn Execer) {
-	// A failed COMMIT may already have rolled back; the error is expected then.
-	_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
-}
-
-// classifyWriteError marks SQLite's "database or disk is full" as
-// store.ErrStorageFull, its I/O errors as store.ErrStorageIO and "the database file has
-// moved" as store.ErrFileReplaced.
-func classifyWriteError(err error) error {
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return err
-	}
-	switch {
-	case se.Code()&0xff == sqlite3.SQLITE_FULL:
-		return fmt.Errorf("%w: %w", store.ErrStorageFull, err)
-	case se.Code() == sqlite3.SQLITE_READONLY_DBMOVED:
-		return fmt.Errorf("%w: %w", store.ErrFileReplaced, err)
-	case se.Code()&0xff == sqlite3.SQLITE_IOERR:
-		return fmt.Errorf("%w: %w", store.ErrStorageIO, err)
-	}
-	return err
 }
 
 // fileIdentity is the file a queue made by Open opened: its path and what
@@ -454,16 +242,6 @@ func (f *fileIdentity) check() error {
 		return fmt.Errorf("%w: %s was replaced by another file; nothing of this call was written: Close the queue and Open the path again", store.ErrFileReplaced, f.path)
 	}
 	return nil
-}
-
-// isBusy reports SQLITE_BUSY and SQLITE_LOCKED (and their extended codes).
-func isBusy(err error) bool {
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		c := se.Code() & 0xff
-		return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
-	}
-	return false
 }
 
 // Options configures a SQLite store. The root package fills it from
@@ -506,7 +284,7 @@ func Open(name string, o Options) (*Store, error) {
 	}
 	rdb.SetMaxOpenConns(4)
 	if o.ReadOnly {
-		version, foreign, err := identify(ctx, rdb)
+		version, foreign, err := sqlitefile.Identify(ctx, rdb)
 		if err != nil && noShm(err) {
 			_, werr := os.Stat(name + "-wal")
 			switch {
@@ -521,16 +299,16 @@ func Open(name string, o Options) (*Store, error) {
 					return nil, err
 				}
 				rdb.SetMaxOpenConns(4)
-				version, foreign, err = identify(ctx, rdb)
+				version, foreign, err = sqlitefile.Identify(ctx, rdb)
 			case werr == nil:
 				err = readOnlyDirError(name, err)
 			}
 		}
 		if err == nil {
-			err = checkVersion(version, foreign)
+			err = sqlitefile.CheckVersion(version, foreign)
 		}
 		if err == nil {
-			err = checkShape(ctx, rdb, version, true)
+			err = sqlitefile.CheckShape(ctx, rdb, version, true)
 		}
 		if err != nil {
 			rdb.Close()
@@ -547,10 +325,10 @@ func Open(name string, o Options) (*Store, error) {
 	_, statErr := os.Stat(name)
 	conn, err := wdb.Conn(ctx)
 	if err != nil {
-		err = explainOpenError(name, statErr == nil, classifyOpenError(err))
+		err = explainOpenError(name, statErr == nil, sqlitefile.ClassifyOpenError(err))
 	} else {
-		openStep("created")
-		err = prepareFile(ctx, conn, true)
+		sqlitefile.OpenStep("created")
+		err = sqlitefile.Prepare(ctx, conn, true)
 	}
 	if err != nil {
 		if conn != nil {
@@ -617,7 +395,7 @@ func New(db *sql.DB, o Options) (*Store, error) {
 			return nil, fmt.Errorf("litequeue: New: %s: %w", p, err)
 		}
 	}
-	if err := prepareFile(ctx, conn, false); err != nil {
+	if err := sqlitefile.Prepare(ctx, conn, false); err != nil {
 		conn.Close()
 		var moved *store.MovedError
 		if errors.As(err, &moved) {
@@ -627,58 +405,6 @@ func New(db *sql.DB, o Options) (*Store, error) {
 		return nil, fmt.Errorf("litequeue: New: %w", err)
 	}
 	return newStore(o, db, nil, false, conn), nil
-}
-
-func checkVersion(version int, foreign bool) error {
-	switch {
-	case version > SchemaVersion:
-		return fmt.Errorf("%w: file has version %d, this build knows up to %d; upgrade litequeue", store.ErrSchemaTooNew, version, SchemaVersion)
-	case version == 0 && foreign:
-		return fmt.Errorf("%w: it holds tables of another application and no litequeue schema", store.ErrNotLitequeue)
-	case version == 0:
-		return fmt.Errorf("%w: it holds no litequeue schema", store.ErrNotLitequeue)
-	}
-	return nil
-}
-
-// prepareFile checks what conn's database holds, then switches it to WAL and
-// migrates it. Nothing is written before the checks pass. own says the file
-// belongs to the queue alone (Open), so other applications' tables are
-// refused.
-func prepareFile(ctx context.Context, conn *sql.Conn, own bool) error {
-	version, foreign, err := identify(ctx, conn)
-	if err != nil {
-		return err
-	}
-	openStep("identified")
-	if version > SchemaVersion {
-		return checkVersion(version, foreign)
-	}
-	if own && version == 0 && foreign {
-		return checkVersion(version, foreign)
-	}
-	if version > 0 {
-		if err := checkShape(ctx, conn, version, own); err != nil {
-			return err
-		}
-		// Its jobs may have been handed over to PostgreSQL.
-		if m, err := ReadMoved(ctx, conn); err != nil {
-			return err
-		} else if m != nil {
-			return m
-		}
-	}
-	var mode string
-	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
-		return classifyOpenError(err)
-	}
-	openStep("wal")
-	if version < SchemaVersion {
-		err := migrate(ctx, conn, version)
-		openStep("migrated")
-		return err
-	}
-	return nil
 }
 
 // checkpointOnClose copies the WAL into the database file and truncates the
@@ -692,7 +418,7 @@ func checkpointOnClose(conn *sql.Conn) error {
 	}
 	var busy, logFrames, done int
 	err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done)
-	if err != nil && !isBusy(err) {
+	if err != nil && !sqlitefile.IsBusy(err) {
 		return fmt.Errorf("litequeue: close: checkpoint: %w", err)
 	}
 	return nil

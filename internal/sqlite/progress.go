@@ -17,7 +17,7 @@ const (
 		WHERE id = ? AND lease = ? AND state = 1`
 )
 
-// Report implements store.Store: one conditional UPDATE in the writer's next
+// Report implements store.Runtime: one conditional UPDATE in the writer's next
 // transaction.
 func (s *Store) Report(ctx context.Context, r store.Report) error {
 	if s.w == nil {
@@ -47,7 +47,7 @@ func (s *Store) Report(ctx context.Context, r store.Report) error {
 	})
 }
 
-// Progress implements store.Store: one read by primary key on the read pool.
+// Progress implements store.Admin: one read by primary key on the read pool.
 func (s *Store) Progress(ctx context.Context, id int64) (store.JobProgress, error) {
 	var p store.JobProgress
 	var frac sql.NullFloat64

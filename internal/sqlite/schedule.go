@@ -4,12 +4,14 @@ import (
 	"context"
 	"strings"
 
+	"github.com/litequeue/litequeue/internal/sqlitefile"
+	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
-// The SQL of durable schedules (store.ScheduleStore): tables lq_schedules
+// The SQL of durable schedules (store.Schedules): tables lq_schedules
 // and lq_schedule_events (migration 0004). The writes' logic is shared with
-// the PostgreSQL store (store.ScheduleSQL); these are SQLite's statements.
+// the PostgreSQL store (sqlkit.ScheduleSQL); these are SQLite's statements.
 
 // write runs fn in the writer's next transaction, with the write errors
 // classified.
@@ -17,11 +19,11 @@ func (st *Store) write(ctx context.Context, fn func(ctx context.Context, tx Exec
 	if st.w == nil {
 		return store.ErrReadOnly
 	}
-	return classifyWriteError(st.w.do(ctx, fn))
+	return sqlitefile.ClassifyWriteError(st.w.do(ctx, fn))
 }
 
-var scheduleSQL = &store.ScheduleSQL{
-	Select: `SELECT ` + store.ScheduleColumns + ` FROM lq_schedules s WHERE s.name = ?1`,
+var scheduleSQL = &sqlkit.ScheduleSQL{
+	Select: `SELECT ` + sqlkit.ScheduleColumns + ` FROM lq_schedules s WHERE s.name = ?1`,
 	Insert: `INSERT INTO lq_schedules (name, cron, every, anchor, tz, queue, kind, payload, priority,
 		missed, catch_up, overlap, grace, next_at, created_at, updated_at, uniq)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?15, ?16)`,
@@ -48,7 +50,7 @@ var scheduleSQL = &store.ScheduleSQL{
 		(SELECT id FROM lq_schedule_events WHERE schedule = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)`,
 }
 
-// scheduleTx is the writer's transaction as store.ScheduleSQL uses it.
+// scheduleTx is the writer's transaction as sqlkit.ScheduleSQL uses it.
 type scheduleTx struct{ Execer }
 
 func (t scheduleTx) InsertJobs(ctx context.Context, jobs []store.NewJob) ([]int64, []error, error) {
@@ -82,7 +84,7 @@ func (st *Store) PauseSchedule(ctx context.Context, name string, paused bool, ne
 }
 
 func (st *Store) Schedules(ctx context.Context, name string) ([]store.Schedule, error) {
-	columns := store.ScheduleColumns
+	columns := sqlkit.ScheduleColumns
 	if st.w == nil {
 		// A read-only open does not migrate: a file older than schema 8
 		// has no uniq column (its schedules have no uniqueness).
@@ -101,7 +103,7 @@ func (st *Store) Schedules(ctx context.Context, name string) ([]store.Schedule, 
 		query += ` WHERE s.name = ?`
 		args = append(args, name)
 	}
-	return store.QueryAll(ctx, st.db, query+` ORDER BY s.name`, args, store.ScanScheduleWithLast)
+	return sqlkit.QueryAll(ctx, st.db, query+` ORDER BY s.name`, args, sqlkit.ScanScheduleWithLast)
 }
 
 func (st *Store) FireSchedule(ctx context.Context, f store.Firing) (store.FireResult, error) {
@@ -133,6 +135,6 @@ func (st *Store) ScheduleHistory(ctx context.Context, name string, limit int) ([
 	if limit <= 0 {
 		limit = store.ScheduleHistoryKeep
 	}
-	return store.QueryAll(ctx, st.db, `SELECT id, at, event, coalesce(occurrence, 0), coalesce(last, 0), coalesce(job_id, 0), count, detail
-		FROM lq_schedule_events WHERE schedule = ? ORDER BY id DESC LIMIT ?`, []any{name, limit}, store.ScanScheduleEvent)
+	return sqlkit.QueryAll(ctx, st.db, `SELECT id, at, event, coalesce(occurrence, 0), coalesce(last, 0), coalesce(job_id, 0), count, detail
+		FROM lq_schedule_events WHERE schedule = ? ORDER BY id DESC LIMIT ?`, []any{name, limit}, sqlkit.ScanScheduleEvent)
 }

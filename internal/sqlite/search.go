@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -56,7 +57,7 @@ func searchSQL(where []string) string {
 	return "SELECT " + JobColumns + " FROM lq_jobs WHERE " + strings.Join(where, " AND ") + " ORDER BY id DESC LIMIT :limit"
 }
 
-// Search implements store.Store.
+// Search implements store.Admin.
 func (s *Store) Search(ctx context.Context, q store.JobQuery, p store.PageQuery) (store.Page, error) {
 	where, args := queryWhere(q)
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -95,7 +96,7 @@ func (s *Store) Search(ctx context.Context, q store.JobQuery, p store.PageQuery)
 	return store.MakePage(p, jobs, lo.Int64, hi.Int64, false), nil
 }
 
-// Count implements store.Store. A state filter counts through an index; a
+// Count implements store.Admin. A state filter counts through an index; a
 // filter by kind or text alone reads every row.
 func (s *Store) Count(ctx context.Context, q store.JobQuery, limit int) (int, error) {
 	where, args := queryWhere(q)
@@ -132,7 +133,7 @@ const (
 		ORDER BY visible_at LIMIT 1`
 )
 
-// Summaries implements store.Store: the live queue names come from a skip
+// Summaries implements store.Dashboard: the live queue names come from a skip
 // scan of the claim index, one seek per queue; the live rows of each are
 // counted through it up to limit, which finds the oldest ready row too when
 // the count did not stop there; the completed and dead ones are counted
@@ -170,10 +171,10 @@ func (s *Store) Summaries(ctx context.Context, now int64, limit int) ([]store.Qu
 			}
 		}
 	}
-	if err := sums.AddFinished(ctx, tx, store.Completed, limit, completedCountSQL, limit); err != nil {
+	if err := sqlkit.AddFinished(ctx, sums, tx, store.Completed, limit, completedCountSQL, limit); err != nil {
 		return nil, err
 	}
-	if err := sums.AddFinished(ctx, tx, store.Dead, limit, deadCountSQL, limit); err != nil {
+	if err := sqlkit.AddFinished(ctx, sums, tx, store.Dead, limit, deadCountSQL, limit); err != nil {
 		return nil, err
 	}
 	return sums.List(), nil

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/litequeue/litequeue/internal/sqlitefile"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -29,7 +30,10 @@ type Store struct {
 	closeErr  error
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Backend = (*Store)(nil)
+	_ store.Testing = (*Store)(nil)
+)
 
 func newStore(o Options, db, wdb *sql.DB, owned bool, conn *sql.Conn) *Store {
 	s := &Store{opts: o, db: db, wdb: wdb, owned: owned, wconn: conn}
@@ -49,7 +53,7 @@ func (s *Store) ReadOnly() bool { return s.w == nil }
 // the store was opened read-only on a file of an older schema (which a
 // read-only open does not migrate).
 func (s *Store) Version(ctx context.Context) (int, error) {
-	v, _, err := identify(ctx, s.db)
+	v, _, err := sqlitefile.Identify(ctx, s.db)
 	return v, err
 }
 
@@ -139,10 +143,10 @@ type preparer interface {
 	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
 }
 
-// Insert implements store.Store.
-func (s *Store) Insert(ctx context.Context, tx *sql.Tx, jobs []store.NewJob) (ids []int64, dups []error, err error) {
-	if tx != nil {
-		ids, dups, err = insertBatch(ctx, tx, jobs)
+// Insert implements store.Runtime.
+func (s *Store) Insert(ctx context.Context, tx store.Tx, jobs []store.NewJob) (ids []int64, dups []error, err error) {
+	if !tx.IsZero() {
+		ids, dups, err = insertBatch(ctx, tx.SQL(), jobs)
 		return ids, dups, err
 	}
 	if s.w == nil {
@@ -154,7 +158,7 @@ func (s *Store) Insert(ctx context.Context, tx *sql.Tx, jobs []store.NewJob) (id
 		return err
 	})
 	if err != nil {
-		return nil, nil, classifyWriteError(err)
+		return nil, nil, sqlitefile.ClassifyWriteError(err)
 	}
 	return ids, dups, nil
 }
@@ -258,7 +262,7 @@ func insertMany(ctx context.Context, tx Execer, jobs []store.NewJob, ids []int64
 	return nil
 }
 
-// InsertClaim implements store.Store: the insert and the claim share one
+// InsertClaim implements store.Runtime: the insert and the claim share one
 // transaction, and handOff runs on the writer right after its commit, in
 // commit order with every other claim.
 func (s *Store) InsertClaim(ctx context.Context, job store.NewJob, q store.ClaimQuery, handOff func([]store.Claimed)) (int64, error) {
@@ -296,7 +300,7 @@ func (s *Store) InsertClaim(ctx context.Context, job store.NewJob, q store.Claim
 		return ue.ID, err
 	}
 	if err != nil {
-		return 0, classifyWriteError(err)
+		return 0, sqlitefile.ClassifyWriteError(err)
 	}
 	return id, nil
 }
@@ -353,10 +357,6 @@ WHERE id IN (
     LIMIT ?6)
 RETURNING id, kind, attempt, priority, payload, idem_key, created_at, last_error, due_at`
 
-// ClaimSQL is the claim statement, for tests that claim as a dead process
-// would.
-const ClaimSQL = claimSQL
-
 // nextPrioritySQL finds the most urgent priority of a queue's live rows at or
 // after ?2 with one seek of the claim index — none while the queue is paused
 // (lq_queues, see control.go): then claims take nothing and nothing is due,
@@ -411,7 +411,7 @@ func claimTx(ctx context.Context, tx Execer, q store.ClaimQuery) ([]store.Claime
 	return cs, err
 }
 
-// Claim implements store.Store.
+// Claim implements store.Runtime.
 func (s *Store) Claim(ctx context.Context, q store.ClaimQuery, handOff func([]store.Claimed)) (int, error) {
 	if s.w == nil {
 		return 0, store.ErrReadOnly
@@ -435,7 +435,7 @@ const nextDueSQL = `SELECT visible_at FROM lq_jobs
 WHERE queue = ?1 AND state IN (0, 1) AND priority = ?2 AND kind IN (SELECT value FROM json_each(?3))
 ORDER BY visible_at LIMIT 1`
 
-// NextDue implements store.Store. It reads in one snapshot, one priority at
+// NextDue implements store.Runtime. It reads in one snapshot, one priority at
 // a time (see claimSQL).
 func (s *Store) NextDue(ctx context.Context, queue string, kinds []string, kindsJSON string) (int64, bool, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -465,7 +465,7 @@ func (s *Store) NextDue(ctx context.Context, queue string, kinds []string, kinds
 
 const extendSQL = `UPDATE lq_jobs SET visible_at = ? WHERE id = ? AND lease = ? AND state = 1`
 
-// Extend implements store.Store.
+// Extend implements store.Runtime.
 func (s *Store) Extend(ctx context.Context, leases []store.Lease, until int64) ([]int, error) {
 	if s.w == nil {
 		return nil, store.ErrReadOnly
@@ -501,7 +501,7 @@ func execHolds(ctx context.Context, tx Execer, query string, args ...any) (bool,
 const releaseSQL = `UPDATE lq_jobs SET state = 0, visible_at = ?, lease = NULL, attempt = max(attempt - 1, 0)
 	WHERE id = ? AND lease = ? AND state = 1`
 
-// Release implements store.Store.
+// Release implements store.Runtime.
 func (s *Store) Release(ctx context.Context, leases []store.Lease, now int64) error {
 	if s.w == nil {
 		return store.ErrReadOnly
@@ -516,7 +516,7 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease, now int64) er
 	})
 }
 
-// Complete implements store.Store: the success goes into the writer's next
+// Complete implements store.Runtime: the success goes into the writer's next
 // transaction.
 func (s *Store) Complete(c store.Completion) {
 	if s.w == nil {
@@ -528,7 +528,7 @@ func (s *Store) Complete(c store.Completion) {
 	s.w.complete(c)
 }
 
-// Flush implements store.Store.
+// Flush implements store.Runtime.
 func (s *Store) Flush(ctx context.Context) error {
 	if s.w == nil {
 		return nil
@@ -546,14 +546,14 @@ const (
 		WHERE id = ?2 AND lease = ?3 AND state = 1`
 )
 
-// CompleteTx implements store.Store.
-func (s *Store) CompleteTx(ctx context.Context, tx *sql.Tx, l store.Lease, keepAt int64) error {
+// CompleteTx implements store.Runtime.
+func (s *Store) CompleteTx(ctx context.Context, tx store.Tx, l store.Lease, keepAt int64) error {
 	var ok bool
 	var err error
 	if keepAt != 0 {
-		ok, err = execHolds(ctx, tx, completeKeepSQL, keepAt, l.ID, l.Lease)
+		ok, err = execHolds(ctx, tx.SQL(), completeKeepSQL, keepAt, l.ID, l.Lease)
 	} else {
-		ok, err = execHolds(ctx, tx, completeDeleteSQL, l.ID, l.Lease)
+		ok, err = execHolds(ctx, tx.SQL(), completeDeleteSQL, l.ID, l.Lease)
 	}
 	if err != nil {
 		return err
@@ -564,7 +564,7 @@ func (s *Store) CompleteTx(ctx context.Context, tx *sql.Tx, l store.Lease, keepA
 	return nil
 }
 
-// Holds implements store.Store.
+// Holds implements store.Runtime.
 func (s *Store) Holds(ctx context.Context, l store.Lease) (bool, error) {
 	var n int
 	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM lq_jobs WHERE id = ? AND lease = ? AND state = 1`, l.ID, l.Lease).Scan(&n)
@@ -751,12 +751,12 @@ func insertAttempt(ctx context.Context, tx Execer, id int64, a store.Attempt) er
 	return err
 }
 
-// Retry implements store.Store.
+// Retry implements store.Runtime.
 func (s *Store) Retry(ctx context.Context, r store.Retry) error {
 	if s.w == nil {
 		return store.ErrReadOnly
 	}
-	return classifyWriteError(s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+	return sqlitefile.ClassifyWriteError(s.w.do(ctx, func(ctx context.Context, tx Execer) error {
 		ok, err := execHolds(ctx, tx, retrySQL, r.Due, r.LastError, r.ID, r.Lease.Lease)
 		if err != nil {
 			return err
@@ -768,12 +768,12 @@ func (s *Store) Retry(ctx context.Context, r store.Retry) error {
 	}))
 }
 
-// Bury implements store.Store.
+// Bury implements store.Runtime.
 func (s *Store) Bury(ctx context.Context, b store.Burial) error {
 	if s.w == nil {
 		return store.ErrReadOnly
 	}
-	return classifyWriteError(s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+	return sqlitefile.ClassifyWriteError(s.w.do(ctx, func(ctx context.Context, tx Execer) error {
 		var ok bool
 		var err error
 		if b.FollowUpID != nil {
@@ -811,7 +811,7 @@ func (s *Store) Bury(ctx context.Context, b store.Burial) error {
 // with one seek of lq_jobs_finished.
 const oldestCompletedSQL = `SELECT min(finished_at) FROM lq_jobs WHERE state = 2`
 
-// OldestCompleted implements store.Store.
+// OldestCompleted implements store.Admin.
 func (s *Store) OldestCompleted(ctx context.Context) (int64, bool, error) {
 	var v sql.NullInt64
 	if err := s.db.QueryRowContext(ctx, oldestCompletedSQL).Scan(&v); err != nil || !v.Valid {
@@ -820,7 +820,7 @@ func (s *Store) OldestCompleted(ctx context.Context) (int64, bool, error) {
 	return v.Int64, true, nil
 }
 
-// PurgeCompleted implements store.Store.
+// PurgeCompleted implements store.Admin.
 func (s *Store) PurgeCompleted(ctx context.Context, before int64) (int, error) {
 	if s.w == nil {
 		return 0, store.ErrReadOnly

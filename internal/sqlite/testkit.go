@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 
+	"github.com/litequeue/litequeue/internal/sqlitefile"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -22,7 +23,7 @@ SELECT
 FROM (SELECT state, visible_at, (queue, kind) IN (SELECT queue, kind FROM h) AS handled
       FROM lq_jobs WHERE state IN (0, 1))`
 
-// LoadOf implements store.Store.
+// LoadOf implements store.Testing.
 func (s *Store) LoadOf(ctx context.Context, handled []store.Handled, now int64) (store.Load, error) {
 	b := []byte{'['}
 	for i, p := range handled {
@@ -48,7 +49,7 @@ func (s *Store) LoadOf(ctx context.Context, handled []store.Handled, now int64) 
 const claimRunningSQL = `UPDATE lq_jobs SET state = 1, lease = ?1, attempt = ?2, attempted_at = ?3, visible_at = ?4, last_error = ?5
 WHERE id = ?6 AND state = 0`
 
-// InsertRunning implements store.Store.
+// InsertRunning implements store.Testing.
 func (s *Store) InsertRunning(ctx context.Context, job store.NewJob, r store.RunningClaim) (int64, error) {
 	if s.w == nil {
 		return 0, store.ErrReadOnly
@@ -67,7 +68,7 @@ func (s *Store) InsertRunning(ctx context.Context, job store.NewJob, r store.Run
 		return err
 	})
 	if err != nil {
-		return 0, classifyWriteError(err)
+		return 0, sqlitefile.ClassifyWriteError(err)
 	}
 	return id, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 
+	"github.com/litequeue/litequeue/internal/sqlitefile"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -11,7 +12,7 @@ var _ store.TxWatcher = (*Store)(nil)
 
 // TxMark implements store.TxWatcher: on a queue file the job itself tells
 // whether the transaction committed.
-func (s *Store) TxMark(_ context.Context, _ *sql.Tx, id, createdAt int64) (store.TxMark, error) {
+func (s *Store) TxMark(_ context.Context, _ store.Tx, id, createdAt int64) (store.TxMark, error) {
 	return store.TxMark{ID: id, CreatedAt: createdAt}, nil
 }
 
@@ -53,7 +54,7 @@ func (s *Store) TxEnded(ctx context.Context, marks []store.TxMark) ([]store.TxSt
 		return nil
 	})
 	if err != nil {
-		return nil, classifyWriteError(err)
+		return nil, sqlitefile.ClassifyWriteError(err)
 	}
 	return states, nil
 }

@@ -30,7 +30,7 @@ const (
 	settleGrowth = 1.5
 )
 
-// Watch implements store.Store. It reads PRAGMA data_version on the
+// Watch implements store.Runtime. It reads PRAGMA data_version on the
 // writer's connection, where it changes only for other connections'
 // commits, whenever the operating system reports a change to the queue
 // file or its WAL (fsnotify: inotify, kqueue, ReadDirectoryChangesW), and

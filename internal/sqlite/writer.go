@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/litequeue/litequeue/internal/groupcommit"
+	"github.com/litequeue/litequeue/internal/sqlitefile"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -171,7 +172,7 @@ func (w *writer) commit(all []*groupcommit.Op[writeOp], cs []store.Completion) {
 	shared := len(batch)+len(cs) > 1
 	wait, stopWait := waitContext(batch, len(cs) > 0)
 	defer stopWait()
-	err := runTx(wait, cached{w}, func(tx Execer) error {
+	err := sqlitefile.RunTx(wait, cached{w}, func(tx Execer) error {
 		// The completions go first: they were queued before the ops, and a
 		// claim of the same batch must find a completed job gone, not take
 		// a job whose lease a mock clock (or a stall) let lapse while its

@@ -22,7 +22,7 @@ func TestACompletionCommitsBeforeAClaimOfItsBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	ids, _, err := s.Insert(ctx, nil, []store.NewJob{{Queue: "q", Kind: "k", VisibleAt: 1, CreatedAt: 1, Payload: []byte(`{}`)}})
+	ids, _, err := s.Insert(ctx, store.Tx{}, []store.NewJob{{Queue: "q", Kind: "k", VisibleAt: 1, CreatedAt: 1, Payload: []byte(`{}`)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"errors"
 )
 
@@ -11,7 +10,7 @@ import (
 // Cancelled is the stored state of a cancelled job: kept, listed and
 // purgeable like a dead letter, never run again. A job cancelled while
 // running keeps its Lease in the row, so its worker can tell a cancel from
-// a lost lease (see Control.WhichCancelled).
+// a lost lease (see Runtime.WhichCancelled).
 const Cancelled State = 4
 
 // ListCancelled filters listings by the cancelled state.
@@ -39,39 +38,4 @@ type Snooze struct {
 	Due    int64
 	Max    int // the most snoozes the row may have made before this one
 	Record Attempt
-}
-
-// Control is what live control needs from a store. Besides these methods,
-// every store keeps two rules for paused queues:
-//   - Claim and InsertClaim claim nothing of a paused queue; the check is
-//     made inside the claim's transaction, so a claim that commits after a
-//     Pause committed takes nothing (InsertClaim still inserts its job).
-//   - NextDue reports nothing due (ok false) for a paused queue.
-type Control interface {
-	// Pause marks queue paused at at and reports whether it changed (false:
-	// it was paused already, and keeps its first pause time). The queue
-	// need not have jobs: the pause applies to the jobs that come.
-	Pause(ctx context.Context, queue string, at int64) (bool, error)
-	// Resume clears queue's pause and reports whether it was paused.
-	Resume(ctx context.Context, queue string) (bool, error)
-	// Paused returns every paused queue with the time it was paused.
-	Paused(ctx context.Context) (map[string]int64, error)
-
-	// Cancel cancels jobs by id at now, all or nothing: pending rows become
-	// Cancelled (lease NULL), running rows become Cancelled keeping their
-	// lease, both with FinishedAt now. An unknown id (ErrNotFound) or a row
-	// that is completed, dead or already cancelled (ErrWrongState) cancels
-	// nothing; the error names the id.
-	Cancel(ctx context.Context, ids []int64, now int64) ([]CancelledJob, error)
-	// WhichCancelled returns the indexes of the leases whose rows were
-	// cancelled while running under that very lease.
-	WhichCancelled(ctx context.Context, leases []Lease) ([]int, error)
-	// PurgeCancelled deletes cancelled rows (with their history) that were
-	// cancelled before before and returns how many.
-	PurgeCancelled(ctx context.Context, before int64) (int, error)
-
-	// Snooze applies s (see Snooze), conditional on its lease
-	// (ErrLeaseLost: nothing changes). A row that has snoozed s.Max times
-	// already is left alone and ErrSnoozeLimit returned.
-	Snooze(ctx context.Context, s Snooze) error
 }

@@ -1,72 +1,10 @@
 package store
 
 import (
-	"context"
-	"database/sql"
 	"errors"
 	"slices"
 	"strings"
 )
-
-// DashboardStore is the part of Store that serves the dashboard's reads
-// (keyset pages, counts, per-queue summaries, dead-letter groups), its bulk
-// actions, the per-minute history of outcomes, and the test kit
-// (litequeuetest). Every read bounds its cost by its limits through
-// indexes; none reads the whole jobs table unless its doc says so.
-type DashboardStore interface {
-	// Search returns one keyset page of the jobs q selects, id descending:
-	// the window p.Window(lo, hi) of the lowest and highest stored ids, read
-	// in one snapshot, at most p.Limit jobs of it; MakePage fills the page.
-	Search(ctx context.Context, q JobQuery, p PageQuery) (Page, error)
-	// Count counts the jobs q selects, stopping at limit (0 or less: no
-	// limit).
-	Count(ctx context.Context, q JobQuery, limit int) (int, error)
-	// Summaries counts each queue's rows at now, sorted by queue name: the
-	// live rows of each queue up to limit (LiveCapped when it stopped
-	// there), the completed and the dead ones among the limit most recently
-	// finished of each state in all (CompletedCapped, DeadCapped on every
-	// summary when that many exist), and the longest-waiting ready row:
-	// among the live rows counted when the count did not stop at limit
-	// (exact), else among the OldestReadyLevels lowest priority levels of
-	// the queue (exact when it has no more; OldestReadyCapped when it has).
-	// A queue with no rows counted is absent.
-	Summaries(ctx context.Context, now int64, limit int) ([]QueueSummary, error)
-	// Bulk selects, in one write transaction, the up to n highest ids below
-	// before among the rows q selects, and applies op to those of them in
-	// op's states: BulkRequeue makes dead rows whose key no live row holds
-	// pending, due at q.Now, attempts reset (a row whose key is held stays
-	// dead); BulkCancel makes pending rows Cancelled at q.Now (as Cancel
-	// does; running rows are left alone); BulkDelete deletes completed,
-	// dead and cancelled rows with their history. Other rows are left
-	// alone.
-	Bulk(ctx context.Context, op BulkOp, q JobQuery, before int64, n int) (BulkResult, error)
-	// LatestDead returns the limit most recently dead rows f selects,
-	// latest death first (FinishedAt, then id, descending), through an
-	// index of finished rows, with the first DeadMessageChars characters
-	// of each message.
-	LatestDead(ctx context.Context, f DeadFilter, limit int) ([]DeadMessage, error)
-	// DeadBefore returns the up to limit highest-id dead rows f selects
-	// whose id is below before, id descending, with the first
-	// DeadMessageChars characters of each message.
-	DeadBefore(ctx context.Context, f DeadFilter, before int64, limit int) ([]DeadMessage, error)
-	// AddHistory adds counts to the history rows of their (queue, minute),
-	// creating them, and deletes the rows of minutes before pruneBefore, in
-	// one write transaction. ErrNoHistory if the database has no history.
-	AddHistory(ctx context.Context, counts []HistoryCount, pruneBefore int64) error
-	// History returns the history rows of minutes since and later, of queue
-	// ("" every queue), by minute then queue. ErrNoHistory if the database
-	// has no history.
-	History(ctx context.Context, queue string, since int64) ([]HistoryCount, error)
-	// LoadOf reads, at now, how many live rows of the handled pairs are
-	// ready or running, the earliest due time of their scheduled rows, and
-	// how many live rows belong to no handled pair (for the test kit; it
-	// reads every live row).
-	LoadOf(ctx context.Context, handled []Handled, now int64) (Load, error)
-	// InsertRunning stores job as already claimed: a running row under
-	// r.Lease at r.Attempt (for the test kit's Work through a queue). A key
-	// held by a live row gives a *DuplicateError and stores nothing.
-	InsertRunning(ctx context.Context, job NewJob, r RunningClaim) (int64, error)
-}
 
 // ErrNoHistory is the error of a database without the per-minute history
 // (a SQLite file whose schema predates it, opened read-only).
@@ -229,7 +167,7 @@ type RunningClaim struct {
 }
 
 // Summaries gathers QueueSummary values by queue while a backend's
-// DashboardStore.Summaries reads them.
+// Dashboard.Summaries reads them.
 type Summaries map[string]*QueueSummary
 
 // Get returns the summary of queue name, adding an empty one the first time.
@@ -240,40 +178,6 @@ func (m Summaries) Get(name string) *QueueSummary {
 		m[name] = sum
 	}
 	return sum
-}
-
-// AddFinished runs query, which counts the newest limit rows of state st
-// (Completed or Dead) per queue as (queue, count) rows, and sets each
-// queue's count of st. When the counts reach limit in all, every summary's
-// count of st is marked capped: it may be more.
-func (m Summaries) AddFinished(ctx context.Context, db Querier, st State, limit int, query string, args ...any) error {
-	type count struct {
-		queue string
-		n     int
-	}
-	counts, err := QueryAll(ctx, db, query, args, func(r *sql.Rows, c *count) error { return r.Scan(&c.queue, &c.n) })
-	if err != nil {
-		return err
-	}
-	total := 0
-	for _, c := range counts {
-		total += c.n
-		if st == Completed {
-			m.Get(c.queue).Completed = c.n
-		} else {
-			m.Get(c.queue).Dead = c.n
-		}
-	}
-	if total >= limit {
-		for _, sum := range m {
-			if st == Completed {
-				sum.CompletedCapped = true
-			} else {
-				sum.DeadCapped = true
-			}
-		}
-	}
-	return nil
 }
 
 // List returns the summaries by queue name.

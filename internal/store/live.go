@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"errors"
 	"fmt"
 )
@@ -83,16 +82,4 @@ func (s State) String() string {
 		return "cancelled"
 	}
 	return fmt.Sprintf("state(%d)", int8(s))
-}
-
-// Reporter is the part of Store for progress and output. A NewJob's Unique,
-// when set, is honoured by Insert and InsertClaim (and by a Burial's
-// FollowUp): a conflict is a *UniqueError in dups (InsertClaim: its error,
-// with the blocking row's id).
-type Reporter interface {
-	// Report writes r if the row is running under r.Lease, else returns
-	// ErrLeaseLost and changes nothing.
-	Report(ctx context.Context, r Report) error
-	// Progress reads one row's state, progress and output (ErrNotFound).
-	Progress(ctx context.Context, id int64) (JobProgress, error)
 }

@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// ScheduleStore is the storage of durable schedules (recurring jobs), part
-// of every Store.
+// Schedules is the storage of durable schedules (recurring jobs), part of
+// every Backend.
 //
 // Rules every implementation keeps:
 //   - FireSchedule is one transaction: it checks that the schedule still has
@@ -31,7 +31,7 @@ import (
 //     OverlapHit is reported; MissedCount does not count them.
 //   - Each schedule keeps its newest ScheduleHistoryKeep events.
 //   - Times are int64 Unix nanoseconds from the caller's Clock.
-type ScheduleStore interface {
+type Schedules interface {
 	// UpsertSchedule stores def under def.Name. A new schedule is inserted
 	// as given (NextAt, Anchor; Revision 1) with a "registered" event
 	// whose detail is detail. An existing one with the same definition

@@ -1,9 +1,12 @@
 // Package store is the storage seam of litequeue: every operation the queue
 // needs from a database, in the queue's own words (insert, claim, extend,
-// complete, retry, bury, release, list, requeue, purge), with no SQL above
-// it. The SQLite store (package internal/sqlite) is the first
+// complete, retry, bury, release, list, requeue, purge), with no SQL in it
+// or above it (what the SQL backends share is in internal/sqlkit). The SQLite store (package internal/sqlite) is the first
 // implementation; the PostgreSQL store (package postgres) implements the same
-// interface and passes the same behaviour suite (the root package's conformance_*_test.go).
+// interfaces. A backend implements Backend (backend.go): Runtime, Admin,
+// Dashboard and Schedules, split by who calls them. The store-level suite
+// (internal/storetest) checks a backend method by method; the public-API
+// suite (the root package's conformance_*_test.go) checks a queue on it.
 //
 // Rules every implementation keeps:
 //   - Times are int64 nanoseconds since the Unix epoch and always come from
@@ -17,16 +20,14 @@
 //   - Claims hand their jobs to the caller's handOff in commit order: no
 //     claim's handOff runs before that of a claim that committed earlier.
 //   - Errors are the sentinels of this package (wrapped with detail) or the
-//     driver's own; Classify maps driver errors to ErrStorageFull,
+//     driver's own; each backend maps its driver's errors to ErrStorageFull,
 //     ErrStorageIO and the like.
 package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 )
 
 // State is a job row's stored state.
@@ -213,93 +214,6 @@ type QueueStats struct {
 	NextDue                                    int64 // VisibleAt of the next scheduled row; 0 if none
 }
 
-// Store is what a Queue needs from a database. Implementations are safe for
-// concurrent use.
-type Store interface {
-	// Control: pause, cancel (running jobs too), snooze (control.go).
-	Control
-	Reporter // progress and output (live.go)
-
-	// Insert stores jobs in one transaction — on tx, the application's,
-	// when it is non-nil. ids[i] is the id of jobs[i]; dups[i] is a
-	// *DuplicateError when its key is held by a live job (or an earlier item),
-	// and then nothing was inserted for it. Any other error inserts nothing.
-	Insert(ctx context.Context, tx *sql.Tx, jobs []NewJob) (ids []int64, dups []error, err error)
-	// InsertClaim inserts job and, in the same transaction, claims per q
-	// (which may take the new job or a more urgent one; a store may instead
-	// claim the new job only when nothing comes before it, and nothing
-	// otherwise). handOff, when the transaction committed, gets the claimed
-	// jobs (maybe none), the new job marked New; the caller wakes its
-	// dispatcher when the new job was not among them.
-	InsertClaim(ctx context.Context, job NewJob, q ClaimQuery, handOff func([]Claimed)) (id int64, err error)
-	// Claim claims per q and hands the claimed jobs to handOff once
-	// committed. It returns how many it claimed.
-	Claim(ctx context.Context, q ClaimQuery, handOff func([]Claimed)) (int, error)
-	// NextDue returns the earliest VisibleAt of the live rows of queue of
-	// kinds, pending or running; ok false if there are none.
-	NextDue(ctx context.Context, queue string, kinds []string, kindsJSON string) (due int64, ok bool, err error)
-	// Extend moves the lease end of each row to until and returns the
-	// indexes of those whose lease was lost.
-	Extend(ctx context.Context, leases []Lease, until int64) (lost []int, err error)
-	// Release puts leased rows back to pending, due at now, with the
-	// attempt the claim counted given back. Rows whose lease was lost stay.
-	Release(ctx context.Context, leases []Lease, now int64) error
-	// Complete queues a success for the next write and returns at once;
-	// c.Notify reports the outcome.
-	Complete(c Completion)
-	// Flush waits until every success queued before it is written and
-	// notified.
-	Flush(ctx context.Context) error
-	// CompleteTx writes a success on the application's tx (ErrLeaseLost if
-	// the lease was lost). keepAt non-zero keeps the row as completed at
-	// that time; zero deletes it.
-	CompleteTx(ctx context.Context, tx *sql.Tx, l Lease, keepAt int64) error
-	// Holds reports whether the row is still running under l (a CompleteTx
-	// whose transaction did not commit leaves it so).
-	Holds(ctx context.Context, l Lease) (bool, error)
-	// Retry and Bury record a failed attempt (ErrLeaseLost if the lease was
-	// lost: then nothing changes).
-	Retry(ctx context.Context, r Retry) error
-	Bury(ctx context.Context, b Burial) error
-
-	// Watch starts watching for other connections' writes and returns once
-	// it has its baseline: every write committed after Watch returned makes
-	// wake be called (soon: SQLite on a file-change notification, or by
-	// polling every interval where there is none). It stops when ctx ends.
-	// interval <= 0 means do not watch.
-	Watch(ctx context.Context, interval time.Duration, wake func()) error
-
-	// OldestCompleted returns the earliest FinishedAt of completed rows.
-	OldestCompleted(ctx context.Context) (at int64, ok bool, err error)
-	// PurgeCompleted deletes completed rows finished before before.
-	PurgeCompleted(ctx context.Context, before int64) (int, error)
-
-	// Jobs lists rows, Job one row (ErrNotFound) with its history.
-	Jobs(ctx context.Context, f JobFilter) ([]Job, error)
-	Job(ctx context.Context, id int64) (Job, []Attempt, error)
-	// Requeue makes dead rows pending, due at now, attempts reset, all or
-	// nothing (ErrNotFound, ErrWrongState, *DuplicateError naming the live
-	// holder of the key).
-	Requeue(ctx context.Context, ids []int64, now int64) ([]Moved, error)
-	// RequeueWhere requeues every dead row f selects whose key is free.
-	RequeueWhere(ctx context.Context, f DeadFilter, now int64) ([]Moved, error)
-	// PurgeDead deletes the dead rows f selects, with their history.
-	PurgeDead(ctx context.Context, f DeadFilter) (int, error)
-	// Stats counts every queue's rows, sorted by queue name.
-	Stats(ctx context.Context, now int64) ([]QueueStats, error)
-
-	// Durable schedules (schedule.go).
-	ScheduleStore
-
-	// Close stops the store's goroutines after writing what is queued. It
-	// closes the database only if the store opened it.
-	Close() error
-
-	// The dashboard's reads, bulk actions, the per-minute history and the
-	// test kit's operations (dashboard.go).
-	DashboardStore
-}
-
 // Errors of the store. The root package exports the same values.
 var (
 	ErrNotSQLite    = errors.New("litequeue: file is not a SQLite database")
@@ -334,8 +248,8 @@ func (e *DuplicateError) Is(target error) bool { return target == ErrDuplicate }
 // NewQueue makes a *litequeue.Queue (returned as any) on s with opts (a
 // *litequeue.Options, nil for defaults). The root package sets it at init;
 // backends in sub-packages (postgres) call it, so the root package's public
-// API needs no constructor that names a Store.
-var NewQueue func(s Store, opts any) (any, error)
+// API needs no constructor that names a Backend.
+var NewQueue func(s Backend, opts any) (any, error)
 
 // Backuper is implemented by stores that can write a consistent copy of
 // their database to a file.
@@ -350,7 +264,7 @@ type TxWatcher interface {
 	// TxMark returns, on tx right after Insert wrote jobs on it, what
 	// TxEnded needs to tell the transaction's end; id and createdAt are
 	// those of one of the jobs.
-	TxMark(ctx context.Context, tx *sql.Tx, id, createdAt int64) (TxMark, error)
+	TxMark(ctx context.Context, tx Tx, id, createdAt int64) (TxMark, error)
 	// TxEnded reports for each mark whether its transaction committed,
 	// rolled back or is still open. It may wait for the transactions to
 	// end (SQLite: for the write lock they hold).

@@ -55,7 +55,7 @@ type Outcome struct {
 type Faults struct {
 	// Wrap wraps the queue's store: every store call of the queue goes
 	// through the store it returns.
-	Wrap func(store.Store) store.Store
+	Wrap func(store.Backend) store.Backend
 	// Drop is called when a handler has returned, before the queue records
 	// its outcome. When it returns true the outcome is dropped, as if the
 	// process died at that moment: nothing is written (no final progress
@@ -74,7 +74,7 @@ var (
 	// StoreOf returns the storage q (a *litequeue.Queue) runs on, for the
 	// conformance suite's tests of store rules that the public API cannot
 	// time (a firing planned before a concurrent change).
-	StoreOf func(q any) store.Store
+	StoreOf func(q any) store.Backend
 	// Open is litequeue.Open (opts is a *litequeue.Options) with the fault
 	// hooks f installed before the queue is used.
 	Open func(name string, opts any, f Faults) (q any, err error)

@@ -1,8 +1,14 @@
-package store
+// Package sqlkit is what the backends on database/sql (internal/sqlite,
+// postgres) share: reading rows into the seam's types, and the schedule
+// writes (the rules of store.Schedules) over each backend's statements. The
+// seam itself (internal/store) holds no SQL.
+package sqlkit
 
 import (
 	"context"
 	"database/sql"
+
+	"github.com/litequeue/litequeue/internal/store"
 )
 
 // Querier is what both backends' reads run on: a *sql.DB, a *sql.Tx, or the
@@ -38,13 +44,13 @@ func QueryAll[T any](ctx context.Context, db Querier, query string, args []any, 
 func ScanID(rows *sql.Rows, id *int64) error { return rows.Scan(id) }
 
 // ScanDeadMessage reads a row of (id, queue, kind, finished_at, message).
-func ScanDeadMessage(rows *sql.Rows, m *DeadMessage) error {
+func ScanDeadMessage(rows *sql.Rows, m *store.DeadMessage) error {
 	return rows.Scan(&m.ID, &m.Queue, &m.Kind, &m.FinishedAt, &m.Message)
 }
 
 // ScanHistoryCount reads a row of (queue, minute, enqueued, succeeded,
 // retried, dead).
-func ScanHistoryCount(rows *sql.Rows, c *HistoryCount) error {
+func ScanHistoryCount(rows *sql.Rows, c *store.HistoryCount) error {
 	return rows.Scan(&c.Queue, &c.Minute, &c.Enqueued, &c.Succeeded, &c.Retried, &c.Dead)
 }
 
@@ -66,4 +72,38 @@ func QueryPaused(ctx context.Context, db Querier, query string) (map[string]int6
 		out[p.queue] = p.at
 	}
 	return out, nil
+}
+
+// AddFinished runs query, which counts the newest limit rows of state st
+// (Completed or Dead) per queue as (queue, count) rows, and sets each
+// queue's count of st in m. When the counts reach limit in all, every summary's
+// count of st is marked capped: it may be more.
+func AddFinished(ctx context.Context, m store.Summaries, db Querier, st store.State, limit int, query string, args ...any) error {
+	type count struct {
+		queue string
+		n     int
+	}
+	counts, err := QueryAll(ctx, db, query, args, func(r *sql.Rows, c *count) error { return r.Scan(&c.queue, &c.n) })
+	if err != nil {
+		return err
+	}
+	total := 0
+	for _, c := range counts {
+		total += c.n
+		if st == store.Completed {
+			m.Get(c.queue).Completed = c.n
+		} else {
+			m.Get(c.queue).Dead = c.n
+		}
+	}
+	if total >= limit {
+		for _, sum := range m {
+			if st == store.Completed {
+				sum.CompletedCapped = true
+			} else {
+				sum.DeadCapped = true
+			}
+		}
+	}
+	return nil
 }

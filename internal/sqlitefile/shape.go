@@ -1,4 +1,4 @@
-package sqlite
+package sqlitefile
 
 import (
 	"context"
@@ -106,7 +106,7 @@ func queueTables(ctx context.Context, db Execer) ([]string, error) {
 func columnsOf(ctx context.Context, db Execer, table string) ([]column, error) {
 	rows, err := db.QueryContext(ctx, `SELECT name, type, coalesce(dflt_value, ''), "notnull", pk, hidden FROM pragma_table_xinfo(?)`, table)
 	if err != nil {
-		return nil, classifyOpenError(err)
+		return nil, ClassifyOpenError(err)
 	}
 	defer rows.Close()
 	var out []column
@@ -127,7 +127,7 @@ type schemaObject struct{ typ, name, table string }
 func schemaObjects(ctx context.Context, db Execer) (map[string]schemaObject, []schemaObject, error) {
 	rows, err := db.QueryContext(ctx, `SELECT type, name, tbl_name FROM sqlite_schema`)
 	if err != nil {
-		return nil, nil, classifyOpenError(err)
+		return nil, nil, ClassifyOpenError(err)
 	}
 	defer rows.Close()
 	byName := map[string]schemaObject{}
@@ -175,7 +175,7 @@ func columnList(cs []column) string {
 }
 
 // checkMetaShape refuses a file whose lq_meta is not a table with plain
-// key and value columns, before identify reads a value from it (a
+// key and value columns, before Identify reads a value from it (a
 // generated column could compute anything). Its exact shape is checked
 // with the others once the version is known: a newer schema may change it.
 func checkMetaShape(ctx context.Context, db Execer) error {
@@ -204,11 +204,11 @@ func checkMetaShape(ctx context.Context, db Execer) error {
 	return nil
 }
 
-// checkShape refuses a file whose queue tables are not those of schema
+// CheckShape refuses a file whose queue tables are not those of schema
 // version (views in their place, other columns) or, when own (a queue file
 // of its own, not the application's database of New), that has triggers on
 // them. The error names the object and wraps store.ErrNotLitequeue.
-func checkShape(ctx context.Context, db Execer, version int, own bool) error {
+func CheckShape(ctx context.Context, db Execer, version int, own bool) error {
 	shapes, err := expectedShapes()
 	if err != nil {
 		return err
@@ -249,12 +249,12 @@ func checkShape(ctx context.Context, db Execer, version int, own bool) error {
 // returns the file's schema version. For MoveFile, which reads the file on
 // a connection of its own.
 func CheckFile(ctx context.Context, conn Execer) (int, error) {
-	version, foreign, err := identify(ctx, conn)
+	version, foreign, err := Identify(ctx, conn)
 	if err == nil {
-		err = checkVersion(version, foreign)
+		err = CheckVersion(version, foreign)
 	}
 	if err == nil {
-		err = checkShape(ctx, conn, version, true)
+		err = CheckShape(ctx, conn, version, true)
 	}
 	return version, err
 }

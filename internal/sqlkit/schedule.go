@@ -1,17 +1,20 @@
-package store
+package sqlkit
 
 import (
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/litequeue/litequeue/internal/store"
 )
 
-// The writes of ScheduleStore, once for both backends: each backend runs
+// The writes of store.Schedules, once for both backends: each backend runs
 // these functions inside its own transaction (SQLite: the writer's; the
 // PostgreSQL store: one holding the schedule's advisory lock) and supplies
 // the SQL texts of ScheduleSQL in its dialect, so the rules of the
-// ScheduleStore interface live here and the SQL stays in the backend's files.
+// store.Schedules interface live here and the SQL texts in the backend's
+// files.
 
 // ScheduleSQL holds one backend's statements for the schedule writes. Every
 // statement takes its parameters numbered as documented (?1 or $1 ...), so
@@ -48,7 +51,7 @@ type ScheduleSQL struct {
 	Triggered string
 	// AddEvent: 1 schedule, 2 at, 3 event, 4 occurrence, 5 last, 6 job_id
 	// (4-6 NULL for 0), 7 count, 8 detail. TrimEvents: 1 schedule, 2 how
-	// many to keep (ScheduleHistoryKeep).
+	// many to keep (store.ScheduleHistoryKeep).
 	AddEvent, TrimEvents string
 }
 
@@ -57,7 +60,7 @@ type ScheduleTx interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 	// InsertJobs inserts jobs as Insert does, in this transaction.
-	InsertJobs(ctx context.Context, jobs []NewJob) (ids []int64, dups []error, err error)
+	InsertJobs(ctx context.Context, jobs []store.NewJob) (ids []int64, dups []error, err error)
 }
 
 // ScheduleColumns are the columns ScanSchedule reads, of lq_schedules
@@ -67,8 +70,8 @@ const ScheduleColumns = `s.name, s.cron, s.every, s.anchor, s.tz, s.queue, s.kin
     coalesce(s.last_at, 0), coalesce(s.last_job, 0), s.missed_count, s.created_at, s.updated_at, s.uniq`
 
 // ScanSchedule reads ScheduleColumns, then extra.
-func ScanSchedule(sc interface{ Scan(...any) error }, extra ...any) (Schedule, error) {
-	var s Schedule
+func ScanSchedule(sc interface{ Scan(...any) error }, extra ...any) (store.Schedule, error) {
+	var s store.Schedule
 	args := []any{&s.Name, &s.Cron, &s.Every, &s.Anchor, &s.TZ, &s.Queue, &s.Kind, &s.Payload, &s.Priority,
 		&s.Missed, &s.CatchUp, &s.Overlap, &s.Grace, &s.Paused, &s.Waiting, &s.NextAt, &s.Revision,
 		&s.LastAt, &s.LastJob, &s.MissedCount, &s.CreatedAt, &s.UpdatedAt, &s.Unique}
@@ -78,7 +81,7 @@ func ScanSchedule(sc interface{ Scan(...any) error }, extra ...any) (Schedule, e
 
 // ScanScheduleWithLast reads ScheduleColumns and then LastState, for
 // QueryAll.
-func ScanScheduleWithLast(rows *sql.Rows, s *Schedule) error {
+func ScanScheduleWithLast(rows *sql.Rows, s *store.Schedule) error {
 	var last int
 	v, err := ScanSchedule(rows, &last)
 	if err != nil {
@@ -91,14 +94,14 @@ func ScanScheduleWithLast(rows *sql.Rows, s *Schedule) error {
 
 // ScanScheduleEvent reads (id, at, event, occurrence, last, job_id, count,
 // detail), with NULLs read as 0.
-func ScanScheduleEvent(rows *sql.Rows, e *ScheduleEvent) error {
+func ScanScheduleEvent(rows *sql.Rows, e *store.ScheduleEvent) error {
 	return rows.Scan(&e.ID, &e.At, &e.Type, &e.Occurrence, &e.Last, &e.JobID, &e.Count, &e.Detail)
 }
 
-func notFound(name string) error { return fmt.Errorf("%w: %q", ErrScheduleNotFound, name) }
+func notFound(name string) error { return fmt.Errorf("%w: %q", store.ErrScheduleNotFound, name) }
 
 // addEvent records one event of schedule name and keeps its newest
-// ScheduleHistoryKeep.
+// store.ScheduleHistoryKeep.
 func (q *ScheduleSQL) addEvent(ctx context.Context, tx ScheduleTx, name string, at int64, event string, occ, last, job, count int64, detail string) error {
 	nz := func(v int64) any {
 		if v == 0 {
@@ -109,12 +112,12 @@ func (q *ScheduleSQL) addEvent(ctx context.Context, tx ScheduleTx, name string, 
 	if _, err := tx.ExecContext(ctx, q.AddEvent, name, at, event, nz(occ), nz(last), nz(job), count, detail); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, q.TrimEvents, name, ScheduleHistoryKeep)
+	_, err := tx.ExecContext(ctx, q.TrimEvents, name, store.ScheduleHistoryKeep)
 	return err
 }
 
-// Upsert is ScheduleStore.UpsertSchedule inside tx.
-func (q *ScheduleSQL) Upsert(ctx context.Context, tx ScheduleTx, def Schedule, now int64, detail string) (*Schedule, ScheduleChange, error) {
+// Upsert is store.Schedules.UpsertSchedule inside tx.
+func (q *ScheduleSQL) Upsert(ctx context.Context, tx ScheduleTx, def store.Schedule, now int64, detail string) (*store.Schedule, store.ScheduleChange, error) {
 	payload := def.Payload
 	if payload == nil {
 		payload = []byte{}
@@ -124,14 +127,14 @@ func (q *ScheduleSQL) Upsert(ctx context.Context, tx ScheduleTx, def Schedule, n
 	case errors.Is(err, sql.ErrNoRows):
 		if _, err := tx.ExecContext(ctx, q.Insert, def.Name, def.Cron, def.Every, def.Anchor, def.TZ, def.Queue, def.Kind,
 			payload, int64(def.Priority), def.Missed, def.CatchUp, def.Overlap, def.Grace, def.NextAt, now, def.Unique); err != nil {
-			return nil, ScheduleUnchanged, err
+			return nil, store.ScheduleUnchanged, err
 		}
-		return nil, ScheduleCreated, q.addEvent(ctx, tx, def.Name, now, "registered", 0, 0, 0, 0, detail)
+		return nil, store.ScheduleCreated, q.addEvent(ctx, tx, def.Name, now, "registered", 0, 0, 0, 0, detail)
 	case err != nil:
-		return nil, ScheduleUnchanged, err
+		return nil, store.ScheduleUnchanged, err
 	}
 	if old.SameDefinition(&def) {
-		return &old, ScheduleUnchanged, nil
+		return &old, store.ScheduleUnchanged, nil
 	}
 	next, anchor := old.NextAt, old.Anchor
 	if !old.SameTiming(&def) {
@@ -139,12 +142,12 @@ func (q *ScheduleSQL) Upsert(ctx context.Context, tx ScheduleTx, def Schedule, n
 	}
 	if _, err := tx.ExecContext(ctx, q.Update, def.Name, def.Cron, def.Every, anchor, def.TZ, def.Queue, def.Kind,
 		payload, int64(def.Priority), def.Missed, def.CatchUp, def.Overlap, def.Grace, next, now, def.Unique); err != nil {
-		return nil, ScheduleUnchanged, err
+		return nil, store.ScheduleUnchanged, err
 	}
-	return &old, ScheduleUpdated, q.addEvent(ctx, tx, def.Name, now, "updated", 0, 0, 0, 0, detail)
+	return &old, store.ScheduleUpdated, q.addEvent(ctx, tx, def.Name, now, "updated", 0, 0, 0, 0, detail)
 }
 
-// Remove is ScheduleStore.RemoveSchedule inside tx.
+// Remove is store.Schedules.RemoveSchedule inside tx.
 func (q *ScheduleSQL) Remove(ctx context.Context, tx ScheduleTx, name string) error {
 	res, err := tx.ExecContext(ctx, q.Delete, name)
 	if err != nil {
@@ -161,7 +164,7 @@ func (q *ScheduleSQL) Remove(ctx context.Context, tx ScheduleTx, name string) er
 	return err
 }
 
-// SetPaused is ScheduleStore.PauseSchedule inside tx.
+// SetPaused is store.Schedules.PauseSchedule inside tx.
 func (q *ScheduleSQL) SetPaused(ctx context.Context, tx ScheduleTx, name string, paused bool, next, now int64) error {
 	var was bool
 	err := tx.QueryRowContext(ctx, q.SelectPaused, name).Scan(&was)
@@ -184,27 +187,27 @@ func (q *ScheduleSQL) SetPaused(ctx context.Context, tx ScheduleTx, name string,
 	return q.addEvent(ctx, tx, name, now, event, 0, 0, 0, 0, "")
 }
 
-// Fire is ScheduleStore.FireSchedule inside tx (see the rules of
-// ScheduleStore).
-func (q *ScheduleSQL) Fire(ctx context.Context, tx ScheduleTx, f Firing) (FireResult, error) {
-	var res FireResult
+// Fire is store.Schedules.FireSchedule inside tx (see the rules of
+// store.Schedules).
+func (q *ScheduleSQL) Fire(ctx context.Context, tx ScheduleTx, f store.Firing) (store.FireResult, error) {
+	var res store.FireResult
 	var next, rev int64
 	var paused, waiting bool
 	err := tx.QueryRowContext(ctx, q.FireState, f.Name).Scan(&next, &rev, &paused, &waiting)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && (next != f.NextAt || rev != f.Revision || paused)) {
-		return FireResult{Stale: true}, nil
+		return store.FireResult{Stale: true}, nil
 	}
 	if err != nil {
 		return res, err
 	}
 	jobs := f.Jobs
-	if len(jobs) > 0 && f.Overlap != OverlapAllow {
+	if len(jobs) > 0 && f.Overlap != store.OverlapAllow {
 		var live bool
-		if err := tx.QueryRowContext(ctx, q.LiveJob, ScheduleKeyPrefix(f.Name), ScheduleKeyEnd(f.Name)).Scan(&live); err != nil {
+		if err := tx.QueryRowContext(ctx, q.LiveJob, store.ScheduleKeyPrefix(f.Name), store.ScheduleKeyEnd(f.Name)).Scan(&live); err != nil {
 			return res, err
 		}
 		switch {
-		case live && f.Overlap == OverlapWait:
+		case live && f.Overlap == store.OverlapWait:
 			res.Held = true
 			if waiting {
 				return res, nil
@@ -237,7 +240,7 @@ func (q *ScheduleSQL) Fire(ctx context.Context, tx ScheduleTx, f Firing) (FireRe
 		for i := range jobs {
 			res.IDs = append(res.IDs, ids[i])
 			res.New = append(res.New, dups[i] == nil)
-			var ue *UniqueError
+			var ue *store.UniqueError
 			if errors.As(dups[i], &ue) {
 				// The job type's uniqueness: a twin (enqueued by the
 				// schedule or not) stands for the occurrence.
@@ -266,14 +269,14 @@ func (q *ScheduleSQL) Fire(ctx context.Context, tx ScheduleTx, f Firing) (FireRe
 }
 
 // duplicateDetail is the detail of a "duplicate" event.
-func duplicateDetail(ue *UniqueError) string {
+func duplicateDetail(ue *store.UniqueError) string {
 	return fmt.Sprintf("unique: job %d (%s) has the same uniqueness; nothing enqueued", ue.ID, ue.State)
 }
 
-// Trigger is ScheduleStore.TriggerSchedule inside tx. A twin that blocks
-// the job is returned as dup (a *UniqueError), with the twin's id and
+// Trigger is store.Schedules.TriggerSchedule inside tx. A twin that blocks
+// the job is returned as dup (a *store.UniqueError), with the twin's id and
 // err nil: the "duplicate" event is to be committed.
-func (q *ScheduleSQL) Trigger(ctx context.Context, tx ScheduleTx, name string, now int64, unique func(*Schedule, *NewJob) error) (id int64, queue, kind string, dup, err error) {
+func (q *ScheduleSQL) Trigger(ctx context.Context, tx ScheduleTx, name string, now int64, unique func(*store.Schedule, *store.NewJob) error) (id int64, queue, kind string, dup, err error) {
 	s, err := ScanSchedule(tx.QueryRowContext(ctx, q.Select, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, "", "", nil, notFound(name)
@@ -281,18 +284,18 @@ func (q *ScheduleSQL) Trigger(ctx context.Context, tx ScheduleTx, name string, n
 	if err != nil {
 		return 0, "", "", nil, err
 	}
-	nj := NewJob{Queue: s.Queue, Kind: s.Kind, Priority: s.Priority, VisibleAt: now, CreatedAt: now,
-		Payload: s.Payload, Key: fmt.Sprintf("%st%d", ScheduleKeyPrefix(name), now)}
+	nj := store.NewJob{Queue: s.Queue, Kind: s.Kind, Priority: s.Priority, VisibleAt: now, CreatedAt: now,
+		Payload: s.Payload, Key: fmt.Sprintf("%st%d", store.ScheduleKeyPrefix(name), now)}
 	if unique != nil {
 		if err := unique(&s, &nj); err != nil {
 			return 0, "", "", nil, err
 		}
 	}
-	ids, dups, err := tx.InsertJobs(ctx, []NewJob{nj})
+	ids, dups, err := tx.InsertJobs(ctx, []store.NewJob{nj})
 	if err != nil {
 		return 0, "", "", nil, err
 	}
-	var ue *UniqueError
+	var ue *store.UniqueError
 	if errors.As(dups[0], &ue) {
 		if err := q.addEvent(ctx, tx, name, now, "duplicate", now, 0, ue.ID, 1, duplicateDetail(ue)); err != nil {
 			return 0, "", "", nil, err
