@@ -501,23 +501,22 @@ func newQueue(o Options, st store.Store, lite *sqlite.Store, readOnly bool) *Que
 	return q
 }
 
-func init() {
-	store.NewQueue = func(st store.Store, opts any) (any, error) {
-		o, _ := opts.(*Options)
-		oo := o.withDefaults()
-		if err := oo.validate(); err != nil {
-			return nil, err
-		}
-		if oo.ReadOnly {
-			// A store opened read-only says so; the queue then refuses writes
-			// itself and keeps no history.
-			if ro, ok := st.(interface{ ReadOnly() bool }); !ok || !ro.ReadOnly() {
-				return nil, errors.New("litequeue: Options.ReadOnly needs a store opened read-only")
-			}
-			return newQueue(oo, st, nil, true), nil
-		}
-		return newQueue(oo, st, nil, false), nil
+// NewWithBackend returns a queue on b, a storage backend of this module
+// (package postgres opens its queues with it); applications use Open, New or
+// postgres.Open. A nil opts means defaults. Options.ReadOnly needs a backend
+// opened read-only: the queue then refuses writes itself and keeps no
+// history. NewWithBackend validates opts as Open does and starts nothing.
+func NewWithBackend(b store.Backend, opts *Options) (*Queue, error) {
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
 	}
+	if o.ReadOnly {
+		if ro, ok := b.(interface{ ReadOnly() bool }); !ok || !ro.ReadOnly() {
+			return nil, errors.New("litequeue: Options.ReadOnly needs a store opened read-only")
+		}
+	}
+	return newQueue(o, b, nil, o.ReadOnly), nil
 }
 
 // config returns the configuration of the named queue.

@@ -15,7 +15,6 @@ import (
 // TestConformance runs the behaviour suite every backend passes on
 // PostgreSQL, one new schema per test.
 func TestConformance(t *testing.T) {
-	needQueue(t)
 	conformance.Run(t, conformance.Backend{
 		Fresh: func(t *testing.T) string {
 			u, _ := pgtest.FreshSchema(t)
@@ -36,7 +35,6 @@ func TestConformance(t *testing.T) {
 // connection pooler in transaction mode, such as PgBouncer before 1.21,
 // requires.
 func TestConformanceWithoutPreparedStatements(t *testing.T) {
-	needQueue(t)
 	conformance.Run(t, conformance.Backend{
 		Fresh: func(t *testing.T) string {
 			u, _ := pgtest.FreshSchema(t)

@@ -130,10 +130,6 @@ func New(db *sql.DB, opts *litequeue.Options) (*litequeue.Queue, error) {
 }
 
 func newQueue(s *pgStore, opts *litequeue.Options) (*litequeue.Queue, error) {
-	if store.NewQueue == nil {
-		s.Close()
-		return nil, errors.New("litequeue: this build's litequeue package does not run queues on other stores yet (store.NewQueue is not set); update github.com/litequeue/litequeue")
-	}
 	if opts != nil && opts.Logger != nil {
 		s.log = opts.Logger
 	}
@@ -144,17 +140,12 @@ func newQueue(s *pgStore, opts *litequeue.Options) (*litequeue.Queue, error) {
 		o.ReadOnly = false
 		opts = &o
 	}
-	q, err := store.NewQueue(s, opts)
+	q, err := litequeue.NewWithBackend(s, opts)
 	if err != nil {
 		s.Close()
 		return nil, err
 	}
-	lq, ok := q.(*litequeue.Queue)
-	if !ok {
-		s.Close()
-		return nil, fmt.Errorf("litequeue: store.NewQueue returned %T, not *litequeue.Queue", q)
-	}
-	return lq, nil
+	return q, nil
 }
 
 // openStore is Open without the Queue: the store alone. asyncCommit

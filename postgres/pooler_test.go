@@ -22,7 +22,6 @@ import (
 // locks, settings, LISTEN) survives between them, and notifications never
 // reach the queue. One new database per test.
 func TestConformanceBehindPgBouncer(t *testing.T) {
-	needQueue(t)
 	b := pgtest.StartBouncer(t)
 	var mu sync.Mutex
 	direct := map[string]string{} // pooled URL -> the database's own URL
@@ -55,7 +54,6 @@ func (pooledJob) Kind() string { return "pooled" }
 // DurabilityProcess (synchronous_commit off) and ReadOnly — and uses them:
 // PgBouncer refuses startup parameters it does not know.
 func TestPgBouncerSettingsOfTheQueue(t *testing.T) {
-	needQueue(t)
 	ctx := context.Background()
 	b := pgtest.StartBouncer(t)
 	u, _ := b.FreshDatabase(t)
@@ -83,7 +81,6 @@ func TestPgBouncerSettingsOfTheQueue(t *testing.T) {
 // queue (another process) starts within one. Real time: the bound is
 // generous slack.
 func TestPgBouncerStartsAnotherProcesssJobWithoutNotifications(t *testing.T) {
-	needQueue(t)
 	ctx := context.Background()
 	b := pgtest.StartBouncer(t)
 	u, _ := b.FreshDatabase(t)
@@ -151,7 +148,6 @@ func requireEachStarts(t *testing.T, producer *litequeue.Queue, ran chan int, n 
 // notification can start each job within the test's ten seconds, and the
 // queue does not warn that it hears nothing.
 func TestPgBouncerWithListenURLStartsAnotherProcesssJobAtOnce(t *testing.T) {
-	needQueue(t)
 	ctx := context.Background()
 	b := pgtest.StartBouncer(t)
 	pooled, direct := b.FreshDatabase(t)
@@ -179,7 +175,6 @@ func TestPgBouncerWithListenURLStartsAnotherProcesssJobAtOnce(t *testing.T) {
 // through the pooler too reaches the right database, so Open accepts it,
 // but its LISTEN hears nothing: the queue says that of the ListenURL.
 func TestPgBouncerListenURLThroughThePoolerIsReported(t *testing.T) {
-	needQueue(t)
 	b := pgtest.StartBouncer(t)
 	pooled, _ := b.FreshDatabase(t)
 	_, warned := startPooledWorker(t, pooled, litequeue.Options{ListenURL: pooled})

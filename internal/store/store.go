@@ -331,11 +331,9 @@ func (e *DuplicateError) Error() string {
 // Is reports whether target is ErrDuplicate.
 func (e *DuplicateError) Is(target error) bool { return target == ErrDuplicate }
 
-// NewQueue makes a *litequeue.Queue (returned as any) on s with opts (a
-// *litequeue.Options, nil for defaults). The root package sets it at init;
-// backends in sub-packages (postgres) call it, so the root package's public
-// API needs no constructor that names a Store.
-var NewQueue func(s Store, opts any) (any, error)
+// Backend is what a storage backend implements: every method the queue
+// calls on its store.
+type Backend = Store
 
 // Backuper is implemented by stores that can write a consistent copy of
 // their database to a file.
