@@ -375,10 +375,18 @@ type Queue struct {
 	rnd    *rand.Rand
 
 	leaseSeq atomic.Int64
-	cleanup  *alarm      // when the next retained completed job expires
-	events   *eventPump  // nil without Options.OnEvent
-	gate     enqueueGate // orders a job's EventEnqueued before its EventStarted (enqueue_order.go)
-	txs      txEnqueues  // jobs enqueued in transactions not yet seen to commit (enqueue_tx.go)
+	cleanup  *alarm     // when the next retained completed job expires
+	events   *eventPump // nil without Options.OnEvent
+	hist     *history   // the per-minute history's counts in memory; nil on a read-only queue (history.go)
+	// listeners are told every event, in order, in the goroutine that
+	// emits it; they must not block.
+	listeners []func(Event)
+	// scheduleRound, when set (by tests), is told the clock time of each
+	// finished scheduler round, the next wake-up it set (zero: none) and
+	// how many wakes had been asked for when it began.
+	scheduleRound atomic.Pointer[func(now, next time.Time, wakes uint64)]
+	gate          enqueueGate // orders a job's EventEnqueued before its EventStarted (enqueue_order.go)
+	txs           txEnqueues  // jobs enqueued in transactions not yet seen to commit (enqueue_tx.go)
 
 	mu       sync.Mutex
 	handlers map[string]*handler // by kind
@@ -496,6 +504,10 @@ func newQueue(o Options, st store.Store, lite *sqlite.Store, readOnly bool) *Que
 	}
 	if o.OnEvent != nil {
 		q.events = newEventPump(o.OnEvent, o.EventBuffer, o.Logger)
+	}
+	if !readOnly {
+		q.hist = newHistory(st, o.Logger)
+		q.listeners = append(q.listeners, q.hist.record)
 	}
 	q.leaseSeq.Store(rand.Int64N(1 << 40))
 	return q
