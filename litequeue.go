@@ -281,15 +281,12 @@ type Options struct {
 	// Default DefaultProgressInterval (1s); zero or negative means the
 	// default.
 	ProgressInterval time.Duration
-	// ListenURL is for queues on PostgreSQL (package postgres): where the
-	// queue's listening connection, which hears the LISTEN/NOTIFY wake-ups,
-	// connects instead of taking a connection of the queue's pool — a
-	// postgres:// URL or key=value DSN that reaches the queue's database
-	// directly when the pool goes through a pooler in transaction mode,
-	// which passes no notifications on. That one connection stays open
-	// while the queue runs; every other statement still uses the pool.
-	// Default empty: one of the pool's connections listens. The SQLite
-	// Open and New refuse it.
+	// ListenURL is for queues on PostgreSQL: postgres.Open and postgres.New
+	// take it as postgres.Options.ListenURL (see there). The SQLite Open
+	// and New refuse it.
+	//
+	// Deprecated: Use postgres.Options.ListenURL with postgres.OpenWith or
+	// postgres.NewWith.
 	ListenURL string
 }
 

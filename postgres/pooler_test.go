@@ -85,7 +85,7 @@ func TestPgBouncerStartsAnotherProcesssJobWithoutNotifications(t *testing.T) {
 	b := pgtest.StartBouncer(t)
 	u, _ := b.FreshDatabase(t)
 
-	ran, warned := startPooledWorker(t, u, litequeue.Options{})
+	ran, warned := startPooledWorker(t, u, postgres.Options{})
 	for deaf := false; !deaf; {
 		select {
 		case msg := <-warned: // also the warning that the queue has no QueueConfig
@@ -104,12 +104,12 @@ func TestPgBouncerStartsAnotherProcesssJobWithoutNotifications(t *testing.T) {
 // startPooledWorker opens a queue at u with opts and a logger of its
 // warnings, and starts it with a handler of pooledJob that sends each job's
 // N on ran. The queue stops and closes when the test ends.
-func startPooledWorker(t *testing.T, u string, opts litequeue.Options) (ran chan int, warned chan string) {
+func startPooledWorker(t *testing.T, u string, opts postgres.Options) (ran chan int, warned chan string) {
 	t.Helper()
 	ctx := context.Background()
 	warned = make(chan string, 10)
 	opts.Logger = pgtest.Messages{Ch: warned, Level: slog.LevelWarn}.Logger()
-	worker, err := postgres.Open(ctx, u, &opts)
+	worker, err := postgres.OpenWith(ctx, u, &opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { worker.Close() })
 	ran = make(chan int, 4)
@@ -152,7 +152,7 @@ func TestPgBouncerWithListenURLStartsAnotherProcesssJobAtOnce(t *testing.T) {
 	b := pgtest.StartBouncer(t)
 	pooled, direct := b.FreshDatabase(t)
 
-	ran, warned := startPooledWorker(t, pooled, litequeue.Options{ListenURL: direct, PollInterval: time.Minute})
+	ran, warned := startPooledWorker(t, pooled, postgres.Options{Options: litequeue.Options{PollInterval: time.Minute}, ListenURL: direct})
 
 	producer, err := postgres.Open(ctx, pooled, nil)
 	require.NoError(t, err)
@@ -177,7 +177,7 @@ func TestPgBouncerWithListenURLStartsAnotherProcesssJobAtOnce(t *testing.T) {
 func TestPgBouncerListenURLThroughThePoolerIsReported(t *testing.T) {
 	b := pgtest.StartBouncer(t)
 	pooled, _ := b.FreshDatabase(t)
-	_, warned := startPooledWorker(t, pooled, litequeue.Options{ListenURL: pooled})
+	_, warned := startPooledWorker(t, pooled, postgres.Options{ListenURL: pooled})
 	for {
 		select {
 		case msg := <-warned: // also the warning that the queue has no QueueConfig
