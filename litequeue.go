@@ -14,9 +14,9 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/litequeue/litequeue/internal/kitlink"
 	"github.com/litequeue/litequeue/internal/sqlite"
 	"github.com/litequeue/litequeue/internal/store"
-	"github.com/litequeue/litequeue/internal/testbridge"
 )
 
 // Job is a unit of work: any JSON-encodable type with a Kind. The kind names
@@ -395,7 +395,7 @@ type Queue struct {
 	hubOnce    sync.Once
 	hub        *hub // WatchProgress's watchers (progress.go)
 
-	faults testbridge.Faults // the test kit's fault hooks (testsupport.go); zero otherwise
+	faults kitlink.Faults // the test kit's fault hooks (testsupport.go); zero otherwise
 }
 
 // Open opens the queue file at name, creating it (and its schema) if it does
@@ -418,11 +418,11 @@ type Queue struct {
 // new queue: that is what a process killed inside its first Open leaves (the
 // schema is created in one transaction, so it is there whole or not at all).
 func Open(name string, opts *Options) (*Queue, error) {
-	return open(name, opts, testbridge.Faults{})
+	return open(name, opts, kitlink.Faults{})
 }
 
 // open is Open with the test kit's fault hooks f (testsupport.go).
-func open(name string, opts *Options, f testbridge.Faults) (*Queue, error) {
+func open(name string, opts *Options, f kitlink.Faults) (*Queue, error) {
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {
 		return nil, err
