@@ -395,7 +395,7 @@ type Queue struct {
 	hubOnce    sync.Once
 	hub        *hub // WatchProgress's watchers (progress.go)
 
-	faults kitlink.Faults // the test kit's fault hooks (testsupport.go); zero otherwise
+	faults kitlink.Faults // the test kit's outcome hooks, Drop and Lost (testsupport.go); zero otherwise
 }
 
 // Open opens the queue file at name, creating it (and its schema) if it does
@@ -418,29 +418,28 @@ type Queue struct {
 // new queue: that is what a process killed inside its first Open leaves (the
 // schema is created in one transaction, so it is there whole or not at all).
 func Open(name string, opts *Options) (*Queue, error) {
-	return open(name, opts, kitlink.Faults{})
-}
-
-// open is Open with the test kit's fault hooks f (testsupport.go).
-func open(name string, opts *Options, f kitlink.Faults) (*Queue, error) {
-	o := opts.withDefaults()
-	if err := o.validate(); err != nil {
+	o, st, err := openStore(name, opts)
+	if err != nil {
 		return nil, err
 	}
+	return newQueue(o, st, st, o.ReadOnly), nil
+}
+
+// openStore checks opts and opens the SQLite store of Open; it returns
+// opts with their defaults.
+func openStore(name string, opts *Options) (Options, *sqlite.Store, error) {
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return o, nil, err
+	}
 	if o.ListenURL != "" {
-		return nil, errListenURLOnSQLite
+		return o, nil, errListenURLOnSQLite
 	}
 	st, err := sqlite.Open(name, o.sqliteOptions())
 	if err != nil {
-		return nil, wrapf("%w", err)
+		return o, nil, wrapf("%w", err)
 	}
-	var s store.Store = st
-	if f.Wrap != nil {
-		s = f.Wrap(st)
-	}
-	q := newQueue(o, s, st, o.ReadOnly)
-	q.faults = f
-	return q, nil
+	return o, st, nil
 }
 
 // New returns a queue that keeps its tables (named lq_*) in the application's

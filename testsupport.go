@@ -18,8 +18,20 @@ func init() { kitlink.Register[*Queue, *Options](kitLink{}) }
 // kitLink is the root package's kitlink.Link.
 type kitLink struct{}
 
+// Open opens the queue as Open does, over the store f.Wrap makes of the
+// SQLite store, with the outcome hooks of f.
 func (kitLink) Open(name string, opts *Options, f kitlink.Faults) (*Queue, error) {
-	return open(name, opts, f)
+	o, st, err := openStore(name, opts)
+	if err != nil {
+		return nil, err
+	}
+	var b store.Backend = st
+	if f.Wrap != nil {
+		b = f.Wrap(st)
+	}
+	q := newQueue(o, b, st, o.ReadOnly)
+	q.faults = kitlink.Faults{Drop: f.Drop, Lost: f.Lost}
+	return q, nil
 }
 
 func (kitLink) Handled(q *Queue) []kitlink.Pair { return q.handledPairs() }
@@ -36,6 +48,26 @@ func (kitLink) Run(ctx context.Context, h kitlink.Handler, cfg *Queue, payload [
 
 func (kitLink) RunStored(ctx context.Context, h kitlink.Handler, q *Queue, payload []byte, spec kitlink.Spec) (int64, error) {
 	return runStored(ctx, h.(*handler), q, payload, spec)
+}
+
+// testingStore is the test-only part of a backend, which only the test
+// kit's link uses: the backend implements it optionally.
+type testingStore interface {
+	LoadOf(ctx context.Context, handled []store.Handled, now int64) (store.Load, error)
+	InsertRunning(ctx context.Context, job store.NewJob, r store.RunningClaim) (int64, error)
+}
+
+// errNoTestingStore is the link's refusal of a queue whose backend has no
+// test-only methods.
+var errNoTestingStore = errors.New("litequeue: the queue's store has no test-only methods (LoadOf, InsertRunning)")
+
+// testing returns q's backend's test-only methods.
+func (q *Queue) testing() (testingStore, error) {
+	ts, ok := q.store.(testingStore)
+	if !ok {
+		return nil, errNoTestingStore
+	}
+	return ts, nil
 }
 
 // Registered returns the kind and the queue h was registered for.
@@ -84,7 +116,11 @@ func (q *Queue) load(ctx context.Context) (kitlink.Load, error) {
 	for i, p := range pairs {
 		handled[i] = store.Handled{Queue: p.Queue, Kind: p.Kind}
 	}
-	sl, err := q.store.LoadOf(ctx, handled, unixNanos(q.clock))
+	ts, err := q.testing()
+	if err != nil {
+		return kitlink.Load{}, err
+	}
+	sl, err := ts.LoadOf(ctx, handled, unixNanos(q.clock))
 	if err != nil {
 		return kitlink.Load{}, wrapf("litequeue: reading the queue's load: %w", err)
 	}
@@ -133,7 +169,11 @@ func runStored(ctx context.Context, h *handler, q *Queue, payload []byte, spec k
 		CreatedAt: created.UnixNano(), Payload: payload, Key: spec.Key}
 	attempt := max(spec.Attempt, 1)
 	lease := q.nextLease()
-	id, err := q.store.InsertRunning(ctx, nj, store.RunningClaim{Lease: lease, Attempt: attempt, At: now.UnixNano(),
+	ts, err := q.testing()
+	if err != nil {
+		return 0, err
+	}
+	id, err := ts.InsertRunning(ctx, nj, store.RunningClaim{Lease: lease, Attempt: attempt, At: now.UnixNano(),
 		Until: now.Add(p.cfg.VisibilityTimeout).UnixNano(), LastError: spec.LastError})
 	if err != nil {
 		return 0, wrapf("litequeue: storing the job for the test: %w", err)
