@@ -325,3 +325,26 @@ func TestListenURLIsRefusedOnSQLite(t *testing.T) {
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM sqlite_master`).Scan(&n))
 	require.Zero(t, n, "the refused New created tables")
 }
+
+// TestNewWithBackendChecksItsOptions: NewWithBackend validates opts as Open
+// does, and takes Options.ReadOnly only with a backend opened read-only.
+func TestNewWithBackendChecksItsOptions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "q.db")
+	_, st, err := openStore(path, nil)
+	require.NoError(t, err)
+	_, err = NewWithBackend(st, &Options{ReadOnly: true})
+	require.ErrorContains(t, err, "Options.ReadOnly needs a store opened read-only")
+	_, err = NewWithBackend(st, &Options{CompletedRetention: -1})
+	require.ErrorContains(t, err, "CompletedRetention is negative")
+	q, err := NewWithBackend(st, nil)
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+
+	_, ro, err := openStore(path, &Options{ReadOnly: true})
+	require.NoError(t, err)
+	q, err = NewWithBackend(ro, &Options{ReadOnly: true})
+	require.NoError(t, err)
+	_, err = q.Enqueue(context.Background(), SendEmail{To: "a"}, nil)
+	require.ErrorIs(t, err, ErrReadOnly)
+	require.NoError(t, q.Close())
+}

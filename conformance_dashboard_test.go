@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/litequeue/litequeue"
-	"github.com/litequeue/litequeue/internal/testbridge"
+	"github.com/litequeue/litequeue/internal/kitlink"
 	"github.com/litequeue/litequeue/litequeuetest"
 )
 
@@ -502,9 +502,9 @@ func testWorkThrough(t *testing.T, b conformanceBackend) {
 	litequeue.Register(h.Q, ok)
 	_, err = h.Q.Enqueue(ctx, Audit{Dead: 1}, nil)
 	require.NoError(t, err)
-	l, err := testbridge.LoadOf(ctx, h.Q)
+	l, err := kitlink.Of[*litequeue.Queue, *litequeue.Options]().Load(ctx, h.Q)
 	require.NoError(t, err)
-	require.Equal(t, testbridge.Load{Busy: 1, Next: j2time(t, h, retry.JobID), HasNext: true, Unhandled: 1}, l)
+	require.Equal(t, kitlink.Load{Busy: 1, Next: j2time(t, h, retry.JobID), HasNext: true, Unhandled: 1}, l)
 }
 
 // j2time is the due time of job id.

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/kitlink"
 	"github.com/litequeue/litequeue/internal/store"
-	"github.com/litequeue/litequeue/internal/testbridge"
 )
 
 // The schedule tests of the suite: durable schedules through the public
@@ -237,7 +237,7 @@ func testScheduleBadInput(t *testing.T, b conformanceBackend) {
 func testFiringIsConditional(t *testing.T, b conformanceBackend) {
 	ctx := context.Background()
 	h := setup(t, b, nil)
-	st := testbridge.StoreOf(h.Q)
+	st := kitlink.Of[*litequeue.Queue, *litequeue.Options]().Store(h.Q)
 	def := litequeue.Schedule{Name: "hourly", Cron: "0 * * * *", Job: Tick{"v1"}}
 	_, err := h.Q.RegisterSchedule(ctx, def)
 	require.NoError(t, err)

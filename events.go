@@ -67,6 +67,8 @@ const (
 	LogDuration = "duration"
 )
 
+// emit reports e: it logs it, tells the queue's listeners (its history) in
+// the emitting goroutine, and hands it to Options.OnEvent.
 func (q *Queue) emit(e Event) {
 	if e.Time.IsZero() {
 		e.Time = q.clock.Now()
@@ -102,7 +104,9 @@ func (q *Queue) emit(e Event) {
 		}
 		q.log.LogAttrs(context.Background(), level, "litequeue: job "+string(e.Type), attrs...)
 	}
-	q.recordHistory(e)
+	for _, l := range q.listeners {
+		l(e)
+	}
 	q.deliver(e)
 }
 

@@ -3,12 +3,11 @@ package litequeue
 import (
 	"context"
 	"errors"
-	"runtime"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"time"
-	"weak"
 
 	"github.com/litequeue/litequeue/internal/store"
 )
@@ -42,8 +41,12 @@ type histKey struct {
 
 type histCounts struct{ enqueued, succeeded, retried, dead int }
 
-// history is the in-memory part of one queue's history.
+// history is the in-memory part of one queue's history. A queue that keeps
+// history (one not read-only) holds one and subscribes it to its events.
 type history struct {
+	st  store.Backend
+	log *slog.Logger
+
 	mu      sync.Mutex
 	current int64 // the latest minute seen
 	pending map[histKey]*histCounts
@@ -53,21 +56,8 @@ type history struct {
 	idle            chan struct{}
 }
 
-// histories holds each open queue's history, keyed weakly so that a queue
-// that is garbage collected drops its entry (the lead may move it to a field
-// of Queue).
-var histories sync.Map // weak.Pointer[Queue] → *history
-
-func (q *Queue) history() *history {
-	key := weak.Make(q)
-	if h, ok := histories.Load(key); ok {
-		return h.(*history)
-	}
-	h, loaded := histories.LoadOrStore(key, &history{pending: map[histKey]*histCounts{}})
-	if !loaded {
-		runtime.AddCleanup(q, func(k weak.Pointer[Queue]) { histories.Delete(k) }, key)
-	}
-	return h.(*history)
+func newHistory(st store.Backend, log *slog.Logger) *history {
+	return &history{st: st, log: log, pending: map[histKey]*histCounts{}}
 }
 
 func minuteOf(t time.Time) int64 {
@@ -79,14 +69,10 @@ func minuteOf(t time.Time) int64 {
 	return m
 }
 
-// recordHistory counts e in its minute; an event of a later minute than
-// any seen sends the earlier minutes' counts to the writer, in the
-// background (emit may run on the writer's own goroutine).
-func (q *Queue) recordHistory(e Event) {
-	if q.historyOff() {
-		return
-	}
-	h := q.history()
+// record counts e in its minute; an event of a later minute than any seen
+// sends the earlier minutes' counts to the writer, in the background (events
+// may be emitted on the writer's own goroutine).
+func (h *history) record(e Event) {
 	m := minuteOf(e.Time)
 	h.mu.Lock()
 	c := h.pending[histKey{e.Queue, m}]
@@ -125,12 +111,12 @@ func (q *Queue) recordHistory(e Event) {
 	if len(done) > 0 {
 		go func() {
 			defer h.landed()
-			q.writeHistory(context.Background(), done, m)
+			h.write(context.Background(), done, m)
 		}()
 	}
 }
 
-// landed ends a write started by recordHistory.
+// landed ends a write started by record.
 func (h *history) landed() {
 	h.mu.Lock()
 	h.flying--
@@ -193,15 +179,16 @@ func (h *history) take(m int64) map[histKey]*histCounts {
 	return out
 }
 
-func (q *Queue) writeHistory(ctx context.Context, counts map[histKey]*histCounts, now int64) error {
+// write adds counts to the stored history, now being the current minute.
+func (h *history) write(ctx context.Context, counts map[histKey]*histCounts, now int64) error {
 	rows := make([]store.HistoryCount, 0, len(counts))
 	for k, c := range counts {
 		rows = append(rows, store.HistoryCount{Queue: k.queue, Minute: k.minute,
 			Enqueued: c.enqueued, Succeeded: c.succeeded, Retried: c.retried, Dead: c.dead})
 	}
-	err := q.store.AddHistory(ctx, rows, now-int64(HistoryRetention/time.Minute))
+	err := h.st.AddHistory(ctx, rows, now-int64(HistoryRetention/time.Minute))
 	if err != nil {
-		q.log.Warn("litequeue: history counts not written", LogError, err.Error())
+		h.log.Warn("litequeue: history counts not written", LogError, err.Error())
 	}
 	return err
 }
@@ -212,10 +199,10 @@ func (q *Queue) writeHistory(ctx context.Context, counts map[histKey]*histCounts
 // minute's counts; call it to have them written sooner. A read-only queue
 // has nothing to flush.
 func (q *Queue) FlushHistory(ctx context.Context) error {
-	if q.historyOff() {
+	h := q.hist
+	if h == nil {
 		return nil
 	}
-	h := q.history()
 	h.mu.Lock()
 	all := h.take(0)
 	h.mu.Unlock()
@@ -226,7 +213,7 @@ func (q *Queue) FlushHistory(ctx context.Context) error {
 	if len(all) == 0 {
 		return nil
 	}
-	return q.writeHistory(ctx, all, minuteOf(q.clock.Now()))
+	return h.write(ctx, all, minuteOf(q.clock.Now()))
 }
 
 // History returns the per-minute outcomes of the named queue ("" for every
@@ -240,10 +227,7 @@ func (q *Queue) FlushHistory(ctx context.Context) error {
 // reads, and reads again if another write started meanwhile.
 func (q *Queue) History(ctx context.Context, queue string, since time.Time) ([]HistoryPoint, error) {
 	from := minuteOf(since)
-	var h *history
-	if !q.historyOff() {
-		h = q.history()
-	}
+	h := q.hist
 	for {
 		gen := 0
 		if h != nil {
@@ -315,6 +299,3 @@ func mergeHistory(rows []store.HistoryCount, h *history, queue string, from int6
 // Now returns the time of the queue's Clock, for callers (such as a
 // dashboard) that show times relative to the queue's.
 func (q *Queue) Now() time.Time { return q.clock.Now() }
-
-// historyOff reports whether the queue keeps no history: it is read-only.
-func (q *Queue) historyOff() bool { return q.readOnly }

@@ -37,7 +37,7 @@ func TestHistoryCountsOutcomesPerMinuteAndPersistsThem(t *testing.T) {
 
 	// The first minute was written when the second began; the second only on
 	// FlushHistory. A reopened queue reads both from the file.
-	h.q.history().wait()
+	h.q.hist.wait()
 	var rows int
 	require.NoError(t, h.q.lite.DB().QueryRow(`SELECT count(*) FROM lq_history`).Scan(&rows))
 	require.Equal(t, 1, rows)

@@ -14,9 +14,9 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/litequeue/litequeue/internal/kitlink"
 	"github.com/litequeue/litequeue/internal/sqlite"
 	"github.com/litequeue/litequeue/internal/store"
-	"github.com/litequeue/litequeue/internal/testbridge"
 )
 
 // Job is a unit of work: any JSON-encodable type with a Kind. The kind names
@@ -281,15 +281,12 @@ type Options struct {
 	// Default DefaultProgressInterval (1s); zero or negative means the
 	// default.
 	ProgressInterval time.Duration
-	// ListenURL is for queues on PostgreSQL (package postgres): where the
-	// queue's listening connection, which hears the LISTEN/NOTIFY wake-ups,
-	// connects instead of taking a connection of the queue's pool — a
-	// postgres:// URL or key=value DSN that reaches the queue's database
-	// directly when the pool goes through a pooler in transaction mode,
-	// which passes no notifications on. That one connection stays open
-	// while the queue runs; every other statement still uses the pool.
-	// Default empty: one of the pool's connections listens. The SQLite
-	// Open and New refuse it.
+	// ListenURL is for queues on PostgreSQL: postgres.Open and postgres.New
+	// take it as postgres.Options.ListenURL (see there). The SQLite Open
+	// and New refuse it.
+	//
+	// Deprecated: Use postgres.Options.ListenURL with postgres.OpenWith or
+	// postgres.NewWith.
 	ListenURL string
 }
 
@@ -375,10 +372,18 @@ type Queue struct {
 	rnd    *rand.Rand
 
 	leaseSeq atomic.Int64
-	cleanup  *alarm      // when the next retained completed job expires
-	events   *eventPump  // nil without Options.OnEvent
-	gate     enqueueGate // orders a job's EventEnqueued before its EventStarted (enqueue_order.go)
-	txs      txEnqueues  // jobs enqueued in transactions not yet seen to commit (enqueue_tx.go)
+	cleanup  *alarm     // when the next retained completed job expires
+	events   *eventPump // nil without Options.OnEvent
+	hist     *history   // the per-minute history's counts in memory; nil on a read-only queue (history.go)
+	// listeners are told every event, in order, in the goroutine that
+	// emits it; they must not block.
+	listeners []func(Event)
+	// scheduleRound, when set (by tests), is told the clock time of each
+	// finished scheduler round, the next wake-up it set (zero: none) and
+	// how many wakes had been asked for when it began.
+	scheduleRound atomic.Pointer[func(now, next time.Time, wakes uint64)]
+	gate          enqueueGate // orders a job's EventEnqueued before its EventStarted (enqueue_order.go)
+	txs           txEnqueues  // jobs enqueued in transactions not yet seen to commit (enqueue_tx.go)
 
 	mu       sync.Mutex
 	handlers map[string]*handler // by kind
@@ -390,7 +395,7 @@ type Queue struct {
 	hubOnce    sync.Once
 	hub        *hub // WatchProgress's watchers (progress.go)
 
-	faults testbridge.Faults // the test kit's fault hooks (testsupport.go); zero otherwise
+	faults kitlink.Faults // the test kit's outcome hooks, Drop and Lost (testsupport.go); zero otherwise
 }
 
 // Open opens the queue file at name, creating it (and its schema) if it does
@@ -413,29 +418,28 @@ type Queue struct {
 // new queue: that is what a process killed inside its first Open leaves (the
 // schema is created in one transaction, so it is there whole or not at all).
 func Open(name string, opts *Options) (*Queue, error) {
-	return open(name, opts, testbridge.Faults{})
-}
-
-// open is Open with the test kit's fault hooks f (testsupport.go).
-func open(name string, opts *Options, f testbridge.Faults) (*Queue, error) {
-	o := opts.withDefaults()
-	if err := o.validate(); err != nil {
+	o, st, err := openStore(name, opts)
+	if err != nil {
 		return nil, err
 	}
+	return newQueue(o, st, st, o.ReadOnly), nil
+}
+
+// openStore checks opts and opens the SQLite store of Open; it returns
+// opts with their defaults.
+func openStore(name string, opts *Options) (Options, *sqlite.Store, error) {
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return o, nil, err
+	}
 	if o.ListenURL != "" {
-		return nil, errListenURLOnSQLite
+		return o, nil, errListenURLOnSQLite
 	}
 	st, err := sqlite.Open(name, o.sqliteOptions())
 	if err != nil {
-		return nil, wrapf("%w", err)
+		return o, nil, wrapf("%w", err)
 	}
-	var s store.Backend = st
-	if f.Wrap != nil {
-		s = f.Wrap(st)
-	}
-	q := newQueue(o, s, st, o.ReadOnly)
-	q.faults = f
-	return q, nil
+	return o, st, nil
 }
 
 // New returns a queue that keeps its tables (named lq_*) in the application's
@@ -497,27 +501,30 @@ func newQueue(o Options, st store.Backend, lite *sqlite.Store, readOnly bool) *Q
 	if o.OnEvent != nil {
 		q.events = newEventPump(o.OnEvent, o.EventBuffer, o.Logger)
 	}
+	if !readOnly {
+		q.hist = newHistory(st, o.Logger)
+		q.listeners = append(q.listeners, q.hist.record)
+	}
 	q.leaseSeq.Store(rand.Int64N(1 << 40))
 	return q
 }
 
-func init() {
-	store.NewQueue = func(st store.Backend, opts any) (any, error) {
-		o, _ := opts.(*Options)
-		oo := o.withDefaults()
-		if err := oo.validate(); err != nil {
-			return nil, err
-		}
-		if oo.ReadOnly {
-			// A store opened read-only says so; the queue then refuses writes
-			// itself and keeps no history.
-			if ro, ok := st.(interface{ ReadOnly() bool }); !ok || !ro.ReadOnly() {
-				return nil, errors.New("litequeue: Options.ReadOnly needs a store opened read-only")
-			}
-			return newQueue(oo, st, nil, true), nil
-		}
-		return newQueue(oo, st, nil, false), nil
+// NewWithBackend returns a queue on b, a storage backend of this module
+// (package postgres opens its queues with it); applications use Open, New or
+// postgres.Open. A nil opts means defaults. Options.ReadOnly needs a backend
+// opened read-only: the queue then refuses writes itself and keeps no
+// history. NewWithBackend validates opts as Open does and starts nothing.
+func NewWithBackend(b store.Backend, opts *Options) (*Queue, error) {
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
 	}
+	if o.ReadOnly {
+		if ro, ok := b.(interface{ ReadOnly() bool }); !ok || !ro.ReadOnly() {
+			return nil, errors.New("litequeue: Options.ReadOnly needs a store opened read-only")
+		}
+	}
+	return newQueue(o, b, nil, o.ReadOnly), nil
 }
 
 // config returns the configuration of the named queue.

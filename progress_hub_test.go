@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/litequeue/litequeue/internal/testbridge"
+	"github.com/litequeue/litequeue/internal/kitlink"
 )
 
 // TestProgressHubForgetsAnAttemptWhenItsHandlerReturns: the latest report
@@ -63,12 +63,12 @@ func TestProgressHubForgetsAnAttemptWhenItsHandlerReturns(t *testing.T) {
 // the same id would start from it).
 func TestProgressHubKeepsNothingOfAnUnclaimedRun(t *testing.T) {
 	h := setup(t, nil)
-	hv, _, _ := captureHandler(func(q any) {
-		Register(q.(*Queue), func(ctx context.Context, d *Delivery[SendEmail]) error {
+	hv := captureHandler(func(q *Queue) {
+		Register(q, func(ctx context.Context, d *Delivery[SendEmail]) error {
 			return d.SetProgress(0.5, "half")
 		})
 	})
-	require.NoError(t, runHandler(context.Background(), hv, h.q, []byte(`{"to":"x"}`), testbridge.Spec{ID: 1, Attempt: 1}))
+	require.NoError(t, runHandler(context.Background(), hv, h.q, []byte(`{"to":"x"}`), kitlink.Spec{ID: 1, Attempt: 1}))
 	hub := h.q.progressHub()
 	hub.mu.Lock()
 	defer hub.mu.Unlock()

@@ -82,7 +82,8 @@ func scheduleHelper(path string) error {
 		wakes     uint64
 	}
 	rounds := make(chan round, 1024)
-	scheduleRoundHooks.Store(q, func(now, next time.Time, wakes uint64) { rounds <- round{now, next, wakes} })
+	hook := func(now, next time.Time, wakes uint64) { rounds <- round{now, next, wakes} }
+	q.scheduleRound.Store(&hook)
 	if err := q.Start(ctx); err != nil {
 		return err
 	}

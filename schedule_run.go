@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -78,11 +77,6 @@ func (q *Queue) wakeScheduler() {
 // round failed (the database stayed locked, the disk is full).
 const scheduleRetry = 5 * time.Second
 
-// scheduleRoundHooks, set only by tests (by *Queue), is told the clock time
-// of each finished round, the next wake-up it set (zero: none) and how many
-// wakes had been asked for when it began.
-var scheduleRoundHooks sync.Map
-
 func (s *scheduler) loop() {
 	defer s.r.bg.Done()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -113,8 +107,8 @@ func (s *scheduler) loop() {
 			s.alarm.set(next, false)
 		}
 		s.emitEvents()
-		if h, ok := scheduleRoundHooks.Load(s.q); ok {
-			h.(func(now, next time.Time, wakes uint64))(now, next, wakes)
+		if h := s.q.scheduleRound.Load(); h != nil {
+			(*h)(now, next, wakes)
 		}
 		select {
 		case <-s.r.stopping:

@@ -40,7 +40,7 @@ type schedProbe struct {
 func probeScheduler(t *testing.T, q *Queue) *schedProbe {
 	p := &schedProbe{ch: make(chan struct{}, 1)}
 	p.q = q
-	scheduleRoundHooks.Store(q, func(now, next time.Time, wakes uint64) {
+	hook := func(now, next time.Time, wakes uint64) {
 		p.mu.Lock()
 		p.rounds = append(p.rounds, schedRound{now, next, wakes})
 		p.mu.Unlock()
@@ -48,8 +48,9 @@ func probeScheduler(t *testing.T, q *Queue) *schedProbe {
 		case p.ch <- struct{}{}:
 		default:
 		}
-	})
-	t.Cleanup(func() { scheduleRoundHooks.Delete(q) })
+	}
+	q.scheduleRound.Store(&hook)
+	t.Cleanup(func() { q.scheduleRound.Store(nil) })
 	return p
 }
 

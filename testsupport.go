@@ -7,24 +7,51 @@ import (
 	"sort"
 	"time"
 
+	"github.com/litequeue/litequeue/internal/kitlink"
 	"github.com/litequeue/litequeue/internal/store"
-	"github.com/litequeue/litequeue/internal/testbridge"
 )
 
-// The test kit (package litequeuetest) reaches the queue through
-// internal/testbridge; nothing here is exported.
-func init() {
-	testbridge.Handled = func(q any) []testbridge.Pair { return q.(*Queue).handledPairs() }
-	testbridge.StoreOf = func(q any) store.Backend { return q.(*Queue).store }
-	testbridge.LoadOf = func(ctx context.Context, q any) (testbridge.Load, error) { return q.(*Queue).load(ctx) }
-	testbridge.Capture = captureHandler
-	testbridge.Run = runHandler
-	testbridge.RunStored = runStored
-	testbridge.Open = func(name string, opts any, f testbridge.Faults) (any, error) {
-		o, _ := opts.(*Options)
-		return open(name, o, f)
+// The test kit (package litequeuetest) reaches the queue through the typed
+// link of internal/kitlink, registered here; nothing here is exported.
+func init() { kitlink.Register[*Queue, *Options](kitLink{}) }
+
+// kitLink is the root package's kitlink.Link.
+type kitLink struct{}
+
+// Open opens the queue as Open does, over the store f.Wrap makes of the
+// SQLite store, with the outcome hooks of f.
+func (kitLink) Open(name string, opts *Options, f kitlink.Faults) (*Queue, error) {
+	o, st, err := openStore(name, opts)
+	if err != nil {
+		return nil, err
 	}
+	var b store.Backend = st
+	if f.Wrap != nil {
+		b = f.Wrap(st)
+	}
+	q := newQueue(o, b, st, o.ReadOnly)
+	q.faults = kitlink.Faults{Drop: f.Drop, Lost: f.Lost}
+	return q, nil
 }
+
+func (kitLink) Handled(q *Queue) []kitlink.Pair { return q.handledPairs() }
+
+func (kitLink) Store(q *Queue) store.Backend { return q.store }
+
+func (kitLink) Load(ctx context.Context, q *Queue) (kitlink.Load, error) { return q.load(ctx) }
+
+func (kitLink) Capture(register func(*Queue)) kitlink.Handler { return captureHandler(register) }
+
+func (kitLink) Run(ctx context.Context, h kitlink.Handler, cfg *Queue, payload []byte, spec kitlink.Spec) error {
+	return runHandler(ctx, h.(*handler), cfg, payload, spec)
+}
+
+func (kitLink) RunStored(ctx context.Context, h kitlink.Handler, q *Queue, payload []byte, spec kitlink.Spec) (int64, error) {
+	return runStored(ctx, h.(*handler), q, payload, spec)
+}
+
+// Registered returns the kind and the queue h was registered for.
+func (h *handler) Registered() (kind, queue string) { return h.kind, h.queue }
 
 // dropOutcome asks the test kit's fault hooks whether the outcome of d's
 // attempt, which ended with err, is lost with its process; if so it reports
@@ -45,18 +72,18 @@ func (q *Queue) outcomeLost(d *delivery, maxAttempts int, err error) {
 	}
 }
 
-func (d *delivery) outcome(maxAttempts int, err error) testbridge.Outcome {
-	return testbridge.Outcome{ID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, MaxAttempts: maxAttempts,
+func (d *delivery) outcome(maxAttempts int, err error) kitlink.Outcome {
+	return kitlink.Outcome{ID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, MaxAttempts: maxAttempts,
 		Err: err, Started: !d.started.IsZero()}
 }
 
 // handledPairs lists the queue and kind of every registered handler.
-func (q *Queue) handledPairs() []testbridge.Pair {
+func (q *Queue) handledPairs() []kitlink.Pair {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	out := make([]testbridge.Pair, 0, len(q.handlers))
+	out := make([]kitlink.Pair, 0, len(q.handlers))
 	for kind, h := range q.handlers {
-		out = append(out, testbridge.Pair{Queue: h.queue, Kind: kind})
+		out = append(out, kitlink.Pair{Queue: h.queue, Kind: kind})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Kind < out[j].Kind })
 	return out
@@ -72,7 +99,7 @@ func (q *Queue) testingStore() (store.Testing, error) {
 }
 
 // load reads how busy the handled jobs of q are at its Clock's now.
-func (q *Queue) load(ctx context.Context) (testbridge.Load, error) {
+func (q *Queue) load(ctx context.Context) (kitlink.Load, error) {
 	pairs := q.handledPairs()
 	handled := make([]store.Handled, len(pairs))
 	for i, p := range pairs {
@@ -80,13 +107,13 @@ func (q *Queue) load(ctx context.Context) (testbridge.Load, error) {
 	}
 	ts, err := q.testingStore()
 	if err != nil {
-		return testbridge.Load{}, err
+		return kitlink.Load{}, err
 	}
 	sl, err := ts.LoadOf(ctx, handled, unixNanos(q.clock))
 	if err != nil {
-		return testbridge.Load{}, wrapf("litequeue: reading the queue's load: %w", err)
+		return kitlink.Load{}, wrapf("litequeue: reading the queue's load: %w", err)
 	}
-	l := testbridge.Load{Busy: sl.Busy, Unhandled: sl.Unhandled, HasNext: sl.HasNext, Unwritten: q.unwrittenCount()}
+	l := kitlink.Load{Busy: sl.Busy, Unhandled: sl.Unhandled, HasNext: sl.HasNext, Unwritten: q.unwrittenCount()}
 	if sl.HasNext {
 		l.Next = time.Unix(0, sl.Next)
 	}
@@ -95,11 +122,11 @@ func (q *Queue) load(ctx context.Context) (testbridge.Load, error) {
 
 // captureHandler registers on a bare queue (no file) and returns what was
 // registered.
-func captureHandler(register func(q any)) (any, string, string) {
+func captureHandler(register func(q *Queue)) *handler {
 	bare := &Queue{handlers: map[string]*handler{}, configs: map[string]QueueConfig{}}
 	register(bare)
-	for kind, h := range bare.handlers {
-		return h, kind, h.queue
+	for _, h := range bare.handlers {
+		return h
 	}
 	panic("litequeuetest: the register function registered no handler")
 }
@@ -109,9 +136,7 @@ func captureHandler(register func(q any)) (any, string, string) {
 // worker would: a success completes the job (unless CompleteTx did), a
 // failure schedules the retry or makes the dead letter, with the attempt in
 // the job's history, and events are emitted.
-func runStored(ctx context.Context, hv any, qv any, payload []byte, spec testbridge.Spec) (int64, error) {
-	h := hv.(*handler)
-	q := qv.(*Queue)
+func runStored(ctx context.Context, h *handler, q *Queue, payload []byte, spec kitlink.Spec) (int64, error) {
 	if err := q.writable(); err != nil {
 		return 0, err
 	}
@@ -196,10 +221,9 @@ func runStored(ctx context.Context, hv any, qv any, payload []byte, spec testbri
 }
 
 // runHandler runs one attempt of h on payload as a worker would, without a
-// claim: the delivery has no lease.
-func runHandler(ctx context.Context, hv any, cfgQueue any, payload []byte, spec testbridge.Spec) error {
-	h := hv.(*handler)
-	q, _ := cfgQueue.(*Queue)
+// claim: the delivery has no lease. q, when not nil, is the queue whose
+// configuration applies.
+func runHandler(ctx context.Context, h *handler, q *Queue, payload []byte, spec kitlink.Spec) error {
 	if q == nil {
 		o := (*Options)(nil).withDefaults()
 		q = &Queue{opts: o, clock: o.Clock, log: o.Logger, rnd: o.Rand, handlers: map[string]*handler{}, configs: map[string]QueueConfig{}}

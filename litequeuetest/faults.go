@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/kitlink"
 	"github.com/litequeue/litequeue/internal/store"
-	"github.com/litequeue/litequeue/internal/testbridge"
 )
 
 // Fault injection: at-least-once delivery means a handler may run again
@@ -194,7 +194,7 @@ func (k *Kit) takeTwice(id int64, kind string) bool {
 }
 
 // drop decides, when a handler has returned, whether its outcome is lost.
-func (k *Kit) drop(o testbridge.Outcome) bool {
+func (k *Kit) drop(o kitlink.Outcome) bool {
 	k.mu.Lock()
 	f := &k.faults
 	if f.lose[o.ID] {
@@ -240,7 +240,7 @@ func (k *Kit) drop(o testbridge.Outcome) bool {
 }
 
 // noteLost records an attempt whose outcome the queue did not write.
-func (k *Kit) noteLost(o testbridge.Outcome) {
+func (k *Kit) noteLost(o kitlink.Outcome) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.lost = append(k.lost, o)
@@ -288,7 +288,7 @@ func (k *Kit) progress() (int, <-chan struct{}) {
 // still running under the lost attempt's lease: no worker holds them, so
 // they are not busy but due at their lease's end — unless that end has
 // come, and they wait to be claimed like any due job.
-func (k *Kit) orphaned(ctx context.Context, l *testbridge.Load) error {
+func (k *Kit) orphaned(ctx context.Context, l *kitlink.Load) error {
 	k.mu.Lock()
 	orphans := maps.Clone(k.orphans)
 	k.mu.Unlock()

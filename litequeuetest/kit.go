@@ -45,8 +45,8 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/kitlink"
 	"github.com/litequeue/litequeue/internal/store"
-	"github.com/litequeue/litequeue/internal/testbridge"
 	"go.uber.org/goleak"
 )
 
@@ -112,7 +112,7 @@ type Kit struct {
 
 	faults  faults     // armed by LoseOutcome, DeliverTwice, DeliverEachTwice
 	writes  writeFault // armed by FailWrites
-	lost    []testbridge.Outcome
+	lost    []kitlink.Outcome
 	orphans map[int64]int // job -> the attempt whose outcome was lost, while its row may still be running under that attempt's lease
 	early   map[int64]int // job -> lost outcomes of started attempts whose EventStarted is not recorded yet
 }
@@ -173,7 +173,7 @@ func New(t testing.TB, opts *litequeue.Options) *Kit {
 
 	k.Path = filepath.Join(t.TempDir(), "queue.db")
 	k.writes.notify = k.tick
-	qv, err := testbridge.Open(k.Path, &o, testbridge.Faults{
+	q, err := root.Open(k.Path, &o, kitlink.Faults{
 		Wrap: func(s store.Backend) store.Backend { return wrapStore(s, &k.writes, k.crashTx) },
 		Drop: k.drop,
 		Lost: k.noteLost,
@@ -181,7 +181,6 @@ func New(t testing.TB, opts *litequeue.Options) *Kit {
 	if err != nil {
 		t.Fatalf("litequeuetest.New: %v", err)
 	}
-	q := qv.(*litequeue.Queue)
 	k.Queue = q
 	t.Cleanup(func() {
 		k.reportUnusedFaults()
@@ -418,12 +417,12 @@ const nudge = 20 * time.Millisecond
 // queue's load then. A job whose outcome was lost and whose row is still
 // running under that attempt's lease is not running: it is due at the
 // lease's end (Load.Next).
-func (k *Kit) quiet(ctx context.Context) (testbridge.Load, error) {
+func (k *Kit) quiet(ctx context.Context) (kitlink.Load, error) {
 	deadline := time.Now().Add(k.timeout())
 	_, failedAtStart := k.writes.count()
 	for {
 		seen, changed := k.progress()
-		l, err := testbridge.LoadOf(ctx, k.Queue)
+		l, err := root.Load(ctx, k.Queue)
 		if err != nil {
 			return l, err
 		}

@@ -7,14 +7,18 @@ import (
 	"time"
 
 	"github.com/litequeue/litequeue"
-	"github.com/litequeue/litequeue/internal/testbridge"
+	"github.com/litequeue/litequeue/internal/kitlink"
 )
+
+// root is the root package's link to its test kit: the parts of a queue
+// the kit reaches besides the public API.
+var root = kitlink.Of[*litequeue.Queue, *litequeue.Options]()
 
 // WorkOption adjusts the delivery Work hands the handler.
 type WorkOption func(*workConfig)
 
 type workConfig struct {
-	spec    testbridge.Spec
+	spec    kitlink.Spec
 	queue   *litequeue.Queue
 	through bool
 	ctx     context.Context
@@ -74,7 +78,7 @@ func Through(q *litequeue.Queue) WorkOption {
 // works). A job that does not encode as JSON fails the test.
 func Work[J litequeue.Job](t testing.TB, handler func(context.Context, *litequeue.Delivery[J]) error, job J, opts ...WorkOption) error {
 	t.Helper()
-	c := workConfig{spec: testbridge.Spec{ID: 1, Attempt: 1}, ctx: t.Context()}
+	c := workConfig{spec: kitlink.Spec{ID: 1, Attempt: 1}, ctx: t.Context()}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -82,14 +86,10 @@ func Work[J litequeue.Job](t testing.TB, handler func(context.Context, *litequeu
 	if err != nil {
 		t.Fatalf("litequeuetest.Work: the job does not encode as JSON, so Enqueue would refuse it: %v", err)
 	}
-	h, _, _ := testbridge.Capture(func(q any) { litequeue.Register(q.(*litequeue.Queue), handler) })
+	h := root.Capture(func(q *litequeue.Queue) { litequeue.Register(q, handler) })
 	if c.through {
-		_, err := testbridge.RunStored(c.ctx, h, c.queue, payload, c.spec)
+		_, err := root.RunStored(c.ctx, h, c.queue, payload, c.spec)
 		return err
 	}
-	var cfg any
-	if c.queue != nil {
-		cfg = c.queue
-	}
-	return testbridge.Run(c.ctx, h, cfg, payload, c.spec)
+	return root.Run(c.ctx, h, c.queue, payload, c.spec)
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/kitlink"
 	"github.com/litequeue/litequeue/internal/store"
-	"github.com/litequeue/litequeue/internal/testbridge"
 )
 
 func TestOnlyABatchOfClaimsCommitsWithoutWaitingForTheFlush(t *testing.T) {
@@ -171,7 +171,7 @@ func TestNewWithDurabilityProcessSetsTheCommitModePerTransaction(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer q.Close()
-		s := testbridge.StoreOf(q).(*pgStore)
+		s := kitlink.Of[*litequeue.Queue, *litequeue.Options]().Store(q).(*pgStore)
 		sent := recordBatches(s)
 		if _, err := q.Enqueue(ctx, roleJob{N: 1}, nil); err != nil {
 			t.Fatal(err)

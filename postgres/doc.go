@@ -48,7 +48,7 @@
 // itself a probe notification from another connection; when nothing
 // arrives (a pooler in transaction mode passes no notification on) it logs
 // a warning and polls every PollInterval until one does. Options.ListenURL
-// gives the listening connection a URL of its own — the database reached
+// (OpenWith, NewWith) gives the listening connection a URL of its own — the database reached
 // directly — while everything else goes through the pool. A batch whose
 // connection was lost before it could commit is sent again on a new
 // connection, and so is a read whose connection the server ended while it

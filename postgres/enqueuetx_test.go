@@ -46,7 +46,6 @@ func otherDatabase(t *testing.T, u string, admin *sql.DB) string {
 // its own, where the insert would land unnoticed — is refused with
 // ErrOtherDatabase, and nothing is written on either database.
 func TestEnqueueTxRefusesATransactionOnAnotherDatabase(t *testing.T) {
-	needQueue(t)
 	ctx := context.Background()
 	u, admin := pgtest.FreshSchema(t)
 	q, err := postgres.Open(ctx, u, nil)
@@ -100,7 +99,6 @@ func TestEnqueueTxRefusesATransactionOnAnotherDatabase(t *testing.T) {
 // ErrOtherDatabase instead of completing another queue's row or reporting
 // a lost lease.
 func TestCompleteTxRefusesATransactionOnAnotherDatabase(t *testing.T) {
-	needQueue(t)
 	for _, tables := range []bool{true, false} {
 		t.Run(fmt.Sprintf("tables=%v", tables), func(t *testing.T) {
 			ctx := context.Background()
@@ -172,7 +170,6 @@ func (uniqueOutboxJob) UniqueOptions() *litequeue.UniqueOptions { return &litequ
 // nothing. A unique job (inserted one at a time) pays one statement per
 // transaction for the check.
 func TestEnqueueTxChecksTheDatabaseWithoutARoundTripOfItsOwn(t *testing.T) {
-	needQueue(t)
 	ctx := context.Background()
 	u, _ := pgtest.FreshSchema(t)
 	cfg, err := pgx.ParseConfig(u)

@@ -44,10 +44,10 @@ func ExampleOpen() {
 // one listening connection goes around the pooler, so that jobs enqueued by
 // other processes start within milliseconds. (Compiled, not run: it needs
 // a server and a pooler.)
-func ExampleOpen_behindAPooler() {
+func ExampleOpenWith_behindAPooler() {
 	ctx := context.Background()
-	q, err := postgres.Open(ctx, "postgres://app@pgbouncer:6432/app?default_query_exec_mode=simple_protocol",
-		&litequeue.Options{ListenURL: "postgres://app@db.internal:5432/app"})
+	q, err := postgres.OpenWith(ctx, "postgres://app@pgbouncer:6432/app?default_query_exec_mode=simple_protocol",
+		&postgres.Options{ListenURL: "postgres://app@db.internal:5432/app"})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -69,11 +69,8 @@ var (
 // settings and are ignored. Options.ReadOnly refuses every write with
 // ErrReadOnly and creates nothing; it also opens the connections with
 // default_transaction_read_only, unless a pooler refuses that startup
-// parameter. Options.ListenURL, when set, is where the queue's listening
-// connection connects instead of taking one of the pool's (for a url that
-// goes through a pooler in transaction mode, which passes no notifications
-// on); Open connects to it once and refuses one that reaches another
-// database than url's with ErrListenElsewhere.
+// parameter. Open is OpenWith without the settings only PostgreSQL reads
+// (Options.ListenURL).
 //
 // Errors: ErrUnreachable, ErrAuth, ErrNoDatabase (of url or of
 // Options.ListenURL), ErrNoSchema, ErrListenElsewhere;
@@ -82,15 +79,25 @@ var (
 // litequeue.ErrSchemaTooNew when a newer build migrated it. Nothing is
 // written on any of them.
 func Open(ctx context.Context, url string, opts *litequeue.Options) (*litequeue.Queue, error) {
-	var o litequeue.Options
+	return OpenWith(ctx, url, pgOptions(opts))
+}
+
+// OpenWith is Open with the settings only PostgreSQL reads: when
+// opts.ListenURL is set, the queue's listening connection connects there
+// instead of taking one of the pool's (for a url that goes through a pooler
+// in transaction mode, which passes no notifications on); OpenWith connects
+// to it once and refuses one that reaches another database than url's with
+// ErrListenElsewhere. A nil opts means defaults.
+func OpenWith(ctx context.Context, url string, opts *Options) (*litequeue.Queue, error) {
+	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	s, err := openStoreListen(ctx, url, o.ReadOnly, o.Durability == litequeue.DurabilityProcess, o.ListenURL)
+	s, err := openStoreListen(ctx, url, o.ReadOnly, o.Durability == litequeue.DurabilityProcess, o.listenURL())
 	if err != nil {
 		return nil, err
 	}
-	return newQueue(s, opts)
+	return newQueue(s, o.Options)
 }
 
 // New returns a Queue on db, an application's own database opened with
@@ -107,10 +114,16 @@ func Open(ctx context.Context, url string, opts *litequeue.Options) (*litequeue.
 // transactions set synchronous_commit=off for itself, as for Open (db's
 // DSN cannot be read to let a synchronous_commit there win); an EnqueueTx
 // or CompleteTx commits as the application's transaction does. When db
-// goes through a pooler in transaction mode, give Options.ListenURL a
-// direct URL of its database, as for Open; the listening connection then
-// is not one of db's.
+// goes through a pooler in transaction mode, use NewWith and give
+// Options.ListenURL a direct URL of its database, as for OpenWith; the
+// listening connection then is not one of db's.
 func New(db *sql.DB, opts *litequeue.Options) (*litequeue.Queue, error) {
+	return NewWith(db, pgOptions(opts))
+}
+
+// NewWith is New with the settings only PostgreSQL reads (see OpenWith). A
+// nil opts means defaults.
+func NewWith(db *sql.DB, opts *Options) (*litequeue.Queue, error) {
 	if db == nil {
 		return nil, errors.New("litequeue: postgres.New: db is nil")
 	}
@@ -118,43 +131,34 @@ func New(db *sql.DB, opts *litequeue.Options) (*litequeue.Queue, error) {
 		return nil, fmt.Errorf("%w: SetMaxOpenConns(%d); the queue keeps one connection for LISTEN and writes on others — allow at least 5 plus what the application needs, or 0 (no limit)", ErrPoolTooSmall, m)
 	}
 	ctx := context.Background()
-	var o litequeue.Options
+	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	s, err := newStore(ctx, db, false, o.ReadOnly, o.Durability == litequeue.DurabilityProcess, o.ListenURL)
+	s, err := newStore(ctx, db, false, o.ReadOnly, o.Durability == litequeue.DurabilityProcess, o.listenURL())
 	if err != nil {
 		return nil, err
 	}
-	return newQueue(s, opts)
+	return newQueue(s, o.Options)
 }
 
-func newQueue(s *pgStore, opts *litequeue.Options) (*litequeue.Queue, error) {
-	if store.NewQueue == nil {
-		s.Close()
-		return nil, errors.New("litequeue: this build's litequeue package does not run queues on other stores yet (store.NewQueue is not set); update github.com/litequeue/litequeue")
-	}
-	if opts != nil && opts.Logger != nil {
-		s.log = opts.Logger
+// newQueue makes the queue on s with the queue's own options o.
+func newQueue(s *pgStore, o litequeue.Options) (*litequeue.Queue, error) {
+	if o.Logger != nil {
+		s.log = o.Logger
 	}
 	// The store enforces ReadOnly itself (it refuses every write with
 	// ErrReadOnly); the queue's own constructor takes it for Open only.
-	if opts != nil && opts.ReadOnly {
-		o := *opts
-		o.ReadOnly = false
-		opts = &o
-	}
-	q, err := store.NewQueue(s, opts)
+	// The listening connection's URL is the store's.
+	o.ReadOnly = false
+	//lint:ignore SA1019 the store has the deprecated field's URL already.
+	o.ListenURL = ""
+	q, err := litequeue.NewWithBackend(s, &o)
 	if err != nil {
 		s.Close()
 		return nil, err
 	}
-	lq, ok := q.(*litequeue.Queue)
-	if !ok {
-		s.Close()
-		return nil, fmt.Errorf("litequeue: store.NewQueue returned %T, not *litequeue.Queue", q)
-	}
-	return lq, nil
+	return q, nil
 }
 
 // openStore is Open without the Queue: the store alone. asyncCommit

@@ -218,8 +218,10 @@ func TestNewRefusesAPoolOfOneConnectionAndWritesNothing(t *testing.T) {
 
 // TestOpenChecksTheListenURLAndWritesNothing: an Options.ListenURL that does
 // not parse, reaches no server, or reaches another database than the
-// queue's (where its notifications would never arrive) is refused by Open
-// and New with an error that names it, before any table is written.
+// queue's (where its notifications would never arrive) is refused by
+// OpenWith and NewWith — and, given as the deprecated
+// litequeue.Options.ListenURL, by Open and New — with an error that names
+// it, before any table is written.
 func TestOpenChecksTheListenURLAndWritesNothing(t *testing.T) {
 	u, admin := freshSchema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -249,10 +251,14 @@ func TestOpenChecksTheListenURLAndWritesNothing(t *testing.T) {
 		{"no server", closed.String(), ErrUnreachable, "Options.ListenURL"},
 		{"not a URL", "postgres://[::1", nil, "Options.ListenURL"},
 	} {
-		opts := &litequeue.Options{ListenURL: c.listen}
-		_, errOpen := Open(ctx, u, opts)
-		_, errNew := New(db, opts)
-		for _, err := range []error{errOpen, errNew} {
+		opts := &Options{ListenURL: c.listen}
+		_, errOpen := OpenWith(ctx, u, opts)
+		_, errNew := NewWith(db, opts)
+		//lint:ignore SA1019 the deprecated field is honoured for one release.
+		old := &litequeue.Options{ListenURL: c.listen}
+		_, errOpenOld := Open(ctx, u, old)
+		_, errNewOld := New(db, old)
+		for _, err := range []error{errOpen, errNew, errOpenOld, errNewOld} {
 			if err == nil || !strings.Contains(err.Error(), c.says) || (c.want != nil && !errors.Is(err, c.want)) {
 				t.Errorf("%s: %v, want %v saying %q", c.name, err, c.want, c.says)
 			}
@@ -263,7 +269,13 @@ func TestOpenChecksTheListenURLAndWritesNothing(t *testing.T) {
 	}
 
 	// The queue's own database, reached directly: accepted.
-	q, err := Open(ctx, u, &litequeue.Options{ListenURL: u})
+	q, err := OpenWith(ctx, u, &Options{ListenURL: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Close()
+	//lint:ignore SA1019 the deprecated field is honoured for one release.
+	q, err = Open(ctx, u, &litequeue.Options{ListenURL: u})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,6 @@ func (pooledJob) Kind() string { return "pooled" }
 // DurabilityProcess (synchronous_commit off) and ReadOnly — and uses them:
 // PgBouncer refuses startup parameters it does not know.
 func TestPgBouncerSettingsOfTheQueue(t *testing.T) {
-	needQueue(t)
 	ctx := context.Background()
 	b := pgtest.StartBouncer(t)
 	u, _ := b.FreshDatabase(t)
@@ -51,12 +50,11 @@ func TestPgBouncerSettingsOfTheQueue(t *testing.T) {
 // queue (another process) starts within one. Real time: the bound is
 // generous slack.
 func TestPgBouncerStartsAnotherProcesssJobWithoutNotifications(t *testing.T) {
-	needQueue(t)
 	ctx := context.Background()
 	b := pgtest.StartBouncer(t)
 	u, _ := b.FreshDatabase(t)
 
-	ran, warned := startPooledWorker(t, u, litequeue.Options{})
+	ran, warned := startPooledWorker(t, u, postgres.Options{})
 	for deaf := false; !deaf; {
 		select {
 		case msg := <-warned: // also the warning that the queue has no QueueConfig
@@ -75,12 +73,12 @@ func TestPgBouncerStartsAnotherProcesssJobWithoutNotifications(t *testing.T) {
 // startPooledWorker opens a queue at u with opts and a logger of its
 // warnings, and starts it with a handler of pooledJob that sends each job's
 // N on ran. The queue stops and closes when the test ends.
-func startPooledWorker(t *testing.T, u string, opts litequeue.Options) (ran chan int, warned chan string) {
+func startPooledWorker(t *testing.T, u string, opts postgres.Options) (ran chan int, warned chan string) {
 	t.Helper()
 	ctx := context.Background()
 	warned = make(chan string, 10)
 	opts.Logger = pgtest.Messages{Ch: warned, Level: slog.LevelWarn}.Logger()
-	worker, err := postgres.Open(ctx, u, &opts)
+	worker, err := postgres.OpenWith(ctx, u, &opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { worker.Close() })
 	ran = make(chan int, 4)
@@ -119,12 +117,11 @@ func requireEachStarts(t *testing.T, producer *litequeue.Queue, ran chan int, n 
 // notification can start each job within the test's ten seconds, and the
 // queue does not warn that it hears nothing.
 func TestPgBouncerWithListenURLStartsAnotherProcesssJobAtOnce(t *testing.T) {
-	needQueue(t)
 	ctx := context.Background()
 	b := pgtest.StartBouncer(t)
 	pooled, direct := b.FreshDatabase(t)
 
-	ran, warned := startPooledWorker(t, pooled, litequeue.Options{ListenURL: direct, PollInterval: time.Minute})
+	ran, warned := startPooledWorker(t, pooled, postgres.Options{Options: litequeue.Options{PollInterval: time.Minute}, ListenURL: direct})
 
 	producer, err := postgres.Open(ctx, pooled, nil)
 	require.NoError(t, err)
@@ -147,10 +144,9 @@ func TestPgBouncerWithListenURLStartsAnotherProcesssJobAtOnce(t *testing.T) {
 // through the pooler too reaches the right database, so Open accepts it,
 // but its LISTEN hears nothing: the queue says that of the ListenURL.
 func TestPgBouncerListenURLThroughThePoolerIsReported(t *testing.T) {
-	needQueue(t)
 	b := pgtest.StartBouncer(t)
 	pooled, _ := b.FreshDatabase(t)
-	_, warned := startPooledWorker(t, pooled, litequeue.Options{ListenURL: pooled})
+	_, warned := startPooledWorker(t, pooled, postgres.Options{ListenURL: pooled})
 	for {
 		select {
 		case msg := <-warned: // also the warning that the queue has no QueueConfig

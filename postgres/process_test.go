@@ -17,7 +17,6 @@ import (
 
 	"github.com/litequeue/litequeue"
 	"github.com/litequeue/litequeue/internal/pgtest"
-	"github.com/litequeue/litequeue/internal/store"
 	"github.com/litequeue/litequeue/postgres"
 )
 
@@ -168,7 +167,6 @@ func (w *worker) kill() {
 // schema.
 func setupRuns(t *testing.T, n int) (string, *sql.DB) {
 	t.Helper()
-	needQueue(t)
 	u, _ := pgtest.FreshSchema(t)
 	db, err := sql.Open("pgx", u)
 	if err != nil {
@@ -193,15 +191,6 @@ func setupRuns(t *testing.T, n int) (string, *sql.DB) {
 		t.Fatal(err)
 	}
 	return u, db
-}
-
-// needQueue skips a test of whole queues on a build whose root package
-// cannot run a Queue on another store yet.
-func needQueue(t *testing.T) {
-	t.Helper()
-	if store.NewQueue == nil {
-		t.Skip("the litequeue root package does not run queues on other stores in this build (store.NewQueue is nil)")
-	}
 }
 
 // waitDrained waits until no job is left.

@@ -245,12 +245,6 @@ func (e *DuplicateError) Error() string {
 // Is reports whether target is ErrDuplicate.
 func (e *DuplicateError) Is(target error) bool { return target == ErrDuplicate }
 
-// NewQueue makes a *litequeue.Queue (returned as any) on s with opts (a
-// *litequeue.Options, nil for defaults). The root package sets it at init;
-// backends in sub-packages (postgres) call it, so the root package's public
-// API needs no constructor that names a Backend.
-var NewQueue func(s Backend, opts any) (any, error)
-
 // Backuper is implemented by stores that can write a consistent copy of
 // their database to a file.
 type Backuper interface {
