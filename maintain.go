@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// Maintenance: lease extension while handlers run, and the cleanup of
-// retained completed jobs.
+// Maintenance: the cleanup of retained completed jobs. (Leases are
+// extended in lease.go.)
 
 // maintain deletes retained completed jobs when they expire, on the cleanup
 // alarm: set for the next expiry by completions and here after each
