@@ -98,13 +98,13 @@ func (p *pool) attempt(d *delivery) outcome {
 // returnedWith is the outcome of d's attempt whose handler returned err
 // after took; inTx when it put its success into the caller's transaction.
 func (p *pool) returnedWith(d *delivery, policy RetryPolicy, inTx bool, err error, took time.Duration) outcome {
-	var se *SnoozeError
-	switch {
-	case errors.As(err, &se):
-		return p.snoozedFor(d, policy, se, err, took)
-	case err != nil:
+	if err != nil {
+		if se := (*SnoozeError)(nil); errors.As(err, &se) {
+			return p.snoozedFor(d, policy, se, err, took)
+		}
 		return p.failed(d, policy, err, took)
-	case inTx:
+	}
+	if inTx {
 		return outcome{kind: outSucceededTx, ran: true, took: took, policy: policy}
 	}
 	return outcome{kind: outSucceeded, ran: true, took: took, policy: policy, at: unixNanos(p.q.clock)}

@@ -109,13 +109,16 @@ func (p *pool) record(d *delivery, o outcome) {
 		p.mu.Lock()
 		p.completing[d] = struct{}{}
 		p.mu.Unlock()
-		q.store.Complete(store.Completion{Lease: store.Lease{ID: d.id, Lease: d.lease}, At: o.at,
+		// The callback keeps only what a success needs, not the whole outcome.
+		took, at, policy := o.took, o.at, o.policy
+		q.store.Complete(store.Completion{Lease: store.Lease{ID: d.id, Lease: d.lease}, At: at,
 			Keep: q.opts.CompletedRetention > 0, Notify: func(err error) {
 				p.mu.Lock()
 				delete(p.completing, d)
 				p.mu.Unlock()
-				if err := p.successWritten(d, o.took, err); err != nil {
-					p.keepUnwritten(d, "writing a success failed", err, o)
+				if err := p.successWritten(d, took, err); err != nil {
+					p.keepUnwritten(d, "writing a success failed", err,
+						outcome{kind: outSucceeded, ran: true, took: took, at: at, policy: policy})
 				}
 			}})
 		if q.opts.CompletedRetention > 0 {
