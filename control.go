@@ -163,71 +163,6 @@ func (q *Queue) PurgeCancelled(ctx context.Context, olderThan time.Duration) (in
 	return n, nil
 }
 
-// inflightLease returns p's delivery of l, or nil.
-func (p *pool) inflightLease(l store.Lease) *delivery {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for d := range p.inflight {
-		if d.id == l.ID && d.lease == l.Lease {
-			return d
-		}
-	}
-	return nil
-}
-
-// stopCancelled stops d, whose job was cancelled: its handler's context is
-// cancelled with ErrJobCancelled and its result will be dropped. A delivery
-// whose handler returned already is left to its outcome's write.
-func (p *pool) stopCancelled(d *delivery) {
-	if _, ok := d.move(cancellable, dCancelled); !ok {
-		return
-	}
-	d.mu.Lock()
-	if d.cancel != nil {
-		d.cancel(ErrJobCancelled)
-	}
-	d.mu.Unlock()
-	p.q.log.Info("litequeue: job cancelled while running; the handler's result will be dropped",
-		LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind)
-}
-
-// stopLost handles the deliveries whose rows an extension found no longer
-// held under their leases. Those whose jobs were cancelled are stopped with
-// ErrJobCancelled. Of the others, only a delivery without an outcome yet
-// lost its lease: its handler is stopped with ErrLeaseLost and its result
-// will be dropped. A handler that put its success into the caller's
-// transaction (CompleteTx) finds it committed; an outcome already written
-// (or being written) reports itself.
-func (p *pool) stopLost(lost []*delivery) {
-	if len(lost) == 0 {
-		return
-	}
-	cancelled := map[*delivery]bool{}
-	idx, err := p.q.store.WhichCancelled(context.Background(), leasesOf(lost))
-	if err != nil {
-		p.q.log.Error("litequeue: checking lost leases for cancelled jobs", LogQueue, p.cfg.Name, LogError, err.Error())
-	}
-	for _, i := range idx {
-		cancelled[lost[i]] = true
-	}
-	for _, d := range lost {
-		if cancelled[d] {
-			p.stopCancelled(d)
-			continue
-		}
-		if _, ok := d.move(beforeOutcome, dLost); ok {
-			d.mu.Lock()
-			if d.cancel != nil {
-				d.cancel(ErrLeaseLost)
-			}
-			d.mu.Unlock()
-			p.q.log.Warn("litequeue: lease lost; the handler's result will be dropped", LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind)
-			continue
-		}
-		d.move(setOf(dInTx), dTxEnded)
-	}
-}
-
 // watchWake is the store's wake-up for other processes' writes: every pool
 // re-reads its pause and looks for cancelled jobs among those it runs,
 // then claims.
@@ -286,15 +221,6 @@ func (r *runState) initPaused(ctx context.Context) error {
 		p.paused.Store(ok)
 	}
 	return nil
-}
-
-// dropCancelled ends d, stopped because its job was cancelled, after its
-// handler returned (or before it started): its result, err, is dropped.
-func (p *pool) dropCancelled(d *delivery, err error, took time.Duration) {
-	d.publishOutcome(StateCancelled)
-	p.q.emit(Event{Type: EventCancelled, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
-		Err: errors.Join(ErrJobCancelled, err), Duration: took})
-	p.forget(d)
 }
 
 // PausedQueues returns the queues paused by Pause (in any process), each
@@ -380,50 +306,4 @@ type SnoozeLimitError struct {
 
 func (e *SnoozeLimitError) Error() string {
 	return fmt.Sprintf("litequeue: the job snoozed %d times, the most QueueConfig.MaxSnoozes allows; this snooze (for %s) counts as a failed attempt", e.Max, e.Delay)
-}
-
-// snoozed handles a handler's snooze, err, and reports whether err was
-// one: the job is rescheduled without using its attempt or, past the
-// queue's MaxSnoozes, fails with a *SnoozeLimitError.
-func (p *pool) snoozed(d *delivery, policy RetryPolicy, err error, took time.Duration) bool {
-	var se *SnoozeError
-	if !errors.As(err, &se) {
-		return false
-	}
-	q := p.q
-	now := q.clock.Now()
-	due := addClamped(now, se.Delay)
-	started := d.started
-	if started.IsZero() {
-		started = now
-	}
-	maxSnoozes := p.cfg.MaxSnoozes
-	if maxSnoozes <= 0 {
-		maxSnoozes = DefaultMaxSnoozes
-	}
-	snooze := store.Snooze{Lease: store.Lease{ID: d.id, Lease: d.lease}, Due: due, Max: maxSnoozes,
-		Record: store.Attempt{Attempt: d.attempt, StartedAt: started.UnixNano(), FinishedAt: now.UnixNano(),
-			Error: se.Error(), Decision: string(DecisionSnooze), Delay: int64(se.Delay)}}
-	var failed func() error // past the limit: the failure's write, decided once
-	p.settle(d, "recording a snooze failed", policy.Attempts(), err, func() error {
-		if failed != nil {
-			return failed()
-		}
-		serr := q.store.Snooze(context.Background(), snooze)
-		switch {
-		case errors.Is(serr, store.ErrSnoozeLimit):
-			failed = p.failWrite(d, policy, &SnoozeLimitError{Max: maxSnoozes, Delay: se.Delay}, took)
-			return failed()
-		case errors.Is(serr, ErrLeaseLost):
-			q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: err})
-		case serr != nil:
-			return serr
-		default:
-			p.dueAt(time.Unix(0, due))
-			q.emit(Event{Type: EventSnoozed, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
-				Delay: se.Delay, Decision: DecisionSnooze, Duration: took})
-		}
-		return nil
-	}, p.refusedWrite(d, policy, took))
-	return true
 }

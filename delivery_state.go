@@ -2,7 +2,9 @@ package litequeue
 
 // A delivery's state: where one claimed job of this process is in its life.
 // Each delivery has exactly one state, changed only by the transitions
-// below, each an atomic compare-and-swap from the states it may leave, so
+// listed at the end of this file (start, decideUnstarted, completeInTx,
+// returned, the releases, markCancelled, markLost, txEnded), each an atomic
+// compare-and-swap from the states it may leave, so
 // that the worker, the lease extender, Stop and Cancel, which race for the
 // same delivery, agree on which of them decides what becomes of it:
 //
@@ -11,6 +13,7 @@ package litequeue
 //	   │                 └─────────────┬────────┴───────── handler returned ────────────┘
 //	   │                               ▼
 //	   │                           returned: the outcome is written (or kept unwritten) and reported
+//	   ├──(no handler runs: a payload that does not decode, attempts used up)──▶ returned
 //	   │
 //	   └──(queued or running)──▶ released (Stop, a pause)   — reported EventReleased by the release
 //	                        ──▶ lost (an extension)        — reported EventStale when the handler returns
@@ -89,6 +92,9 @@ func (d *delivery) move(from states, to deliveryState) (deliveryState, bool) {
 	}
 }
 
+// The transitions: every change of a delivery's state is one of these, and
+// nothing else calls move.
+
 // start moves a queued delivery to running; false if Stop, a pause, an
 // extension or Cancel took it first.
 func (d *delivery) start() bool {
@@ -96,12 +102,66 @@ func (d *delivery) start() bool {
 	return ok
 }
 
+// decideUnstarted moves a queued delivery whose outcome is decided without
+// running its handler (a payload that does not decode, attempts used up)
+// to returned; false if Stop, a pause, an extension or Cancel took it first.
+func (d *delivery) decideUnstarted() bool {
+	_, ok := d.move(setOf(dQueued), dReturned)
+	return ok
+}
+
+// completeInTx moves a running delivery whose handler put its success into
+// the caller's transaction (CompleteTx) to inTx.
+func (d *delivery) completeInTx() { d.move(setOf(dRunning), dInTx) }
+
 // returned moves d, whose handler returned, to returned and reports the
 // state it left; ok false when the result was dropped before (released,
 // lost or cancelled: the state it holds).
 func (d *delivery) returned() (from deliveryState, ok bool) {
 	return d.move(handlerRuns, dReturned)
 }
+
+// releaseUnstarted moves a queued delivery to released (a pause before its
+// handler started); false if it left queued already.
+func (d *delivery) releaseUnstarted() bool {
+	_, ok := d.move(setOf(dQueued), dReleased)
+	return ok
+}
+
+// releaseBeforeOutcome moves a delivery without an outcome yet (queued or
+// running) to released (Stop); false if it has left those states.
+func (d *delivery) releaseBeforeOutcome() bool {
+	_, ok := d.move(beforeOutcome, dReleased)
+	return ok
+}
+
+// releaseAgain confirms a delivery is released, moving it there from queued
+// or running (release is idempotent); false if it was decided otherwise.
+func (d *delivery) releaseAgain() bool {
+	_, ok := d.move(releasable, dReleased)
+	return ok
+}
+
+// markCancelled moves a delivery whose job was cancelled to cancelled, unless its
+// handler returned already; false then.
+func (d *delivery) markCancelled() bool {
+	_, ok := d.move(cancellable, dCancelled)
+	return ok
+}
+
+// markLost moves a delivery without an outcome yet to lost (an extension found
+// its lease lost); false if it has left those states.
+func (d *delivery) markLost() bool {
+	_, ok := d.move(beforeOutcome, dLost)
+	return ok
+}
+
+// txEnded moves a delivery in the caller's transaction to txEnded (an
+// extension found its row no longer held: the transaction committed).
+func (d *delivery) txEnded() { d.move(setOf(dInTx), dTxEnded) }
+
+// inCallersTx reports whether d's success is the caller's transaction's.
+func (d *delivery) inCallersTx() bool { return inCallersTx.has(d.state()) }
 
 // holdsLease reports whether this process still holds d's row under its
 // lease (or means to, until its outcome is written): its lease is extended

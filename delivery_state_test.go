@@ -72,3 +72,45 @@ func TestExtensionAfterTheOutcomeWasWrittenWarnsOfNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, StateScheduled, j.State)
 }
+
+// Each transition leaves exactly the states it lists, for the state it
+// names, and leaves every other state as it is.
+func TestDeliveryTransitionsMoveOnlyFromTheirStates(t *testing.T) {
+	all := []deliveryState{dQueued, dRunning, dInTx, dTxEnded, dReturned, dReleased, dLost, dCancelled}
+	transitions := []struct {
+		name string
+		from []deliveryState
+		to   deliveryState
+		do   func(d *delivery) bool
+	}{
+		{"start", []deliveryState{dQueued}, dRunning, (*delivery).start},
+		{"decideUnstarted", []deliveryState{dQueued}, dReturned, (*delivery).decideUnstarted},
+		{"completeInTx", []deliveryState{dRunning}, dInTx, func(d *delivery) bool { was := d.state(); d.completeInTx(); return d.state() != was }},
+		{"returned", []deliveryState{dRunning, dInTx, dTxEnded}, dReturned, func(d *delivery) bool { _, ok := d.returned(); return ok }},
+		{"releaseUnstarted", []deliveryState{dQueued}, dReleased, (*delivery).releaseUnstarted},
+		{"releaseBeforeOutcome", []deliveryState{dQueued, dRunning}, dReleased, (*delivery).releaseBeforeOutcome},
+		{"releaseAgain", []deliveryState{dQueued, dRunning, dReleased}, dReleased, (*delivery).releaseAgain},
+		{"markCancelled", []deliveryState{dQueued, dRunning, dInTx, dTxEnded}, dCancelled, (*delivery).markCancelled},
+		{"markLost", []deliveryState{dQueued, dRunning}, dLost, (*delivery).markLost},
+		{"txEnded", []deliveryState{dInTx}, dTxEnded, func(d *delivery) bool { was := d.state(); d.txEnded(); return d.state() != was }},
+	}
+	for _, tr := range transitions {
+		for _, s := range all {
+			d := &delivery{}
+			d.st.Store(int32(s))
+			moved := tr.do(d)
+			leaves := setOf(tr.from...).has(s)
+			if tr.to == s && leaves { // releaseAgain from released: it stays, and says so
+				require.True(t, moved, "%s from %d", tr.name, s)
+				require.Equal(t, s, d.state())
+				continue
+			}
+			require.Equal(t, leaves, moved, "%s from %d", tr.name, s)
+			if leaves {
+				require.Equal(t, tr.to, d.state(), "%s from %d", tr.name, s)
+			} else {
+				require.Equal(t, s, d.state(), "%s from %d leaves it", tr.name, s)
+			}
+		}
+	}
+}

@@ -3,13 +3,18 @@ package litequeue
 import (
 	"container/heap"
 	"context"
+	"errors"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/litequeue/litequeue/internal/store"
 )
 
 // Dispatch: claiming due jobs when there are free slots and there may be work,
-// and handing them to the workers in priority, then due-time order.
+// handing them to the workers in priority, then due-time order, keeping
+// account of the jobs the pool holds, and giving back without using an
+// attempt those that will not run here (a pause, Stop).
 
 // claimQuery is what a claim of up to n jobs of p takes now, under a new
 // lease.
@@ -66,27 +71,6 @@ func (p *pool) safeClaimQuery(n int) store.ClaimQuery {
 		cq = p.claimQuery(n)
 	}
 	return cq
-}
-
-// ownLeaseLapsed reports whether a lease p holds ended at or before now:
-// running, of a job not yet released; completing, of a job whose success
-// is queued but not yet written.
-func (p *pool) ownLeaseLapsed(now int64) (running, completing bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for d := range p.inflight {
-		if d.holdsLease() && d.until.Load() <= now {
-			running = true
-			break
-		}
-	}
-	for d := range p.completing {
-		if d.until.Load() <= now {
-			completing = true
-			break
-		}
-	}
-	return running, completing
 }
 
 // nextDue returns when the earliest live job of p's kinds becomes claimable
@@ -338,4 +322,105 @@ func (p *pool) freed(d *delivery) {
 	if wake {
 		p.signal()
 	}
+}
+
+// releaseQueued returns the claimed, unstarted jobs of p.
+func (p *pool) releaseQueued() {
+	var ds []*delivery
+	for {
+		select {
+		case <-p.tokens:
+			p.mu.Lock()
+			d := heap.Pop(&p.ready).(*delivery)
+			p.mu.Unlock()
+			if d.releaseUnstarted() {
+				ds = append(ds, d)
+			} else {
+				p.record(d, dropped(d.state(), false, nil, 0)) // lost or cancelled while it waited
+			}
+			continue
+		default:
+		}
+		break
+	}
+	p.release(ds)
+}
+
+// releaseRunning releases the jobs of p whose handlers have not returned
+// and cancels those handlers' contexts with ErrQueueStopped. A handler that
+// put its success into the caller's transaction (CompleteTx) is cancelled
+// but not released: that transaction decides its outcome. An outcome being
+// written, or kept because its write failed, is not released: its handler
+// finished, and Stop tries its write once more.
+func (p *pool) releaseRunning() {
+	var ds []*delivery
+	for _, d := range p.claimed() {
+		released := d.releaseBeforeOutcome()
+		if !released && !d.inCallersTx() {
+			continue
+		}
+		d.mu.Lock()
+		if d.cancel != nil {
+			d.cancel(ErrQueueStopped)
+		}
+		d.mu.Unlock()
+		if released {
+			ds = append(ds, d)
+		}
+	}
+	p.release(ds)
+}
+
+// releaseTimeout bounds how long a release on shutdown waits for the write
+// lock; past it the jobs come back when their leases expire instead.
+const releaseTimeout = 30 * time.Second
+
+// release puts claimed jobs back to ready without using an attempt, those
+// not yet decided otherwise (started, lost or cancelled: see
+// delivery_state.go), and reports each with EventReleased.
+func (p *pool) release(ds []*delivery) {
+	ds = slices.DeleteFunc(ds, func(d *delivery) bool {
+		return !d.releaseAgain()
+	})
+	if len(ds) == 0 {
+		return
+	}
+	q := p.q
+	now := unixNanos(q.clock)
+	ctx, cancel := withClockTimeout(q.clock, context.Background(), releaseTimeout, errReleaseTimeout)
+	defer cancel()
+	err := q.store.Release(ctx, leasesOf(ds), now)
+	for _, d := range ds {
+		p.forget(d)
+		if err == nil {
+			q.emit(Event{Type: EventReleased, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt})
+		}
+	}
+	if err != nil {
+		q.log.Error("litequeue: release on shutdown failed; the jobs come back when their leases expire", LogQueue, p.cfg.Name, LogError, err.Error())
+	}
+}
+
+var errReleaseTimeout = errors.New("litequeue: releasing jobs on shutdown waited too long for the write lock")
+
+func (p *pool) forget(d *delivery) {
+	p.mu.Lock()
+	delete(p.inflight, d)
+	p.mu.Unlock()
+}
+
+// claimed returns every delivery p holds claimed, queued or running.
+func (p *pool) claimed() []*delivery {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Collect(maps.Keys(p.inflight))
+}
+
+// leasesOf names the claimed rows of ds.
+func leasesOf(ds []*delivery) []store.Lease {
+	leases := make([]store.Lease, len(ds))
+	for i, d := range ds {
+		leases[i] = store.Lease{ID: d.id, Lease: d.lease}
+	}
+	return leases
 }

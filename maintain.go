@@ -2,72 +2,11 @@ package litequeue
 
 import (
 	"context"
-	"slices"
 	"time"
 )
 
-// Maintenance: lease extension while handlers run, and the cleanup of
-// retained completed jobs.
-
-// extendLeases pushes the leases of p's claimed jobs forward every third of
-// the visibility timeout while p holds any, until every handler has returned
-// or been released (also during a graceful Stop). A job whose lease was lost
-// before its outcome has its handler's context cancelled with ErrLeaseLost
-// and its result dropped (see stopLost). With nothing claimed it sets no timer: the claim that makes p
-// busy sets the extension alarm, before any handler of it starts.
-func (p *pool) extendLeases() {
-	defer p.r.keep.Done()
-	defer p.ext.stop()
-	for {
-		select {
-		case <-p.r.settled:
-			return
-		case <-p.ext.C:
-		}
-		// The next round's alarm is set before this round writes, so a
-		// test that sees the extension and then moves a mock clock always
-		// finds it set.
-		p.mu.Lock()
-		busy := len(p.inflight) > 0
-		p.mu.Unlock()
-		if busy {
-			p.ext.set(p.q.clock.Now().Add(p.extendPeriod()), true)
-		}
-		p.extend()
-	}
-}
-
-// extendPeriod is how often the leases of claimed jobs are extended: every
-// third of the visibility timeout.
-func (p *pool) extendPeriod() time.Duration {
-	return max(p.cfg.VisibilityTimeout/3, time.Millisecond)
-}
-
-// extend pushes the lease of every claimed job of p forward by the
-// visibility timeout.
-func (p *pool) extend() {
-	p.rewrite() // a kept outcome written now needs no extension
-	ds := slices.DeleteFunc(p.claimed(), func(d *delivery) bool { return !d.holdsLease() })
-	if len(ds) == 0 {
-		return
-	}
-	until := addClamped(p.q.clock.Now(), p.cfg.VisibilityTimeout)
-	lostIdx, err := p.q.store.Extend(context.Background(), leasesOf(ds), until)
-	if err != nil {
-		p.q.log.Error("litequeue: extending leases failed", LogQueue, p.cfg.Name, LogError, err.Error())
-		return
-	}
-	lost := make([]*delivery, len(lostIdx))
-	for i, k := range lostIdx {
-		lost[i] = ds[k]
-	}
-	for i, d := range ds {
-		if !slices.Contains(lostIdx, i) { // lost leases are rare: lostIdx is short
-			d.until.Store(until)
-		}
-	}
-	p.stopLost(lost) // cancelled jobs (control.go) and lost leases
-}
+// Maintenance: the cleanup of retained completed jobs. (Leases are
+// extended in lease.go.)
 
 // maintain deletes retained completed jobs when they expire, on the cleanup
 // alarm: set for the next expiry by completions and here after each

@@ -64,19 +64,6 @@ func ownTimeout(job any) (time.Duration, bool) {
 	return 0, false
 }
 
-// timeoutFor returns the timeout in force for an attempt: the job type's
-// own when it is positive, none when it is negative, the queue's when it is
-// zero or the type has none.
-func timeoutFor(own time.Duration, hasOwn bool, queueTimeout time.Duration) time.Duration {
-	switch {
-	case hasOwn && own > 0:
-		return own
-	case hasOwn && own < 0:
-		return 0
-	}
-	return queueTimeout
-}
-
 // wrap returns run inside q's middleware, in the order of Use.
 func (q *Queue) wrap(d *delivery, maxAttempts int, timeout time.Duration, run func(context.Context, *delivery) error) func(context.Context, *delivery) error {
 	q.mu.Lock()

@@ -4,12 +4,8 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
-	"time"
-
-	"github.com/litequeue/litequeue/internal/store"
 )
 
 // Unwritten outcomes: an attempt whose outcome (success, retry, dead letter,
@@ -35,39 +31,15 @@ import (
 // in its place.
 const maxOutcomeTries = 3
 
-// unwritten is an outcome kept because its write failed.
-type unwritten struct {
-	write func() error // writes the outcome and emits its events; nil error once written, or dropped as stale
-	// refused, when set, writes a dead letter in place of the outcome after
-	// its tries-th refusal, werr (see refusedWrite).
-	refused     func(werr error, tries int) error
-	tries       int   // failed writes so far
-	maxAttempts int   // for the test kit's report if it is given up
-	err         error // the handler's error, for the same report
-}
-
-// settle writes d's outcome with write and frees d's slot; if the write
-// fails, d keeps its slot and lease, and the outcome is written again later
-// (see keepUnwritten), or replaced by refused (nil: never). msg is logged on
-// the failure.
-func (p *pool) settle(d *delivery, msg string, maxAttempts int, herr error, write func() error, refused func(error, int) error) {
-	err := write()
-	if err == nil {
-		p.freed(d)
-		return
-	}
-	p.keepUnwritten(d, msg, err, unwritten{write: write, refused: refused, tries: 1, maxAttempts: maxAttempts, err: herr})
-}
-
 // keepUnwritten logs msg and the write's error err, and keeps d claimed with
-// its outcome u to be written again. A pool that runs no workers (the test
+// its outcome o to be written again. A pool that runs no workers (the test
 // kit's stand-in) cannot write again: its outcome is lost at once.
-func (p *pool) keepUnwritten(d *delivery, msg string, err error, u unwritten) {
+func (p *pool) keepUnwritten(d *delivery, msg string, err error, o outcome) {
 	q := p.q
 	if p.r == nil {
 		q.log.Error("litequeue: "+msg+"; the job runs again when its lease expires",
 			LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogError, err.Error())
-		q.outcomeLost(d, u.maxAttempts, u.err)
+		q.outcomeLost(d, o.policy.Attempts(), o.err)
 		p.forget(d)
 		return
 	}
@@ -81,9 +53,9 @@ func (p *pool) keepUnwritten(d *delivery, msg string, err error, u unwritten) {
 	// capacity until the outcome is written, and claims nothing more.
 	p.inflight[d] = struct{}{}
 	if p.unwritten == nil {
-		p.unwritten = map[*delivery]unwritten{}
+		p.unwritten = map[*delivery]outcome{}
 	}
-	p.unwritten[d] = u
+	p.unwritten[d] = o
 	p.nUnwritten.Store(int32(len(p.unwritten)))
 	if wasIdle {
 		p.ext.set(q.clock.Now().Add(p.extendPeriod()), true)
@@ -101,19 +73,19 @@ func (p *pool) rewrite() {
 	defer p.rewriting.Unlock()
 	for _, d := range p.unwrittenDeliveries() {
 		p.mu.Lock()
-		u, ok := p.unwritten[d]
+		o, ok := p.unwritten[d]
 		p.mu.Unlock()
 		if !ok {
 			continue
 		}
-		if err := p.writeKept(d, &u); err != nil {
+		if err := p.writeKept(d, &o); err != nil {
 			p.mu.Lock()
 			if _, ok := p.unwritten[d]; ok {
-				p.unwritten[d] = u
+				p.unwritten[d] = o
 			}
 			p.mu.Unlock()
 			p.q.log.Warn("litequeue: writing a kept outcome failed again; it stays kept", LogJobID, d.id,
-				LogQueue, d.queue, LogKind, d.kind, LogAttempt, d.attempt, "tries", u.tries, LogError, err.Error())
+				LogQueue, d.queue, LogKind, d.kind, LogAttempt, d.attempt, "tries", o.tries, LogError, err.Error())
 			return
 		}
 		p.mu.Lock()
@@ -124,19 +96,20 @@ func (p *pool) rewrite() {
 	}
 }
 
-// writeKept writes the kept outcome u of d once more; after its
-// maxOutcomeTries-th refusal that is not a failing device it writes the
-// dead letter that replaces it instead, when u has one.
-func (p *pool) writeKept(d *delivery, u *unwritten) error {
-	err := u.write()
+// writeKept writes the kept outcome o of d once more (write, outcome.go);
+// after its maxOutcomeTries-th refusal that is not a failing device it
+// writes the dead letter that replaces it instead, when o is a failed
+// attempt's.
+func (p *pool) writeKept(d *delivery, o *outcome) error {
+	err := p.write(d, o)
 	if err == nil {
 		return nil
 	}
-	u.tries++
-	if u.refused == nil || u.tries < maxOutcomeTries || deviceFault(err) {
+	o.tries++
+	if !o.refusable() || o.tries < maxOutcomeTries || deviceFault(err) {
 		return err
 	}
-	if rerr := u.refused(err, u.tries); rerr != nil {
+	if rerr := p.writeRefused(d, o, err); rerr != nil {
 		return errors.Join(err, rerr)
 	}
 	return nil
@@ -154,60 +127,6 @@ func deviceFault(err error) bool {
 	return false
 }
 
-// refusedWrite returns the write that replaces d's failed attempt's
-// outcome when the store keeps refusing it: the job becomes a dead letter
-// with reason "outcome refused: …", its last error and attempt record
-// saying what the store answered (werr, after tries writes), OnDead asked
-// (once) for a follow-up — written with it, or without it if the store
-// refuses that too — and EventDead reported with ErrOutcomeRefused.
-func (p *pool) refusedWrite(d *delivery, policy RetryPolicy, took time.Duration) func(werr error, tries int) error {
-	var follow *store.NewJob
-	var asked bool
-	return func(werr error, tries int) error {
-		q := p.q
-		now := q.clock.Now()
-		started := d.started
-		if started.IsZero() {
-			started = now
-		}
-		cause := fmt.Errorf("%w %d times: %w", ErrOutcomeRefused, tries, werr)
-		text := storedText(cause.Error(), maxRefusalBytes)
-		b := store.Burial{Lease: store.Lease{ID: d.id, Lease: d.lease}, At: now.UnixNano(),
-			Reason:    fmt.Sprintf("outcome refused: the store refused to record attempt %d's outcome %d times", d.attempt, tries),
-			LastError: &text,
-			Record: store.Attempt{Attempt: d.attempt, StartedAt: started.UnixNano(), FinishedAt: now.UnixNano(),
-				Error: text, Decision: string(DecisionGiveUp)}}
-		if !asked {
-			asked = true
-			follow = p.followUp(d, cause, func() JobInfo { return p.deadInfo(d, &b) })
-		}
-		b.FollowUp = follow
-		dead := Event{Type: EventDead, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
-			Decision: DecisionGiveUp, Err: cause, Duration: took}
-		err := p.writeBurial(d, b, dead)
-		if err != nil && follow != nil && !errors.Is(err, ErrLeaseLost) && !deviceFault(err) {
-			q.log.Error("litequeue: the store refused the dead letter of a refused outcome with its OnDead follow-up; it is written without it",
-				LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogError, err.Error())
-			b.FollowUp = nil
-			err = p.writeBurial(d, b, dead)
-		}
-		switch {
-		case errors.Is(err, ErrLeaseLost):
-			q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: cause})
-		case err != nil:
-			return err
-		default:
-			q.log.Error("litequeue: the store kept refusing an attempt's outcome; the job is a dead letter in its place",
-				LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogAttempt, d.attempt, LogError, werr.Error())
-		}
-		return nil
-	}
-}
-
-// maxRefusalBytes bounds the store's answer kept with a refused outcome's
-// dead letter.
-const maxRefusalBytes = 1 << 10
-
 // unwrittenDeliveries lists the deliveries whose outcomes are kept, oldest
 // claim first (by id: the order is only for predictable logs and tests).
 func (p *pool) unwrittenDeliveries() []*delivery {
@@ -223,35 +142,14 @@ func (p *pool) unwrittenDeliveries() []*delivery {
 func (p *pool) abandonUnwritten() {
 	for _, d := range p.unwrittenDeliveries() {
 		p.mu.Lock()
-		u := p.unwritten[d]
+		o := p.unwritten[d]
 		delete(p.unwritten, d)
 		p.nUnwritten.Store(int32(len(p.unwritten)))
 		p.mu.Unlock()
 		p.q.log.Error("litequeue: an outcome could not be written before Stop ended; the job runs again when its lease expires",
 			LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind)
-		p.q.outcomeLost(d, u.maxAttempts, u.err)
+		p.q.outcomeLost(d, o.policy.Attempts(), o.err)
 		p.forget(d)
-	}
-}
-
-// successWrite writes d's success now (completed at the Unix nanosecond
-// at), for a success whose first, queued write failed.
-func (p *pool) successWrite(d *delivery, at int64, took time.Duration) func() error {
-	q := p.q
-	return func() error {
-		done := make(chan error, 1)
-		q.store.Complete(store.Completion{Lease: store.Lease{ID: d.id, Lease: d.lease}, At: at,
-			Keep: q.opts.CompletedRetention > 0, Notify: func(err error) { done <- err }})
-		err := q.store.Flush(context.Background())
-		select {
-		case werr := <-done:
-			err = werr
-		default:
-			if err == nil {
-				err = errors.New("litequeue: the success was not written")
-			}
-		}
-		return p.successWritten(d, took, err)
 	}
 }
 

@@ -107,7 +107,7 @@ func (d *delivery) completeTx(ctx context.Context, tx *sql.Tx) error {
 	// The success is the caller's commit now: a lease extension that finds
 	// the row completed before the handler returns is that commit, not a
 	// lost lease.
-	d.move(setOf(dRunning), dInTx)
+	d.completeInTx()
 	return nil
 }
 
@@ -241,10 +241,10 @@ type pool struct {
 	stopped  bool                   // Stop has begun: nothing more goes into jobs
 	kinds    map[string]bool
 
-	completing map[*delivery]struct{}  // successes queued for the store, not yet written (freed from inflight)
-	unwritten  map[*delivery]unwritten // outcomes whose write failed, kept with their leases (unwritten.go)
-	nUnwritten atomic.Int32            // len(unwritten), read without mu
-	rewriting  sync.Mutex              // one rewrite of the kept outcomes at a time
+	completing map[*delivery]struct{} // successes queued for the store, not yet written (freed from inflight)
+	unwritten  map[*delivery]outcome  // outcomes whose write failed, kept with their leases (unwritten.go)
+	nUnwritten atomic.Int32           // len(unwritten), read without mu
+	rewriting  sync.Mutex             // one rewrite of the kept outcomes at a time
 
 	workers sync.WaitGroup
 	running atomic.Int64 // handlers running now (for tests and stats)
@@ -258,15 +258,6 @@ func (p *pool) signal() {
 	case p.wakeCh <- struct{}{}:
 	default:
 	}
-}
-
-// policy returns the policy in force: the job's own when non-nil, else the
-// queue's.
-func (p *pool) policy(own *RetryPolicy) RetryPolicy {
-	if own != nil {
-		return *own
-	}
-	return p.cfg.Retry
 }
 
 // Start starts a pool of workers for every queue that has registered
