@@ -40,15 +40,15 @@ type DashboardStore interface {
 	// dead and cancelled rows with their history. Other rows are left
 	// alone.
 	Bulk(ctx context.Context, op BulkOp, q JobQuery, before int64, n int) (BulkResult, error)
-	// LatestDead returns the limit most recently dead rows f selects,
-	// latest death first (FinishedAt, then id, descending), through an
-	// index of finished rows, with the first DeadMessageChars characters
-	// of each message.
-	LatestDead(ctx context.Context, f DeadFilter, limit int) ([]DeadMessage, error)
-	// DeadBefore returns the up to limit highest-id dead rows f selects
-	// whose id is below before, id descending, with the first
+	// LatestDead returns the limit most recently dead rows q selects (its
+	// States are ignored), latest death first (FinishedAt, then id,
+	// descending), through an index of finished rows, with the first
 	// DeadMessageChars characters of each message.
-	DeadBefore(ctx context.Context, f DeadFilter, before int64, limit int) ([]DeadMessage, error)
+	LatestDead(ctx context.Context, q JobQuery, limit int) ([]DeadMessage, error)
+	// DeadBefore returns the up to limit highest-id dead rows q selects (its
+	// States are ignored) whose id is below before, id descending, with the
+	// first DeadMessageChars characters of each message.
+	DeadBefore(ctx context.Context, q JobQuery, before int64, limit int) ([]DeadMessage, error)
 	// AddHistory adds counts to the history rows of their (queue, minute),
 	// creating them, and deletes the rows of minutes before pruneBefore, in
 	// one write transaction. ErrNoHistory if the database has no history.
@@ -72,17 +72,25 @@ type DashboardStore interface {
 // (a SQLite file whose schema predates it, opened read-only).
 var ErrNoHistory = errors.New("litequeue: the file has no lq_history table (its schema predates the history)")
 
-// JobQuery selects jobs for Search, Count and Bulk. Zero fields select all.
+// JobQuery selects jobs for Search, Count, Bulk, LatestDead and DeadBefore:
+// the rows that meet every condition set. Zero fields select all.
 type JobQuery struct {
 	Queue  string
 	Kind   string
+	Kinds  []string    // when not empty, only rows of one of these kinds
 	States []ListState // any of these; empty means every state
 	// Text keeps the rows whose payload or last error contains it in its
 	// first TextSearchChars characters, ignoring ASCII case; "" keeps all.
 	// No index serves it.
 	Text string
 	IDs  []int64 // when not empty, only these ids
-	Now  int64   // tells ready from scheduled
+	// Time bounds in Unix nanoseconds, 0 for none: CreatedAt at or after
+	// CreatedFrom and before CreatedBefore; FinishedAt at or after
+	// FinishedFrom and before FinishedBefore (a row that never finished
+	// has no FinishedAt and fails a finished bound).
+	CreatedFrom, CreatedBefore   int64
+	FinishedFrom, FinishedBefore int64
+	Now                          int64 // tells ready from scheduled
 }
 
 // PageQuery asks Search for one page. The caller fills every field (Limit
