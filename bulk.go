@@ -11,14 +11,14 @@ import (
 // every enqueue and claim behind it) for long.
 const bulkChunk = 500
 
-// RequeueMatching moves every dead letter that f selects back to ready, due
+// RequeueJobs moves every dead letter that f selects back to ready, due
 // now, with its attempts reset (as Requeue does), and returns how many
 // moved. f.States is ignored: only dead letters move. A dead letter whose
 // idempotency key is now held by a live job stays dead and is not counted.
 // The work is done in transactions of a few hundred jobs, newest first, so
 // other writes of the queue go on meanwhile; a job that changes state
 // between two of them is judged by its state when its turn comes.
-func (q *Queue) RequeueMatching(ctx context.Context, f JobQuery) (int, error) {
+func (q *Queue) RequeueJobs(ctx context.Context, f JobQuery) (int, error) {
 	f.States = []State{StateDead}
 	total, err := q.bulk(ctx, store.BulkRequeue, f, func(r store.BulkResult) { q.afterRequeue(r.Moved) })
 	if err != nil {
@@ -27,12 +27,12 @@ func (q *Queue) RequeueMatching(ctx context.Context, f JobQuery) (int, error) {
 	return total, nil
 }
 
-// CancelMatching cancels every pending (ready or scheduled) job that f
+// CancelJobs cancels every pending (ready or scheduled) job that f
 // selects, as Cancel does (they are kept in state cancelled), and returns
 // how many. Jobs in other states are never touched, whatever f.States says:
 // f.States may narrow the selection to ready or to scheduled jobs; cancel
-// running jobs by id with Cancel. It works in chunks like RequeueMatching.
-func (q *Queue) CancelMatching(ctx context.Context, f JobQuery) (int, error) {
+// running jobs by id with Cancel. It works in chunks like RequeueJobs.
+func (q *Queue) CancelJobs(ctx context.Context, f JobQuery) (int, error) {
 	f.States = narrow(f.States, StateReady, StateScheduled)
 	if len(f.States) == 0 {
 		return 0, nil
@@ -44,11 +44,11 @@ func (q *Queue) CancelMatching(ctx context.Context, f JobQuery) (int, error) {
 	return total, nil
 }
 
-// DeleteMatching deletes every dead, completed or cancelled job that f
-// selects, with its history, and returns how many. Live jobs (pending or running) are
-// never touched, whatever f.States says: cancel pending jobs with
-// CancelMatching. It works in chunks like RequeueMatching.
-func (q *Queue) DeleteMatching(ctx context.Context, f JobQuery) (int, error) {
+// DeleteJobs deletes every dead, completed or cancelled job that f
+// selects, with its history, and returns how many. Live jobs (pending or
+// running) are never touched, whatever f.States says: cancel pending jobs
+// with CancelJobs. It works in chunks like RequeueJobs.
+func (q *Queue) DeleteJobs(ctx context.Context, f JobQuery) (int, error) {
 	f.States = narrow(f.States, StateCompleted, StateDead, StateCancelled)
 	if len(f.States) == 0 {
 		return 0, nil
@@ -58,6 +58,28 @@ func (q *Queue) DeleteMatching(ctx context.Context, f JobQuery) (int, error) {
 		return total, wrapf("litequeue: delete matching jobs: %w", err)
 	}
 	return total, nil
+}
+
+// RequeueMatching moves the dead letters f selects back to ready, as
+// RequeueJobs does.
+//
+// Deprecated: use RequeueJobs.
+func (q *Queue) RequeueMatching(ctx context.Context, f JobQuery) (int, error) {
+	return q.RequeueJobs(ctx, f)
+}
+
+// CancelMatching cancels the pending jobs f selects, as CancelJobs does.
+//
+// Deprecated: use CancelJobs.
+func (q *Queue) CancelMatching(ctx context.Context, f JobQuery) (int, error) {
+	return q.CancelJobs(ctx, f)
+}
+
+// DeleteMatching deletes the finished jobs f selects, as DeleteJobs does.
+//
+// Deprecated: use DeleteJobs.
+func (q *Queue) DeleteMatching(ctx context.Context, f JobQuery) (int, error) {
+	return q.DeleteJobs(ctx, f)
 }
 
 // narrow returns the states of want that have also been asked for (all of
@@ -86,13 +108,13 @@ func (q *Queue) bulk(ctx context.Context, op store.BulkOp, f JobQuery, committed
 	if err := q.writable(); err != nil {
 		return 0, err
 	}
-	if _, err := storeQuery(f, 0); err != nil {
+	if _, ok, err := storeQuery(f, 0); err != nil || !ok {
 		return 0, err
 	}
 	total := 0
 	cursor := int64(1<<63 - 1)
 	for {
-		sq, _ := storeQuery(f, unixNanos(q.clock))
+		sq, _, _ := storeQuery(f, unixNanos(q.clock))
 		r, err := q.store.Bulk(ctx, op, sq, cursor, bulkChunk)
 		if err != nil {
 			return total, err

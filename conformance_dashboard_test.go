@@ -28,6 +28,7 @@ func init() {
 		{"QueueSummariesMatchStatsAndCap", testSummaries},
 		{"QueueSummariesBoundTheOldestReadySearchByPriorityLevels", testSummariesPriorityLevels},
 		{"BulkActionsTouchOnlyTheirStatesInChunks", testBulk},
+		{"JobQuerySelectsByKindsAndTimeBounds", testJobQueryBounds},
 		{"DeadLetterGroupsAndRequeueGroup", testDeadGroups},
 		{"DeadLetterGroupsReadTheStartOfEachMessageAndBoundTheGroups", testDeadGroupsBounded},
 		{"HistoryCountsOutcomesPerMinutePersistsAndPrunes", testHistory},
@@ -513,4 +514,35 @@ func j2time(t *testing.T, h *Harness, id int64) time.Time {
 	j, err := h.Q.Job(context.Background(), id)
 	require.NoError(t, err)
 	return j.VisibleAt
+}
+
+func testJobQueryBounds(t *testing.T, b conformanceBackend) {
+	h := setup(t, b, queues(queue(litequeue.NoRetry())))
+	ctx := context.Background()
+	start := h.Clock.Now()
+	first, err := h.Q.Enqueue(ctx, Email{To: "a"}, nil)
+	require.NoError(t, err)
+	h.Clock.Add(time.Hour)
+	mid := h.Clock.Now()
+	second, err := h.Q.Enqueue(ctx, Email{To: "b"}, nil)
+	require.NoError(t, err)
+
+	page, err := h.Q.ListJobs(ctx, litequeue.JobQuery{CreatedFrom: mid}, litequeue.PageRequest{})
+	require.NoError(t, err)
+	require.Equal(t, []int64{second}, pageIDs(page))
+	page, err = h.Q.ListJobs(ctx, litequeue.JobQuery{CreatedFrom: start, CreatedBefore: mid}, litequeue.PageRequest{})
+	require.NoError(t, err)
+	require.Equal(t, []int64{first}, pageIDs(page))
+	n, err := h.Q.CountJobs(ctx, litequeue.JobQuery{Kinds: []string{Email{}.Kind(), "other"}}, 0)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	n, err = h.Q.CountJobs(ctx, litequeue.JobQuery{Kinds: []string{"other"}}, 0)
+	require.NoError(t, err)
+	require.Equal(t, 0, n)
+	n, err = h.Q.CountJobs(ctx, litequeue.JobQuery{FinishedBefore: h.Clock.Now().Add(time.Hour)}, 0)
+	require.NoError(t, err)
+	require.Equal(t, 0, n, "no job has finished")
+	n, err = h.Q.CountJobs(ctx, litequeue.JobQuery{Kinds: []string{"\xff"}}, 0)
+	require.NoError(t, err)
+	require.Equal(t, 0, n, "a kind no name can be selects nothing")
 }

@@ -12,7 +12,7 @@ import (
 // error message (see NormalizeError).
 type DeadGroup struct {
 	// Key is the normalised message shared by the group; pass it to
-	// RequeueDeadGroup.
+	// RequeueGroup.
 	Key   string `json:"key"`
 	Count int    `json:"count"`
 	// FirstSeen and LastSeen are the earliest and latest death in the group.
@@ -28,8 +28,8 @@ type DeadGroup struct {
 	// (newest first).
 	Queues []string `json:"queues"`
 	Kinds  []string `json:"kinds"`
-	// Merged, when above 0, marks the remainder group that DeadLetterGroups
-	// returns last when there are more groups than DeadGroupQuery.MaxGroups:
+	// Merged, when above 0, marks the remainder group that GroupDeadLetters
+	// returns last when there are more groups than GroupLimits.MaxGroups:
 	// the dead letters of the Merged smallest groups, counted together. Its
 	// Key is "" (it cannot be requeued as one group); its sample, times,
 	// queues and kinds are those of all its dead letters.
@@ -40,11 +40,8 @@ type DeadGroup struct {
 // reads: its first 1,024 characters.
 const DeadMessagePrefix = store.DeadMessageChars
 
-// DeadGroupQuery selects the dead letters DeadLetterGroups groups. Zero
-// fields select all.
-type DeadGroupQuery struct {
-	Queue string
-	Kind  string
+// GroupLimits bounds the work and the answer of GroupDeadLetters.
+type GroupLimits struct {
 	// Limit bounds the work: only the Limit most recent dead letters are
 	// read (through the finished index). Default DefaultGroupLimit (10,000).
 	Limit int
@@ -55,11 +52,22 @@ type DeadGroupQuery struct {
 	MaxGroups int
 }
 
-// Defaults of DeadGroupQuery.
+// Defaults of GroupLimits.
 const (
 	DefaultGroupLimit = 10_000
 	DefaultMaxGroups  = 100
 )
+
+// DeadGroupQuery selects the dead letters DeadLetterGroups groups. Zero
+// fields select all.
+//
+// Deprecated: use JobQuery and GroupLimits with GroupDeadLetters.
+type DeadGroupQuery struct {
+	Queue     string
+	Kind      string
+	Limit     int // GroupLimits.Limit
+	MaxGroups int // GroupLimits.MaxGroups
+}
 
 // maxGroupNames bounds DeadGroup.Queues and DeadGroup.Kinds.
 const maxGroupNames = 50
@@ -91,21 +99,25 @@ func addName(names []string, name string) []string {
 	return append(names, name)
 }
 
-// DeadLetterGroups groups the most recent dead letters (up to f.Limit) by
-// normalised error message, largest group first (then most recent), at most
-// f.MaxGroups groups (the last one the remainder, see DeadGroup.Merged). It
-// reads through the finished index, newest first, and only the start of
-// each message (DeadMessagePrefix), so its cost is bounded by f.Limit
-// however many dead letters the file holds and however long their
-// messages. It works on a read-only queue.
-func (q *Queue) DeadLetterGroups(ctx context.Context, f DeadGroupQuery) ([]DeadGroup, error) {
-	if f.Limit <= 0 {
-		f.Limit = DefaultGroupLimit
+// GroupDeadLetters groups the most recent dead letters f selects (up to
+// l.Limit; f.States is ignored) by normalised error message, largest group
+// first (then most recent), at most l.MaxGroups groups (the last one the
+// remainder, see DeadGroup.Merged). It reads through the finished index,
+// newest first, and only the start of each message (DeadMessagePrefix), so
+// its cost is bounded by l.Limit however many dead letters the file holds
+// and however long their messages. It works on a read-only queue.
+func (q *Queue) GroupDeadLetters(ctx context.Context, f JobQuery, l GroupLimits) ([]DeadGroup, error) {
+	if l.Limit <= 0 {
+		l.Limit = DefaultGroupLimit
 	}
-	if f.MaxGroups <= 0 {
-		f.MaxGroups = DefaultMaxGroups
+	if l.MaxGroups <= 0 {
+		l.MaxGroups = DefaultMaxGroups
 	}
-	msgs, err := q.store.LatestDead(ctx, store.DeadFilter{Queue: f.Queue, Kind: f.Kind}, f.Limit)
+	sq, ok, err := deadQuery(f, unixNanos(q.clock))
+	if err != nil || !ok {
+		return nil, err
+	}
+	msgs, err := q.store.LatestDead(ctx, sq, l.Limit)
 	if err != nil {
 		return nil, wrapf("litequeue: dead letter groups: %w", err)
 	}
@@ -127,18 +139,33 @@ func (q *Queue) DeadLetterGroups(ctx context.Context, f DeadGroupQuery) ([]DeadG
 		out[i] = *g
 	}
 	slices.SortStableFunc(out, func(a, b DeadGroup) int { return b.Count - a.Count })
-	if len(out) > f.MaxGroups {
-		rest := DeadGroup{Merged: len(out) - f.MaxGroups + 1}
-		for _, g := range out[f.MaxGroups-1:] {
+	if len(out) > l.MaxGroups {
+		rest := DeadGroup{Merged: len(out) - l.MaxGroups + 1}
+		for _, g := range out[l.MaxGroups-1:] {
 			rest.merge(g)
 		}
-		out = append(out[:f.MaxGroups-1], rest)
+		out = append(out[:l.MaxGroups-1], rest)
 	}
 	for i := range out {
 		slices.Sort(out[i].Queues)
 		slices.Sort(out[i].Kinds)
 	}
 	return out, nil
+}
+
+// DeadLetterGroups groups the most recent dead letters f selects, as
+// GroupDeadLetters does.
+//
+// Deprecated: use GroupDeadLetters.
+func (q *Queue) DeadLetterGroups(ctx context.Context, f DeadGroupQuery) ([]DeadGroup, error) {
+	return q.GroupDeadLetters(ctx, JobQuery{Queue: f.Queue, Kind: f.Kind}, GroupLimits{Limit: f.Limit, MaxGroups: f.MaxGroups})
+}
+
+// deadQuery converts f to the store's selection of dead letters at now
+// (see storeQuery); f.States is ignored.
+func deadQuery(f JobQuery, now int64) (store.JobQuery, bool, error) {
+	f.States = nil
+	return storeQuery(f, now)
 }
 
 // add counts the dead letter m into g.
@@ -172,23 +199,26 @@ func (g *DeadGroup) merge(o DeadGroup) {
 	}
 }
 
-// RequeueDeadGroup moves every dead letter f selects whose normalised error
-// message is key (a DeadGroup.Key) back to ready, as Requeue does, and
-// returns how many moved. Unlike DeadLetterGroups it reads every dead letter
-// f selects (f.Limit is ignored), in chunks, so the whole group moves, not
-// only its recent part. A dead letter whose idempotency key is now held by a
-// live job stays dead and is not counted.
-func (q *Queue) RequeueDeadGroup(ctx context.Context, key string, f DeadGroupQuery) (int, error) {
+// RequeueGroup moves every dead letter f selects (f.States is ignored)
+// whose normalised error message is key (a DeadGroup.Key) back to ready, as
+// Requeue does, and returns how many moved. Unlike GroupDeadLetters it reads
+// every dead letter f selects, in chunks, so the whole group moves, not
+// only its recent part. A dead letter whose idempotency key is now held by
+// a live job stays dead and is not counted.
+func (q *Queue) RequeueGroup(ctx context.Context, key string, f JobQuery) (int, error) {
 	if err := q.writable(); err != nil {
 		return 0, err
 	}
-	sf := store.DeadFilter{Queue: f.Queue, Kind: f.Kind}
+	sq, ok, err := deadQuery(f, unixNanos(q.clock))
+	if err != nil || !ok {
+		return 0, err
+	}
 	const chunk = bulkChunk * 4
 	cursor := int64(1<<63 - 1)
 	total := 0
 	keys := normalizer{}
 	for {
-		msgs, err := q.store.DeadBefore(ctx, sf, cursor, chunk)
+		msgs, err := q.store.DeadBefore(ctx, sq, cursor, chunk)
 		if err != nil {
 			return total, wrapf("litequeue: requeue dead group: %w", err)
 		}
@@ -199,7 +229,7 @@ func (q *Queue) RequeueDeadGroup(ctx context.Context, key string, f DeadGroupQue
 			}
 		}
 		if len(ids) > 0 {
-			n, err := q.RequeueMatching(ctx, JobQuery{IDs: ids})
+			n, err := q.RequeueJobs(ctx, JobQuery{IDs: ids})
 			total += n
 			if err != nil {
 				return total, err
@@ -210,4 +240,13 @@ func (q *Queue) RequeueDeadGroup(ctx context.Context, key string, f DeadGroupQue
 		}
 		cursor = msgs[len(msgs)-1].ID
 	}
+}
+
+// RequeueDeadGroup moves the dead letters f selects whose normalised error
+// message is key back to ready, as RequeueGroup does (f.Limit and
+// f.MaxGroups are ignored).
+//
+// Deprecated: use RequeueGroup.
+func (q *Queue) RequeueDeadGroup(ctx context.Context, key string, f DeadGroupQuery) (int, error) {
+	return q.RequeueGroup(ctx, key, JobQuery{Queue: f.Queue, Kind: f.Kind})
 }

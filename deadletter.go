@@ -16,6 +16,8 @@ import (
 
 // DeadFilter selects dead letters for RequeueAll and PurgeDead. Zero fields
 // select all.
+//
+// Deprecated: use JobQuery with RequeueJobs and DeleteJobs.
 type DeadFilter struct {
 	Queue string
 	Kind  string
@@ -67,19 +69,10 @@ func (q *Queue) Requeue(ctx context.Context, ids ...int64) (int, error) {
 // RequeueAll moves every dead letter f selects (f.OlderThan is ignored) back
 // to ready as Requeue does, and returns how many moved. A dead letter whose
 // idempotency key is now held by a live job stays dead and is not counted.
+//
+// Deprecated: use RequeueJobs.
 func (q *Queue) RequeueAll(ctx context.Context, f DeadFilter) (int, error) {
-	if err := q.writable(); err != nil {
-		return 0, err
-	}
-	if !storableText(f.Queue) || !storableText(f.Kind) {
-		return 0, nil // no stored name holds NUL or invalid UTF-8
-	}
-	moved, err := q.store.RequeueWhere(ctx, store.DeadFilter{Queue: f.Queue, Kind: f.Kind, IDs: f.IDs}, unixNanos(q.clock))
-	if err != nil {
-		return 0, wrapf("litequeue: requeue dead letters: %w", err)
-	}
-	q.afterRequeue(moved)
-	return len(moved), nil
+	return q.RequeueJobs(ctx, JobQuery{Queue: f.Queue, Kind: f.Kind, IDs: f.IDs})
 }
 
 func (q *Queue) afterRequeue(moved []store.Moved) {
@@ -95,20 +88,13 @@ func (q *Queue) afterRequeue(moved []store.Moved) {
 
 // PurgeDead deletes the dead letters f selects, with their history, and
 // returns how many it deleted.
+//
+// Deprecated: use DeleteJobs with States {StateDead} (and FinishedBefore
+// for f.OlderThan).
 func (q *Queue) PurgeDead(ctx context.Context, f DeadFilter) (int, error) {
-	if err := q.writable(); err != nil {
-		return 0, err
-	}
-	sf := store.DeadFilter{Queue: f.Queue, Kind: f.Kind, IDs: f.IDs}
+	jq := JobQuery{Queue: f.Queue, Kind: f.Kind, IDs: f.IDs, States: []State{StateDead}}
 	if f.OlderThan > 0 {
-		sf.FinishedBefore = unixNanos(q.clock) - int64(f.OlderThan)
+		jq.FinishedBefore = q.clock.Now().Add(-f.OlderThan)
 	}
-	if !storableText(f.Queue) || !storableText(f.Kind) {
-		return 0, nil // no stored name holds NUL or invalid UTF-8
-	}
-	n, err := q.store.PurgeDead(ctx, sf)
-	if err != nil {
-		return 0, wrapf("litequeue: purge dead letters: %w", err)
-	}
-	return n, nil
+	return q.DeleteJobs(ctx, jq)
 }

@@ -7,23 +7,37 @@ import (
 	"github.com/litequeue/litequeue/internal/store"
 )
 
-// JobQuery selects jobs for SearchJobs, CountJobs and the bulk actions
-// (RequeueMatching, CancelMatching, DeleteMatching). Zero fields select all.
+// JobQuery selects jobs: the jobs that meet every condition set. Zero
+// fields select all. It is the one selection of the operator's methods:
+// ListJobs pages through it, CountJobs counts it, RequeueJobs, CancelJobs
+// and DeleteJobs act on it, GroupDeadLetters and RequeueGroup group its
+// dead letters. A Queue, Kind or Kinds entry that no name can be (it holds
+// NUL or invalid UTF-8) selects nothing, on every backend.
 type JobQuery struct {
-	Queue  string
-	Kind   string
+	Queue string
+	Kind  string
+	// Kinds, when not empty, keeps the jobs of one of these kinds (and of
+	// Kind too when Kind is set).
+	Kinds  []string
 	States []State // any of these; empty means every state
 	// Text, when not empty, keeps the jobs whose payload or last error
 	// contains it in its first 4,096 characters, ignoring ASCII case (so
 	// that a search's cost does not grow with what a job stores). A text
-	// filter cannot use an index: SearchJobs bounds its cost with
+	// filter cannot use an index: ListJobs bounds its cost with
 	// PageRequest.ScanLimit.
 	Text string
 	// IDs, when not empty, restricts the selection to these ids.
 	IDs []int64
+	// CreatedFrom and CreatedBefore, when not zero, keep the jobs enqueued
+	// at or after CreatedFrom and before CreatedBefore.
+	CreatedFrom, CreatedBefore time.Time
+	// FinishedFrom and FinishedBefore, when not zero, keep the jobs that
+	// finished (completed, died or were cancelled) at or after FinishedFrom
+	// and before FinishedBefore; a job that has not finished fails them.
+	FinishedFrom, FinishedBefore time.Time
 }
 
-// PageRequest asks SearchJobs for one page of jobs, newest (highest id)
+// PageRequest asks ListJobs for one page of jobs, newest (highest id)
 // first.
 type PageRequest struct {
 	// Before is the cursor: only jobs with an id below it are listed. 0
@@ -45,7 +59,7 @@ const (
 	DefaultScanLimit = 100_000
 )
 
-// JobPage is one page of SearchJobs.
+// JobPage is one page of ListJobs.
 type JobPage struct {
 	Jobs []JobInfo `json:"jobs"`
 	// Next is the cursor of the following (older) page, for
@@ -61,25 +75,46 @@ type JobPage struct {
 }
 
 // storeQuery converts f to the store's selection at now, checking its
-// states.
-func storeQuery(f JobQuery, now int64) (store.JobQuery, error) {
-	sq := store.JobQuery{Queue: f.Queue, Kind: f.Kind, Text: f.Text, IDs: f.IDs, Now: now}
+// states. ok is false when f selects nothing because a name in it cannot
+// be stored.
+func storeQuery(f JobQuery, now int64) (sq store.JobQuery, ok bool, err error) {
+	sq = store.JobQuery{Queue: f.Queue, Kind: f.Kind, Kinds: f.Kinds, Text: f.Text, IDs: f.IDs, Now: now,
+		CreatedFrom: boundNanos(f.CreatedFrom), CreatedBefore: boundNanos(f.CreatedBefore),
+		FinishedFrom: boundNanos(f.FinishedFrom), FinishedBefore: boundNanos(f.FinishedBefore)}
 	for _, s := range f.States {
 		if _, err := ParseState(string(s)); err != nil {
-			return store.JobQuery{}, err
+			return store.JobQuery{}, false, err
 		}
 		sq.States = append(sq.States, listState(s))
 	}
-	return sq, nil
+	ok = storableText(f.Queue) && storableText(f.Kind)
+	for _, k := range f.Kinds {
+		ok = ok && storableText(k)
+	}
+	return sq, ok, nil
 }
 
-// SearchJobs returns one page of the jobs f selects, newest first, by keyset
+// boundNanos is t in Unix nanoseconds, saturated at the stored range; 0
+// (no bound) for the zero time.
+func boundNanos(t time.Time) int64 {
+	switch {
+	case t.IsZero():
+		return 0
+	case t.Before(minStoredTime):
+		return minStoredTime.UnixNano()
+	case t.After(maxStoredTime):
+		return maxStoredTime.UnixNano()
+	}
+	return t.UnixNano()
+}
+
+// ListJobs returns one page of the jobs f selects, newest first, by keyset
 // pagination on the job id: a page reads only the rows of its id window
 // (see PageRequest.ScanLimit) through the primary key, never the whole
 // table, so it stays fast on a file of millions of jobs; a text filter is
 // bounded the same way. It works on a read-only queue. An unknown state is
 // an error.
-func (q *Queue) SearchJobs(ctx context.Context, f JobQuery, p PageRequest) (JobPage, error) {
+func (q *Queue) ListJobs(ctx context.Context, f JobQuery, p PageRequest) (JobPage, error) {
 	now := unixNanos(q.clock)
 	if p.Limit <= 0 {
 		p.Limit = DefaultPageLimit
@@ -87,13 +122,13 @@ func (q *Queue) SearchJobs(ctx context.Context, f JobQuery, p PageRequest) (JobP
 	if p.ScanLimit <= 0 {
 		p.ScanLimit = DefaultScanLimit
 	}
-	sq, err := storeQuery(f, now)
-	if err != nil {
+	sq, ok, err := storeQuery(f, now)
+	if err != nil || !ok {
 		return JobPage{}, err
 	}
 	sp, err := q.store.Search(ctx, sq, store.PageQuery{Before: p.Before, Limit: p.Limit, ScanLimit: p.ScanLimit})
 	if err != nil {
-		return JobPage{}, wrapf("litequeue: search jobs: %w", err)
+		return JobPage{}, wrapf("litequeue: list jobs: %w", err)
 	}
 	page := JobPage{Next: sp.Next, Partial: sp.Partial, ScannedFrom: sp.ScannedFrom, ScannedTo: sp.ScannedTo}
 	for _, j := range sp.Jobs {
@@ -102,13 +137,20 @@ func (q *Queue) SearchJobs(ctx context.Context, f JobQuery, p PageRequest) (JobP
 	return page, nil
 }
 
+// SearchJobs returns one page of the jobs f selects, as ListJobs does.
+//
+// Deprecated: use ListJobs.
+func (q *Queue) SearchJobs(ctx context.Context, f JobQuery, p PageRequest) (JobPage, error) {
+	return q.ListJobs(ctx, f, p)
+}
+
 // CountJobs counts the jobs f selects, stopping at limit (0 or less: no
 // limit) so that the answer is "at least limit" when it returns limit. A
 // state filter counts through an index; a filter by kind or text alone reads
 // every row, so call it for a confirmation, not on every page render.
 func (q *Queue) CountJobs(ctx context.Context, f JobQuery, limit int) (int, error) {
-	sq, err := storeQuery(f, unixNanos(q.clock))
-	if err != nil {
+	sq, ok, err := storeQuery(f, unixNanos(q.clock))
+	if err != nil || !ok {
 		return 0, err
 	}
 	n, err := q.store.Count(ctx, sq, limit)

@@ -26,6 +26,20 @@ func jobQueryWhere(q store.JobQuery, a *args, t string) ([]string, error) {
 	if q.Kind != "" {
 		where = append(where, t+".kind = "+a.add(q.Kind))
 	}
+	if len(q.Kinds) > 0 {
+		where = append(where, t+".kind = ANY ("+a.add(q.Kinds)+")")
+	}
+	for _, b := range []struct {
+		cond string
+		at   int64
+	}{
+		{".created_at >= ", q.CreatedFrom}, {".created_at < ", q.CreatedBefore},
+		{".finished_at >= ", q.FinishedFrom}, {".finished_at < ", q.FinishedBefore},
+	} {
+		if b.at != 0 {
+			where = append(where, t+b.cond+a.add(b.at))
+		}
+	}
 	if len(q.States) > 0 {
 		var ors []string
 		for _, st := range q.States {
@@ -317,18 +331,31 @@ func (s *pgStore) bulkRequeue(ctx context.Context, tx *sql.Tx, ids []int64, now 
 var deadMessageCols = `t.id, t.queue, t.kind, coalesce(t.finished_at, 0), left(coalesce(nullif(t.last_error, ''), t.dead_reason, ''), ` +
 	strconv.Itoa(store.DeadMessageChars) + `)`
 
+// deadQueryWhere is q's conditions on dead rows (alias t).
+func deadQueryWhere(q store.JobQuery, a *args) (string, error) {
+	q.States = []store.ListState{store.ListDead}
+	where, err := jobQueryWhere(q, a, "t")
+	return and(where), err
+}
+
 // LatestDead implements store.Dashboard.
-func (s *pgStore) LatestDead(ctx context.Context, f store.DeadFilter, limit int) ([]store.DeadMessage, error) {
+func (s *pgStore) LatestDead(ctx context.Context, q store.JobQuery, limit int) ([]store.DeadMessage, error) {
 	var a args
-	where := deadWhere(f, &a, "t")
+	where, err := deadQueryWhere(q, &a)
+	if err != nil {
+		return nil, err
+	}
 	return s.deadMessages(ctx, "SELECT "+deadMessageCols+" FROM lq_jobs t WHERE "+where+
 		" ORDER BY t.finished_at DESC, t.id DESC LIMIT "+a.add(limit), a)
 }
 
 // DeadBefore implements store.Dashboard.
-func (s *pgStore) DeadBefore(ctx context.Context, f store.DeadFilter, before int64, limit int) ([]store.DeadMessage, error) {
+func (s *pgStore) DeadBefore(ctx context.Context, q store.JobQuery, before int64, limit int) ([]store.DeadMessage, error) {
 	var a args
-	where := deadWhere(f, &a, "t")
+	where, err := deadQueryWhere(q, &a)
+	if err != nil {
+		return nil, err
+	}
 	return s.deadMessages(ctx, "SELECT "+deadMessageCols+" FROM lq_jobs t WHERE t.id < "+a.add(before)+" AND "+where+
 		" ORDER BY t.id DESC LIMIT "+a.add(limit), a)
 }

@@ -241,7 +241,7 @@ func (s *server) jobs(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
-	pg, err := s.q.SearchJobs(r.Context(), f.query(), litequeue.PageRequest{Before: before, Limit: s.opts.PageSize})
+	pg, err := s.q.ListJobs(r.Context(), f.query(), litequeue.PageRequest{Before: before, Limit: s.opts.PageSize})
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
@@ -294,7 +294,7 @@ func (s *server) dead(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := deadData{Queue: f.Queue, Kind: f.Kind, Limit: litequeue.DefaultGroupLimit}
-	groups, err := s.q.DeadLetterGroups(r.Context(), litequeue.DeadGroupQuery{Queue: d.Queue, Kind: d.Kind, Limit: d.Limit})
+	groups, err := s.q.GroupDeadLetters(r.Context(), litequeue.JobQuery{Queue: d.Queue, Kind: d.Kind}, litequeue.GroupLimits{Limit: d.Limit})
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
@@ -326,7 +326,7 @@ func (s *server) jobAction(w http.ResponseWriter, r *http.Request) {
 		_, err = s.q.Cancel(ctx, id) // a running job's handler is stopped too
 		code = "job-cancelled"       // kept: back to it
 	case "delete":
-		_, err = s.q.DeleteMatching(ctx, litequeue.JobQuery{IDs: []int64{id}})
+		_, err = s.q.DeleteJobs(ctx, litequeue.JobQuery{IDs: []int64{id}})
 		code, back = "job-deleted", rootOf(r)+"/jobs"
 	default:
 		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no action %q; use requeue, cancel or delete", a))
@@ -407,11 +407,11 @@ func (s *server) bulk(w http.ResponseWriter, r *http.Request) {
 	var n int
 	switch req.Action {
 	case "requeue":
-		n, err = s.q.RequeueMatching(ctx, jq)
+		n, err = s.q.RequeueJobs(ctx, jq)
 	case "cancel":
-		n, err = s.q.CancelMatching(ctx, jq)
+		n, err = s.q.CancelJobs(ctx, jq)
 	case "delete":
-		n, err = s.q.DeleteMatching(ctx, jq)
+		n, err = s.q.DeleteJobs(ctx, jq)
 	}
 	if err != nil {
 		s.fail(w, r, http.StatusConflict, fmt.Errorf("%s stopped after %d jobs: %w", strings.ToLower(a.verb), n, err))
@@ -448,7 +448,7 @@ func (s *server) requeueGroup(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
-	gq := litequeue.DeadGroupQuery{Queue: f.Queue, Kind: f.Kind}
+	gq := litequeue.JobQuery{Queue: f.Queue, Kind: f.Kind}
 	if key == "" {
 		s.fail(w, r, http.StatusBadRequest, errors.New("no group given"))
 		return
@@ -460,7 +460,7 @@ func (s *server) requeueGroup(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusOK, "confirm", &page{Title: "Confirm", Nav: "dead", Data: d})
 		return
 	}
-	n, err := s.q.RequeueDeadGroup(r.Context(), key, gq)
+	n, err := s.q.RequeueGroup(r.Context(), key, gq)
 	if err != nil {
 		s.fail(w, r, http.StatusConflict, fmt.Errorf("requeue stopped after %d jobs: %w", n, err))
 		return

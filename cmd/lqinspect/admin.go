@@ -63,7 +63,7 @@ job now holds moves nothing. --all moves every dead letter (of --queue and
 		if err := a.noteQueue(fs, f, *queue); err != nil {
 			return 0, err
 		}
-		return f.q.RequeueAll(ctx, litequeue.DeadFilter{Queue: *queue, Kind: *kind})
+		return f.q.RequeueJobs(ctx, litequeue.JobQuery{Queue: *queue, Kind: *kind})
 	})
 }
 

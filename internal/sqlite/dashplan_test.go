@@ -37,8 +37,9 @@ func TestDashboardQueriesUseIndexes(t *testing.T) {
 	}
 	win := named("now", "before", "floor", "limit", "queue", "kind", "text", "ids")
 	chunk := named("now", "cursor", "chunk", "queue", "kind", "text", "ids")
-	dead, deadArgs := deadWhere(store.DeadFilter{})
-	deadQ, deadQArgs := deadWhere(store.DeadFilter{Queue: "q", Kind: "k"})
+	dead, deadArgs := deadQuery(store.JobQuery{})
+	deadQ, deadQArgs := deadQuery(store.JobQuery{Queue: "q", Kind: "k"})
+	deadK, deadKArgs := deadQuery(store.JobQuery{Kinds: []string{"a", "b"}, FinishedBefore: 1, Text: "x"})
 	type query struct {
 		name string
 		sql  string
@@ -60,9 +61,12 @@ func TestDashboardQueriesUseIndexes(t *testing.T) {
 		{"bulk chunk", bulkSelectSQL(where(store.JobQuery{States: []store.ListState{store.ListDead}})), chunk},
 		{"bulk chunk by ids", bulkSelectSQL(where(store.JobQuery{IDs: []int64{1, 2}, States: []store.ListState{store.ListDead}})), chunk},
 		{"bulk chunk by queue and text", bulkSelectSQL(where(store.JobQuery{Queue: "q", Text: "x"})), chunk},
-		{"dead groups", latestDeadSQL(dead), append(deadArgs, 10)},
-		{"dead groups by queue", latestDeadSQL(deadQ), append(deadQArgs, 10)},
-		{"dead group chunk", deadBeforeSQL(deadQ), append(append([]any{1}, deadQArgs...), 10)},
+		{"dead groups", latestDeadSQL(dead), append(deadArgs, named("limit")...)},
+		{"dead groups by queue", latestDeadSQL(deadQ), append(deadQArgs, named("limit")...)},
+		{"dead groups by kinds, time and text", latestDeadSQL(deadK), append(deadKArgs, named("limit")...)},
+		{"dead group chunk", deadBeforeSQL(deadQ), append(deadQArgs, named("before", "limit")...)},
+		{"jobs page by kinds and time", searchSQL(where(store.JobQuery{Kinds: []string{"a"}, CreatedFrom: 1, CreatedBefore: 2})),
+			named("now", "before", "floor", "limit", "kinds", "created_from", "created_before")},
 		{"job", "SELECT " + JobColumns + " FROM lq_jobs WHERE id = ?", []any{1}},
 		{"job attempts", `SELECT attempt, started_at, finished_at, error, decision, delay FROM lq_attempts WHERE job_id = ? ORDER BY id`, []any{1}},
 		{"history", historySQL + ` AND queue = ? ORDER BY minute, queue`, []any{0, "q"}},

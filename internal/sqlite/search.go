@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -27,6 +28,23 @@ func queryWhere(q store.JobQuery) ([]string, []any) {
 		where = append(where, "kind = :kind")
 		args = append(args, sql.Named("kind", q.Kind))
 	}
+	if len(q.Kinds) > 0 {
+		where = append(where, "kind IN (SELECT value FROM json_each(:kinds))")
+		args = append(args, sql.Named("kinds", stringsJSON(q.Kinds)))
+	}
+	for _, b := range []struct {
+		cond string
+		at   int64
+	}{
+		{"created_at >= :created_from", q.CreatedFrom}, {"created_at < :created_before", q.CreatedBefore},
+		{"finished_at >= :finished_from", q.FinishedFrom}, {"finished_at < :finished_before", q.FinishedBefore},
+	} {
+		if b.at != 0 {
+			name := b.cond[strings.LastIndexByte(b.cond, ':')+1:]
+			where = append(where, b.cond)
+			args = append(args, sql.Named(name, b.at))
+		}
+	}
 	if len(q.States) > 0 {
 		var ors []string
 		for _, s := range q.States {
@@ -43,6 +61,12 @@ func queryWhere(q store.JobQuery) ([]string, []any) {
 		args = append(args, sql.Named("ids", idsJSON(q.IDs)))
 	}
 	return where, args
+}
+
+// stringsJSON is the JSON array of ss, for json_each.
+func stringsJSON(ss []string) string {
+	b, _ := json.Marshal(ss) // a []string always marshals
+	return string(b)
 }
 
 // textSearchSQL keeps the rows whose payload or last error holds :text in

@@ -187,15 +187,15 @@ type Dashboard interface {
 	// the queue (exact when it has no more; OldestReadyCapped when it has).
 	// A queue with no rows counted is absent.
 	Summaries(ctx context.Context, now int64, limit int) ([]QueueSummary, error)
-	// LatestDead returns the limit most recently dead rows f selects,
-	// latest death first (FinishedAt, then id, descending), through an
-	// index of finished rows, with the first DeadMessageChars characters
-	// of each message.
-	LatestDead(ctx context.Context, f DeadFilter, limit int) ([]DeadMessage, error)
-	// DeadBefore returns the up to limit highest-id dead rows f selects
-	// whose id is below before, id descending, with the first
+	// LatestDead returns the limit most recently dead rows q selects (its
+	// States are ignored), latest death first (FinishedAt, then id,
+	// descending), through an index of finished rows, with the first
 	// DeadMessageChars characters of each message.
-	DeadBefore(ctx context.Context, f DeadFilter, before int64, limit int) ([]DeadMessage, error)
+	LatestDead(ctx context.Context, q JobQuery, limit int) ([]DeadMessage, error)
+	// DeadBefore returns the up to limit highest-id dead rows q selects (its
+	// States are ignored) whose id is below before, id descending, with the
+	// first DeadMessageChars characters of each message.
+	DeadBefore(ctx context.Context, q JobQuery, before int64, limit int) ([]DeadMessage, error)
 	// AddHistory adds counts to the history rows of their (queue, minute),
 	// creating them, and deletes the rows of minutes before pruneBefore, in
 	// one write transaction. ErrNoHistory if the database has no history.

@@ -10,17 +10,25 @@ import (
 // (a SQLite file whose schema predates it, opened read-only).
 var ErrNoHistory = errors.New("litequeue: the file has no lq_history table (its schema predates the history)")
 
-// JobQuery selects jobs for Search, Count and Bulk. Zero fields select all.
+// JobQuery selects jobs for Search, Count, Bulk, LatestDead and DeadBefore:
+// the rows that meet every condition set. Zero fields select all.
 type JobQuery struct {
 	Queue  string
 	Kind   string
+	Kinds  []string    // when not empty, only rows of one of these kinds
 	States []ListState // any of these; empty means every state
 	// Text keeps the rows whose payload or last error contains it in its
 	// first TextSearchChars characters, ignoring ASCII case; "" keeps all.
 	// No index serves it.
 	Text string
 	IDs  []int64 // when not empty, only these ids
-	Now  int64   // tells ready from scheduled
+	// Time bounds in Unix nanoseconds, 0 for none: CreatedAt at or after
+	// CreatedFrom and before CreatedBefore; FinishedAt at or after
+	// FinishedFrom and before FinishedBefore (a row that never finished
+	// has no FinishedAt and fails a finished bound).
+	CreatedFrom, CreatedBefore   int64
+	FinishedFrom, FinishedBefore int64
+	Now                          int64 // tells ready from scheduled
 }
 
 // PageQuery asks Search for one page. The caller fills every field (Limit
