@@ -29,11 +29,9 @@ type Clock = clock.Clock
 // since the Unix epoch.
 func unixNanos(c Clock) int64 { return c.Now().UnixNano() }
 
-// Bounds of the times an int64 of Unix nanoseconds holds: years 1678–2262.
-var (
-	minStoredTime = time.Unix(0, -1<<63)
-	maxStoredTime = time.Unix(0, 1<<63-1)
-)
+// maxStoredTime is the latest time an int64 of Unix nanoseconds holds (year
+// 2262).
+var maxStoredTime = time.Unix(0, 1<<63-1)
 
 // addClamped returns t+d in Unix nanoseconds, saturated at the latest time the
 // store can hold instead of wrapping into the past. d below zero counts as 0.
