@@ -7,6 +7,7 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/litequeue/litequeue v0.0.0-00010101000000-000000000000
 	github.com/litequeue/litequeue/metrics/prometheus v0.0.0-00010101000000-000000000000
+	github.com/litequeue/litequeue/web v0.0.0-00010101000000-000000000000
 	github.com/mattn/go-isatty v0.0.24
 	github.com/stretchr/testify v1.12.1
 	modernc.org/sqlite v1.62.0
