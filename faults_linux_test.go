@@ -30,16 +30,17 @@ type faultFS struct {
 }
 
 type faultNode struct {
-	fs.LoopbackNode
+	*fs.LoopbackNode
 	f *faultFS
 }
 
 var (
-	_ fs.NodeWriter    = (*faultNode)(nil)
-	_ fs.NodeWritever  = (*faultNode)(nil)
-	_ fs.NodeFsyncer   = (*faultNode)(nil)
-	_ fs.NodeOnAdder   = (*faultNode)(nil)
-	_ fs.InodeEmbedder = (*faultNode)(nil)
+	_ fs.NodeWrapChilder = (*faultNode)(nil)
+	_ fs.NodeWriter      = (*faultNode)(nil)
+	_ fs.NodeWritever    = (*faultNode)(nil)
+	_ fs.NodeFsyncer     = (*faultNode)(nil)
+	_ fs.NodeOnAdder     = (*faultNode)(nil)
+	_ fs.InodeEmbedder   = (*faultNode)(nil)
 )
 
 // noPassthrough hides the loopback file's backing descriptor: with it, a
@@ -68,6 +69,11 @@ func (n *faultNode) Create(ctx context.Context, name string, flags uint32, mode 
 
 // OnAdd is required by embedding LoopbackNode.
 func (n *faultNode) OnAdd(ctx context.Context) {}
+
+// WrapChild makes every node below the root a faultNode of the same faultFS.
+func (n *faultNode) WrapChild(ctx context.Context, ops fs.InodeEmbedder) fs.InodeEmbedder {
+	return &faultNode{LoopbackNode: ops.(*fs.LoopbackNode), f: n.f}
+}
 
 func (n *faultNode) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
 	if n.f.failWrite.Load() {
@@ -105,10 +111,7 @@ func (m *faultFSMount) Mount(mnt string) error {
 		return err
 	}
 	root := &fs.LoopbackRoot{Path: m.back, Dev: uint64(st.Dev)}
-	root.NewNode = func(r *fs.LoopbackRoot, _ *fs.Inode, _ string, _ *syscall.Stat_t) fs.InodeEmbedder {
-		return &faultNode{LoopbackNode: fs.LoopbackNode{RootData: r}, f: &m.f}
-	}
-	rootNode := root.NewNode(root, nil, "", &st)
+	rootNode := &faultNode{LoopbackNode: &fs.LoopbackNode{RootData: root}, f: &m.f}
 	root.RootNode = rootNode
 	var err error
 	m.server, err = fs.Mount(mnt, rootNode, &fs.Options{MountOptions: fuse.MountOptions{

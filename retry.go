@@ -143,7 +143,7 @@ func (p RetryPolicy) MarshalJSON() ([]byte, error) {
 	if err := p.Backoff.validate(); err != nil {
 		return nil, inBackoff(err)
 	}
-	return json.Marshal(retryPolicyJSON{MaxAttempts: p.MaxAttempts, Backoff: p.Backoff})
+	return json.Marshal(retryPolicyJSON(p))
 }
 
 // UnmarshalJSON reads p from a JSON object with the keys max_attempts and

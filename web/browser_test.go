@@ -200,7 +200,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		clickAndLoad(t, ctx, `form.confirm button[type=submit]`)
 		require.Contains(t, run(t, ctx, chromedp.Text(chromedp.CSS("p.flash"))), "Requeued 3 dead letters")
 		require.Equal(t, 2, dead())
-		page, err := f.q.SearchJobs(bg, litequeue.JobQuery{Text: "timeout after"}, litequeue.PageRequest{})
+		page, err := f.q.ListJobs(bg, litequeue.JobQuery{Text: "timeout after"}, litequeue.PageRequest{})
 		require.NoError(t, err)
 		require.Len(t, page.Jobs, 3)
 		for _, j := range page.Jobs {
@@ -466,7 +466,7 @@ func TestPagingAFilteredListInABrowser(t *testing.T) {
 		return run(t, ctx, chromedp.Evaluate[[][]string](`[...document.querySelectorAll("table.jobs tbody tr")].map(tr =>
 			[tr.querySelector("td:nth-child(2)").textContent, tr.querySelector("td:nth-child(3)").textContent, tr.querySelector(".state").textContent])`))
 	}
-	want, err := f.q.SearchJobs(context.Background(), litequeue.JobQuery{Queue: "invoices", States: []litequeue.State{litequeue.StateDead}},
+	want, err := f.q.ListJobs(context.Background(), litequeue.JobQuery{Queue: "invoices", States: []litequeue.State{litequeue.StateDead}},
 		litequeue.PageRequest{Limit: 100})
 	require.NoError(t, err)
 	ids := func(rs [][]string) []string {

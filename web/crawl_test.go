@@ -170,7 +170,7 @@ func TestEveryLinkLandsWhereItSays(t *testing.T) {
 		var ids []int64
 		p := litequeue.PageRequest{Limit: 1000}
 		for {
-			pg, err := f.q.SearchJobs(ctx, jq, p)
+			pg, err := f.q.ListJobs(ctx, jq, p)
 			require.NoError(t, err)
 			for _, j := range pg.Jobs {
 				ids = append(ids, j.ID)

@@ -313,7 +313,7 @@ func soak(c *config, duration, every time.Duration, rate int, sum *SoakSummary) 
 				l.Backlog += qs.Ready + qs.Scheduled + qs.Running
 			}
 		}
-		if _, err := q.PurgeDead(ctx, litequeue.DeadFilter{OlderThan: time.Minute}); err != nil && l.Error == "" {
+		if _, err := q.DeleteJobs(ctx, litequeue.JobQuery{States: []litequeue.State{litequeue.StateDead}, FinishedBefore: q.Now().Add(-time.Minute)}); err != nil && l.Error == "" {
 			l.Error = "purge dead: " + err.Error()
 		}
 		if err := s.failure(); err != nil && l.Error == "" {

@@ -150,7 +150,11 @@ It asks for confirmation when stdin is a terminal; otherwise pass --yes.`)
 				return 0, fmt.Errorf("%w; nothing was purged", err)
 			}
 		}
-		return f.q.PurgeDead(ctx, litequeue.DeadFilter{Queue: *queue, Kind: *kind, OlderThan: *olderThan, IDs: ids})
+		jq := litequeue.JobQuery{Queue: *queue, Kind: *kind, IDs: ids, States: []litequeue.State{litequeue.StateDead}}
+		if *olderThan > 0 {
+			jq.FinishedBefore = f.q.Now().Add(-*olderThan)
+		}
+		return f.q.DeleteJobs(ctx, jq)
 	})
 }
 
