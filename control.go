@@ -2,9 +2,7 @@ package litequeue
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/litequeue/litequeue/internal/store"
@@ -12,31 +10,6 @@ import (
 
 // Live control: pausing a queue, cancelling a job while it runs, and
 // snoozing a job without using an attempt.
-
-// StateCancelled is the state of a cancelled job: kept (listed by Jobs,
-// counted by Stats) until PurgeCancelled deletes it, never run again.
-const StateCancelled State = "cancelled"
-
-// ErrJobCancelled is the cause with which a running handler's context is
-// cancelled when its job is cancelled (by Cancel here or in another
-// process, or by lqinspect cancel): errors.Is(context.Cause(ctx),
-// ErrJobCancelled) tells it from a shutdown, a timeout or a lost lease.
-var ErrJobCancelled = errors.New("litequeue: job cancelled")
-
-// Events of live control.
-const (
-	EventCancelled EventType = "cancelled" // a job was cancelled: by this process's Cancel, or its handler here was stopped
-	EventSnoozed   EventType = "snoozed"   // a handler snoozed its job: it runs again after Delay, the attempt given back
-	EventPaused    EventType = "paused"    // Pause paused Queue (reported by the process that paused it)
-	EventResumed   EventType = "resumed"   // Resume resumed Queue (reported by the process that resumed it)
-)
-
-// DecisionSnooze is the Decision of an attempt history record written by a
-// snooze.
-const DecisionSnooze Decision = "snooze"
-
-// DefaultMaxSnoozes is QueueConfig.MaxSnoozes' default.
-const DefaultMaxSnoozes = 100
 
 // Pause pauses the named queue, in the database, for every process on it:
 // paused queues claim nothing new (nor does Enqueue hand a job of one
@@ -163,66 +136,6 @@ func (q *Queue) PurgeCancelled(ctx context.Context, olderThan time.Duration) (in
 	return n, nil
 }
 
-// watchWake is the store's wake-up for other processes' writes: every pool
-// re-reads its pause and looks for cancelled jobs among those it runs,
-// then claims.
-func (r *runState) watchWake() {
-	r.q.wakeTx()
-	for _, p := range r.pools {
-		p.recheck.Store(true)
-		p.signal()
-	}
-}
-
-// holdForControl is the dispatcher's check before a claim: after another
-// process's write it re-reads the queue's pause and stops handlers whose
-// jobs were cancelled. It reports true while the queue is paused, having
-// released the jobs claimed but not yet started.
-func (p *pool) holdForControl() bool {
-	recheck := p.recheck.Swap(false)
-	if recheck || p.paused.Load() {
-		// While paused, every wake-up re-reads the pause: another process
-		// may have resumed the queue with this one's polling off.
-		ctx := context.Background()
-		if paused, err := p.q.store.Paused(ctx); err != nil {
-			p.q.log.Error("litequeue: reading paused queues", LogQueue, p.cfg.Name, LogError, err.Error())
-		} else {
-			_, ok := paused[p.cfg.Name]
-			p.paused.Store(ok)
-		}
-	}
-	if recheck {
-		ctx := context.Background()
-		if ds := p.claimed(); len(ds) > 0 {
-			idx, err := p.q.store.WhichCancelled(ctx, leasesOf(ds))
-			if err != nil {
-				p.q.log.Error("litequeue: looking for cancelled jobs", LogQueue, p.cfg.Name, LogError, err.Error())
-			}
-			for _, i := range idx {
-				p.stopCancelled(ds[i])
-			}
-		}
-	}
-	if !p.paused.Load() {
-		return false
-	}
-	p.releaseQueued()
-	return true
-}
-
-// initPaused reads which of r's queues are paused, at Start.
-func (r *runState) initPaused(ctx context.Context) error {
-	paused, err := r.q.store.Paused(ctx)
-	if err != nil {
-		return err
-	}
-	for name, p := range r.pools {
-		_, ok := paused[name]
-		p.paused.Store(ok)
-	}
-	return nil
-}
-
 // PausedQueues returns the queues paused by Pause (in any process), each
 // with the time it was paused; an empty map when none is. Unlike Stats it
 // reads only the small table of queue settings, never the jobs, so a
@@ -237,73 +150,4 @@ func (q *Queue) PausedQueues(ctx context.Context) (map[string]time.Time, error) 
 		out[name] = time.Unix(0, at)
 	}
 	return out, nil
-}
-
-// addPaused marks the paused queues in stats, adding those without jobs,
-// sorted by queue name.
-func (q *Queue) addPaused(ctx context.Context, stats []QueueStats) ([]QueueStats, error) {
-	paused, err := q.store.Paused(ctx)
-	if err != nil {
-		return nil, wrapf("litequeue: stats: %w", err)
-	}
-	seen := map[string]bool{}
-	for i := range stats {
-		if at, ok := paused[stats[i].Queue]; ok {
-			stats[i].Paused, stats[i].PausedAt = true, time.Unix(0, at)
-		}
-		seen[stats[i].Queue] = true
-	}
-	added := false
-	for name, at := range paused {
-		if !seen[name] {
-			stats = append(stats, QueueStats{Queue: name, Paused: true, PausedAt: time.Unix(0, at)})
-			added = true
-		}
-	}
-	if added {
-		sort.Slice(stats, func(i, j int) bool { return stats[i].Queue < stats[j].Queue })
-	}
-	return stats, nil
-}
-
-// SnoozeError asks for the job to run again after Delay without using an
-// attempt. Make one with Snooze.
-type SnoozeError struct {
-	Delay time.Duration
-}
-
-func (e *SnoozeError) Error() string { return fmt.Sprintf("snoozed for %s", e.Delay) }
-
-// Snooze returns the error a handler returns to put its job off for d
-// without using an attempt: the job becomes scheduled, due after d, and its
-// next run has the same Attempt number. Use it when the job is not ready
-// to run yet — a resource it waits for, polling an outside state — and
-// RetryAfter (which counts an attempt) when the attempt failed.
-//
-// A job may snooze QueueConfig.MaxSnoozes times (DefaultMaxSnoozes by
-// default); the snooze after that counts as a failed attempt with a
-// *SnoozeLimitError, and the policy retries it or gives up as with any
-// failure. d of 0 runs the job again as soon as a worker is free. A
-// negative d is a bug in the handler: the attempt fails (counted, so the
-// retry policy applies) with an error wrapping ErrNegativeSnooze.
-func Snooze(d time.Duration) error {
-	if d < 0 {
-		return fmt.Errorf("%w: Snooze(%s); use 0 to run again at once", ErrNegativeSnooze, d)
-	}
-	return &SnoozeError{Delay: d}
-}
-
-// ErrNegativeSnooze is the failure of a handler that returned Snooze with a
-// negative duration.
-var ErrNegativeSnooze = errors.New("litequeue: snooze duration is negative")
-
-// SnoozeLimitError is the failure recorded when a job snoozes more often
-// than QueueConfig.MaxSnoozes allows.
-type SnoozeLimitError struct {
-	Max   int           // the queue's MaxSnoozes
-	Delay time.Duration // the refused snooze's delay
-}
-
-func (e *SnoozeLimitError) Error() string {
-	return fmt.Sprintf("litequeue: the job snoozed %d times, the most QueueConfig.MaxSnoozes allows; this snooze (for %s) counts as a failed attempt", e.Max, e.Delay)
 }

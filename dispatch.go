@@ -3,9 +3,6 @@ package litequeue
 import (
 	"container/heap"
 	"context"
-	"errors"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/litequeue/litequeue/internal/store"
@@ -131,31 +128,6 @@ func (p *pool) queued() int {
 	return p.ready.Len()
 }
 
-// readyHeap orders claimed deliveries by priority, then by the time each
-// became due, then by id: the order the README promises.
-type readyHeap []*delivery
-
-func (h readyHeap) Len() int { return len(h) }
-func (h readyHeap) Less(i, j int) bool {
-	a, b := h[i], h[j]
-	if a.priority != b.priority {
-		return a.priority < b.priority
-	}
-	if a.dueAt != b.dueAt {
-		return a.dueAt < b.dueAt
-	}
-	return a.id < b.id
-}
-func (h readyHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *readyHeap) Push(x any)   { *h = append(*h, x.(*delivery)) }
-func (h *readyHeap) Pop() any {
-	old := *h
-	d := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return d
-}
-
 // reserveDirect reserves a slot of the pool running queue's jobs of kind
 // when that pool is idle — started, nothing claimed waiting in memory, a
 // worker free — so that an enqueue of a job due now can claim in its own
@@ -194,13 +166,6 @@ func (p *pool) handOff(d *delivery) bool {
 	}
 	p.pushLocked(d)
 	return true
-}
-
-// unreserve ends a reservation that handed nothing off.
-func (p *pool) unreserve() {
-	p.mu.Lock()
-	p.reserved--
-	p.mu.Unlock()
 }
 
 // dispatch claims due jobs whenever there are free slots and there may be
@@ -275,15 +240,6 @@ func (p *pool) dispatch() {
 	}
 }
 
-// dueAt makes the dispatcher claim at t (at once if t has come), unless it
-// is already set to claim earlier. It sets the Clock timer before returning,
-// so the caller may report the job's new due time as an event right after.
-func (p *pool) dueAt(t time.Time) {
-	if p.due != nil { // nil in the pool of a test's stored attempt (testsupport.go)
-		p.due.set(t, true)
-	}
-}
-
 // claimableLocked returns how many slots the dispatcher should claim for
 // now, 0 for none: the free slots — the handler slots plus two prefetch
 // allowances (prefetch.go), less the jobs held — unless the workers still
@@ -310,117 +266,62 @@ func (p *pool) moreToClaimLocked() bool {
 	return p.full && p.claimableLocked() > 0
 }
 
-// freed is called when a delivery finishes: if the last claim was full
-// there may be more work waiting for the slot, and the dispatcher is woken
-// once it would claim — not for every freed slot, which would cost a
-// wake-up of the dispatcher per job while free slots gather.
-func (p *pool) freed(d *delivery) {
-	p.mu.Lock()
-	delete(p.inflight, d)
-	wake := p.moreToClaimLocked()
-	p.mu.Unlock()
-	if wake {
+// watchWake is the store's wake-up for other processes' writes: every pool
+// re-reads its pause and looks for cancelled jobs among those it runs,
+// then claims.
+func (r *runState) watchWake() {
+	r.q.wakeTx()
+	for _, p := range r.pools {
+		p.recheck.Store(true)
 		p.signal()
 	}
 }
 
-// releaseQueued returns the claimed, unstarted jobs of p.
-func (p *pool) releaseQueued() {
-	var ds []*delivery
-	for {
-		select {
-		case <-p.tokens:
-			p.mu.Lock()
-			d := heap.Pop(&p.ready).(*delivery)
-			p.mu.Unlock()
-			if d.releaseUnstarted() {
-				ds = append(ds, d)
-			} else {
-				p.record(d, dropped(d.state(), false, nil, 0)) // lost or cancelled while it waited
+// holdForControl is the dispatcher's check before a claim: after another
+// process's write it re-reads the queue's pause and stops handlers whose
+// jobs were cancelled. It reports true while the queue is paused, having
+// released the jobs claimed but not yet started.
+func (p *pool) holdForControl() bool {
+	recheck := p.recheck.Swap(false)
+	if recheck || p.paused.Load() {
+		// While paused, every wake-up re-reads the pause: another process
+		// may have resumed the queue with this one's polling off.
+		ctx := context.Background()
+		if paused, err := p.q.store.Paused(ctx); err != nil {
+			p.q.log.Error("litequeue: reading paused queues", LogQueue, p.cfg.Name, LogError, err.Error())
+		} else {
+			_, ok := paused[p.cfg.Name]
+			p.paused.Store(ok)
+		}
+	}
+	if recheck {
+		ctx := context.Background()
+		if ds := p.claimed(); len(ds) > 0 {
+			idx, err := p.q.store.WhichCancelled(ctx, leasesOf(ds))
+			if err != nil {
+				p.q.log.Error("litequeue: looking for cancelled jobs", LogQueue, p.cfg.Name, LogError, err.Error())
 			}
-			continue
-		default:
+			for _, i := range idx {
+				p.stopCancelled(ds[i])
+			}
 		}
-		break
 	}
-	p.release(ds)
+	if !p.paused.Load() {
+		return false
+	}
+	p.releaseQueued()
+	return true
 }
 
-// releaseRunning releases the jobs of p whose handlers have not returned
-// and cancels those handlers' contexts with ErrQueueStopped. A handler that
-// put its success into the caller's transaction (CompleteTx) is cancelled
-// but not released: that transaction decides its outcome. An outcome being
-// written, or kept because its write failed, is not released: its handler
-// finished, and Stop tries its write once more.
-func (p *pool) releaseRunning() {
-	var ds []*delivery
-	for _, d := range p.claimed() {
-		released := d.releaseBeforeOutcome()
-		if !released && !d.inCallersTx() {
-			continue
-		}
-		d.mu.Lock()
-		if d.cancel != nil {
-			d.cancel(ErrQueueStopped)
-		}
-		d.mu.Unlock()
-		if released {
-			ds = append(ds, d)
-		}
-	}
-	p.release(ds)
-}
-
-// releaseTimeout bounds how long a release on shutdown waits for the write
-// lock; past it the jobs come back when their leases expire instead.
-const releaseTimeout = 30 * time.Second
-
-// release puts claimed jobs back to ready without using an attempt, those
-// not yet decided otherwise (started, lost or cancelled: see
-// delivery_state.go), and reports each with EventReleased.
-func (p *pool) release(ds []*delivery) {
-	ds = slices.DeleteFunc(ds, func(d *delivery) bool {
-		return !d.releaseAgain()
-	})
-	if len(ds) == 0 {
-		return
-	}
-	q := p.q
-	now := unixNanos(q.clock)
-	ctx, cancel := withClockTimeout(q.clock, context.Background(), releaseTimeout, errReleaseTimeout)
-	defer cancel()
-	err := q.store.Release(ctx, leasesOf(ds), now)
-	for _, d := range ds {
-		p.forget(d)
-		if err == nil {
-			q.emit(Event{Type: EventReleased, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt})
-		}
-	}
+// initPaused reads which of r's queues are paused, at Start.
+func (r *runState) initPaused(ctx context.Context) error {
+	paused, err := r.q.store.Paused(ctx)
 	if err != nil {
-		q.log.Error("litequeue: release on shutdown failed; the jobs come back when their leases expire", LogQueue, p.cfg.Name, LogError, err.Error())
+		return err
 	}
-}
-
-var errReleaseTimeout = errors.New("litequeue: releasing jobs on shutdown waited too long for the write lock")
-
-func (p *pool) forget(d *delivery) {
-	p.mu.Lock()
-	delete(p.inflight, d)
-	p.mu.Unlock()
-}
-
-// claimed returns every delivery p holds claimed, queued or running.
-func (p *pool) claimed() []*delivery {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.Collect(maps.Keys(p.inflight))
-}
-
-// leasesOf names the claimed rows of ds.
-func leasesOf(ds []*delivery) []store.Lease {
-	leases := make([]store.Lease, len(ds))
-	for i, d := range ds {
-		leases[i] = store.Lease{ID: d.id, Lease: d.lease}
+	for name, p := range r.pools {
+		_, ok := paused[name]
+		p.paused.Store(ok)
 	}
-	return leases
+	return nil
 }

@@ -94,7 +94,3 @@ func (g *enqueueGate) wait(d *delivery) {
 	g.mu.Unlock()
 	<-ch
 }
-
-// awaitEnqueued waits, before d's EventStarted, until its EventEnqueued was
-// emitted if an enqueue of this process still reports it.
-func (q *Queue) awaitEnqueued(d *delivery) { q.gate.wait(d) }

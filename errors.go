@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/litequeue/litequeue/internal/sqlite"
@@ -194,3 +195,48 @@ var (
 	// name to go on, or Close the queue and Open the path again.
 	ErrFileReplaced = store.ErrFileReplaced
 )
+
+// errPrefix begins the text of every error of the package.
+const errPrefix = "litequeue: "
+
+// wrapf is fmt.Errorf for errors that wrap the package's own errors, whose
+// texts begin with errPrefix too: the prefix is said once, at the start
+// ("litequeue: requeue job 9: job not found", not "litequeue: requeue job 9:
+// litequeue: job not found"). errors.Is and errors.As see what fmt.Errorf's
+// %w verbs wrap.
+func wrapf(format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, errPrefix); ok {
+		for strings.HasPrefix(rest, errPrefix) {
+			rest = rest[len(errPrefix):]
+		}
+		msg = errPrefix + strings.ReplaceAll(rest, ": "+errPrefix, ": ")
+	}
+	return &prefixedError{msg: msg, err: err}
+}
+
+// prefixedError is an error of wrapf: its text with the prefix said once.
+type prefixedError struct {
+	msg string
+	err error // what fmt.Errorf made
+}
+
+func (e *prefixedError) Error() string { return e.msg }
+
+// Unwrap returns what the format's %w verbs wrapped.
+func (e *prefixedError) Unwrap() []error {
+	switch u := e.err.(type) {
+	case interface{ Unwrap() error }:
+		return []error{u.Unwrap()}
+	case interface{ Unwrap() []error }:
+		return u.Unwrap()
+	}
+	return nil
+}
+
+// ErrJobCancelled is the cause with which a running handler's context is
+// cancelled when its job is cancelled (by Cancel here or in another
+// process, or by lqinspect cancel): errors.Is(context.Cause(ctx),
+// ErrJobCancelled) tells it from a shutdown, a timeout or a lost lease.
+var ErrJobCancelled = errors.New("litequeue: job cancelled")

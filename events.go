@@ -1,7 +1,6 @@
 package litequeue
 
 import (
-	"context"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -67,49 +66,6 @@ const (
 	LogDuration = "duration"
 )
 
-// emit reports e: it logs it, tells the queue's listeners (its history) in
-// the emitting goroutine, and hands it to Options.OnEvent.
-func (q *Queue) emit(e Event) {
-	if e.Time.IsZero() {
-		e.Time = q.clock.Now()
-	}
-	level := slog.LevelDebug
-	switch e.Type {
-	case EventRetrying, EventStale:
-		level = slog.LevelWarn
-	case EventDead:
-		level = slog.LevelError
-	case EventSucceeded, EventReleased, EventRequeued:
-		level = slog.LevelInfo
-	}
-	if q.log.Enabled(context.Background(), level) {
-		attrs := []slog.Attr{
-			slog.Int64(LogJobID, e.JobID),
-			slog.String(LogQueue, e.Queue),
-			slog.String(LogKind, e.Kind),
-			slog.Int(LogAttempt, e.Attempt),
-			slog.String(LogOutcome, string(e.Type)),
-		}
-		if e.Delay != 0 {
-			attrs = append(attrs, slog.Duration(LogDelay, e.Delay))
-		}
-		if e.Decision != "" {
-			attrs = append(attrs, slog.String(LogDecision, string(e.Decision)))
-		}
-		if e.Duration != 0 {
-			attrs = append(attrs, slog.Duration(LogDuration, e.Duration))
-		}
-		if e.Err != nil {
-			attrs = append(attrs, slog.String(LogError, e.Err.Error()))
-		}
-		q.log.LogAttrs(context.Background(), level, "litequeue: job "+string(e.Type), attrs...)
-	}
-	for _, l := range q.listeners {
-		l(e)
-	}
-	q.deliver(e)
-}
-
 // DefaultEventBuffer is the default of Options.EventBuffer.
 const DefaultEventBuffer = 4096
 
@@ -155,79 +111,24 @@ func (p *eventPump) run() {
 	}
 }
 
-// deliver hands e to OnEvent's goroutine; when EventBuffer events already
-// wait, e is dropped and counted (DroppedEvents) rather than blocking.
-func (q *Queue) deliver(e Event) {
-	p := q.events
-	if p == nil {
-		return
-	}
-	p.once.Do(func() { go p.run() })
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.closed {
-		return // emitted after Close (a handler that outlived it): nobody listens
-	}
-	select {
-	case p.ch <- pumped{e: e}:
-	default:
-		p.dropped.Add(1)
-	}
-}
+// Events of live control.
+const (
+	EventCancelled EventType = "cancelled" // a job was cancelled: by this process's Cancel, or its handler here was stopped
+	EventSnoozed   EventType = "snoozed"   // a handler snoozed its job: it runs again after Delay, the attempt given back
+	EventPaused    EventType = "paused"    // Pause paused Queue (reported by the process that paused it)
+	EventResumed   EventType = "resumed"   // Resume resumed Queue (reported by the process that resumed it)
+)
 
-// FlushEvents waits until every event emitted before it was called has
-// been handed to Options.OnEvent (and OnEvent returned), or ctx ends; it
-// returns ctx's error then. Tests call it before asserting that an event did
-// not happen. Without OnEvent, or after Close, it returns nil at once.
-func (q *Queue) FlushEvents(ctx context.Context) error {
-	p := q.events
-	if p == nil {
-		return nil
-	}
-	p.once.Do(func() { go p.run() })
-	ack := make(chan struct{})
-	p.mu.RLock()
-	if p.closed {
-		p.mu.RUnlock()
-		return nil
-	}
-	select {
-	case p.ch <- pumped{ack: ack}:
-		p.mu.RUnlock()
-	case <-ctx.Done():
-		p.mu.RUnlock()
-		return ctx.Err()
-	}
-	select {
-	case <-ack:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// DecisionSnooze is the Decision of an attempt history record written by a
+// snooze.
+const DecisionSnooze Decision = "snooze"
 
-// closeEvents delivers what is left and stops OnEvent's goroutine.
-func (q *Queue) closeEvents() {
-	p := q.events
-	if p == nil {
-		return
-	}
-	p.once.Do(func() { go p.run() })
-	p.mu.Lock()
-	if !p.closed {
-		p.closed = true
-		close(p.ch)
-	}
-	p.mu.Unlock()
-	<-p.done
-}
+// EventProgress reports that a job's progress (and, at the end of an
+// attempt, its output) was written to the database. Reports coalesced into
+// a later write have no event of their own.
+const EventProgress EventType = "progress"
 
-// DroppedEvents reports how many events were not handed to Options.OnEvent
-// because EventBuffer events already waited for it (see
-// Options.EventBuffer).
-func (q *Queue) DroppedEvents() uint64 {
-	if q.events == nil {
-		return 0
-	}
-	return q.events.dropped.Load()
-}
+// EventReplaced reports a pending job deleted by the enqueue of its unique
+// twin with ConflictReplace. JobID is the deleted job; the EventEnqueued
+// that follows names its successor.
+const EventReplaced EventType = "replaced"

@@ -5,88 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/litequeue/litequeue/internal/store"
 )
-
-// State is where a job is in its life, as reported by Jobs, Job and Stats.
-type State string
-
-// The states of a job.
-const (
-	StateReady     State = "ready"     // pending and due: a worker may claim it now
-	StateScheduled State = "scheduled" // pending, due later (a delay, a run-at time or a retry's backoff)
-	StateRunning   State = "running"   // claimed under a lease
-	StateCompleted State = "completed" // succeeded, kept for Options.CompletedRetention
-	StateDead      State = "dead"      // gave up: a dead letter
-	// StateCancelled (control.go): cancelled by Cancel, kept until PurgeCancelled.
-)
-
-// States returns every State in life order, in a new slice each call.
-func States() []State {
-	return []State{StateReady, StateScheduled, StateRunning, StateCompleted, StateDead, StateCancelled}
-}
-
-// ParseState returns the State named s, or an error listing the valid names.
-func ParseState(s string) (State, error) {
-	for _, st := range States() {
-		if string(st) == s {
-			return st, nil
-		}
-	}
-	all := States()
-	names := make([]string, len(all))
-	for i, st := range all {
-		names[i] = string(st)
-	}
-	return "", fmt.Errorf("litequeue: unknown state %q; use one of %s", s, strings.Join(names, ", "))
-}
-
-// JobInfo is a read-only view of a stored job.
-type JobInfo struct {
-	ID       int64           `json:"id"`
-	Queue    string          `json:"queue"`
-	Kind     string          `json:"kind"`
-	State    State           `json:"state"`
-	Attempt  int             `json:"attempt"` // attempts made so far (the running one included)
-	Priority int             `json:"priority"`
-	Key      string          `json:"key,omitempty"`
-	Payload  json.RawMessage `json:"payload"`
-	// CreatedAt is when the job was enqueued; RunAt when it was first due.
-	CreatedAt time.Time `json:"created_at"`
-	RunAt     time.Time `json:"run_at"`
-	// VisibleAt is when a pending job is due, or when a running job's lease
-	// expires.
-	VisibleAt time.Time `json:"visible_at"`
-	// AttemptedAt is when the last attempt was claimed; zero if never.
-	AttemptedAt time.Time `json:"attempted_at,omitzero"`
-	// FinishedAt is when a completed job succeeded or a dead one gave up.
-	FinishedAt time.Time `json:"finished_at,omitzero"`
-	LastError  string    `json:"last_error,omitempty"`
-	DeadReason string    `json:"dead_reason,omitempty"`
-	// Attempts is the history of failed attempts, oldest first; filled by
-	// Job and DeadLetter only.
-	Attempts []AttemptRecord `json:"attempts,omitempty"`
-	// Progress is the last progress a handler reported (Delivery.SetProgress),
-	// nil if none; Output the output it set (Delivery.SetOutput), nil if
-	// none. Filled by Job only.
-	Progress *Progress       `json:"progress,omitempty"`
-	Output   json.RawMessage `json:"output,omitempty"`
-}
-
-// AttemptRecord is one failed attempt in a job's history. In JSON, Delay is
-// a Go duration string ("30s", "1m30s"), as every duration in the package's
-// JSON (see RetryPolicy).
-type AttemptRecord struct {
-	Attempt    int           `json:"attempt"`
-	StartedAt  time.Time     `json:"started_at"`
-	FinishedAt time.Time     `json:"finished_at"`
-	Error      string        `json:"error"`
-	Decision   Decision      `json:"decision"` // a Decision* value
-	Delay      time.Duration `json:"delay"`    // the chosen wait when Decision is retry
-}
 
 // Order sorts a job listing.
 type Order string
@@ -173,10 +98,6 @@ func boolInt(b bool) int64 {
 	return 0
 }
 
-func (q *Queue) purgeCompletedBefore(ctx context.Context, cutoff int64) (int, error) {
-	return q.store.PurgeCompleted(ctx, cutoff)
-}
-
 // QueueStats counts one queue's jobs by state. In JSON, OldestReady is a Go
 // duration string ("1m30s"; "0s" when none is ready), as every duration in
 // the package's JSON.
@@ -225,70 +146,6 @@ func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
 	return q.addPaused(ctx, out)
 }
 
-// errPrefix begins the text of every error of the package.
-const errPrefix = "litequeue: "
-
-// wrapf is fmt.Errorf for errors that wrap the package's own errors, whose
-// texts begin with errPrefix too: the prefix is said once, at the start
-// ("litequeue: requeue job 9: job not found", not "litequeue: requeue job 9:
-// litequeue: job not found"). errors.Is and errors.As see what fmt.Errorf's
-// %w verbs wrap.
-func wrapf(format string, args ...any) error {
-	err := fmt.Errorf(format, args...)
-	msg := err.Error()
-	if rest, ok := strings.CutPrefix(msg, errPrefix); ok {
-		for strings.HasPrefix(rest, errPrefix) {
-			rest = rest[len(errPrefix):]
-		}
-		msg = errPrefix + strings.ReplaceAll(rest, ": "+errPrefix, ": ")
-	}
-	return &prefixedError{msg: msg, err: err}
-}
-
-// prefixedError is an error of wrapf: its text with the prefix said once.
-type prefixedError struct {
-	msg string
-	err error // what fmt.Errorf made
-}
-
-func (e *prefixedError) Error() string { return e.msg }
-
-// Unwrap returns what the format's %w verbs wrapped.
-func (e *prefixedError) Unwrap() []error {
-	switch u := e.err.(type) {
-	case interface{ Unwrap() error }:
-		return []error{u.Unwrap()}
-	case interface{ Unwrap() []error }:
-		return u.Unwrap()
-	}
-	return nil
-}
-
-// MarshalJSON writes Delay as a Go duration string.
-func (a AttemptRecord) MarshalJSON() ([]byte, error) {
-	type plain AttemptRecord
-	return json.Marshal(struct {
-		plain
-		Delay string `json:"delay"`
-	}{plain(a), a.Delay.String()})
-}
-
-// UnmarshalJSON reads what MarshalJSON writes.
-func (a *AttemptRecord) UnmarshalJSON(data []byte) error {
-	type plain AttemptRecord
-	var v struct {
-		plain
-		Delay string `json:"delay"`
-	}
-	if err := json.Unmarshal(data, &v); err != nil {
-		return err
-	}
-	d, err := parseJSONDuration("delay", v.Delay)
-	*a = AttemptRecord(v.plain)
-	a.Delay = d
-	return err
-}
-
 // MarshalJSON writes OldestReady as a Go duration string.
 func (s QueueStats) MarshalJSON() ([]byte, error) {
 	type plain QueueStats
@@ -314,15 +171,136 @@ func (s *QueueStats) UnmarshalJSON(data []byte) error {
 	return err
 }
 
-// parseJSONDuration parses a duration string of the package's JSON; empty
-// (a missing key) is 0.
-func parseJSONDuration(key, s string) (time.Duration, error) {
-	if s == "" {
-		return 0, nil
+// FlushHistory writes every count of the history held in memory, the
+// current minute's included, and waits for writes already under way. Stop
+// and Close call it, so a process that ends within a minute keeps that
+// minute's counts; call it to have them written sooner. A read-only queue
+// has nothing to flush.
+func (q *Queue) FlushHistory(ctx context.Context) error {
+	h := q.hist
+	if h == nil {
+		return nil
 	}
-	d, err := time.ParseDuration(s)
+	h.mu.Lock()
+	all := h.take(0)
+	h.mu.Unlock()
+	if _, err := h.settle(ctx); err != nil {
+		h.putBack(all)
+		return wrapf("litequeue: flush history: %w", err)
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	return h.write(ctx, all, minuteOf(q.clock.Now()))
+}
+
+// History returns the per-minute outcomes of the named queue ("" for every
+// queue) from since on, oldest first: the rows written so far plus the
+// counts still held in memory by this process. It reads through the
+// history's minute index, at most 7 days of rows per queue. It works on a
+// read-only queue (without in-memory counts).
+//
+// Counts taken from memory to be written are never missed nor counted
+// twice: it waits (until ctx ends) for their writes under way before it
+// reads, and reads again if another write started meanwhile.
+func (q *Queue) History(ctx context.Context, queue string, since time.Time) ([]HistoryPoint, error) {
+	from := minuteOf(since)
+	h := q.hist
+	for {
+		gen := 0
+		if h != nil {
+			var err error
+			if gen, err = h.settle(ctx); err != nil {
+				return nil, wrapf("litequeue: history: %w", err)
+			}
+		}
+		rows, err := q.store.History(ctx, queue, from)
+		if err != nil {
+			if errors.Is(err, store.ErrNoHistory) {
+				return nil, err
+			}
+			return nil, wrapf("litequeue: history: %w", err)
+		}
+		if h != nil {
+			h.mu.Lock()
+			if h.started != gen {
+				h.mu.Unlock()
+				continue
+			}
+		}
+		pts := mergeHistory(rows, h, queue, from)
+		if h != nil {
+			h.mu.Unlock()
+		}
+		return pts, nil
+	}
+}
+
+// mergeHistory adds the counts of h (nil for none; h.mu held) of queue (""
+// for every queue) from minute from on to the stored rows, and sorts the
+// points by minute then queue.
+func mergeHistory(rows []store.HistoryCount, h *history, queue string, from int64) []HistoryPoint {
+	byKey := map[histKey]*HistoryPoint{}
+	for _, r := range rows {
+		byKey[histKey{r.Queue, r.Minute}] = &HistoryPoint{Queue: r.Queue, Minute: time.Unix(0, r.Minute*int64(time.Minute)),
+			Enqueued: r.Enqueued, Succeeded: r.Succeeded, Retried: r.Retried, Dead: r.Dead}
+	}
+	if h != nil {
+		for k, c := range h.pending {
+			if k.minute < from || (queue != "" && k.queue != queue) {
+				continue
+			}
+			p := byKey[k]
+			if p == nil {
+				p = &HistoryPoint{Queue: k.queue, Minute: time.Unix(0, k.minute*int64(time.Minute))}
+				byKey[k] = p
+			}
+			p.Enqueued += c.enqueued
+			p.Succeeded += c.succeeded
+			p.Retried += c.retried
+			p.Dead += c.dead
+		}
+	}
+	out := make([]HistoryPoint, 0, len(byKey))
+	for _, p := range byKey {
+		out = append(out, *p)
+	}
+	slices.SortFunc(out, func(a, b HistoryPoint) int {
+		if c := a.Minute.Compare(b.Minute); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Queue, b.Queue)
+	})
+	return out
+}
+
+// Now returns the time of the queue's Clock, for callers (such as a
+// dashboard) that show times relative to the queue's.
+func (q *Queue) Now() time.Time { return q.clock.Now() }
+
+// addPaused marks the paused queues in stats, adding those without jobs,
+// sorted by queue name.
+func (q *Queue) addPaused(ctx context.Context, stats []QueueStats) ([]QueueStats, error) {
+	paused, err := q.store.Paused(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("litequeue: JSON key %q: %q is not a duration like \"1m30s\"", key, s)
+		return nil, wrapf("litequeue: stats: %w", err)
 	}
-	return d, nil
+	seen := map[string]bool{}
+	for i := range stats {
+		if at, ok := paused[stats[i].Queue]; ok {
+			stats[i].Paused, stats[i].PausedAt = true, time.Unix(0, at)
+		}
+		seen[stats[i].Queue] = true
+	}
+	added := false
+	for name, at := range paused {
+		if !seen[name] {
+			stats = append(stats, QueueStats{Queue: name, Paused: true, PausedAt: time.Unix(0, at)})
+			added = true
+		}
+	}
+	if added {
+		sort.Slice(stats, func(i, j int) bool { return stats[i].Queue < stats[j].Queue })
+	}
+	return stats, nil
 }

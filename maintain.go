@@ -58,3 +58,7 @@ func latest(a, b time.Time) time.Time {
 func (q *Queue) noteRetained(at int64) {
 	q.cleanup.set(time.Unix(0, addClamped(time.Unix(0, at), q.opts.CompletedRetention)), true)
 }
+
+func (q *Queue) purgeCompletedBefore(ctx context.Context, cutoff int64) (int, error) {
+	return q.store.PurgeCompleted(ctx, cutoff)
+}

@@ -2,7 +2,6 @@ package litequeue
 
 import (
 	"context"
-	"strconv"
 	"time"
 )
 
@@ -32,26 +31,6 @@ type HandlerFunc func(ctx context.Context, a AttemptInfo) error
 // panic in a middleware counts as a panic of the handler.
 type Middleware func(next HandlerFunc) HandlerFunc
 
-// Use adds middleware to every handler of q, in order: the first given is
-// the outermost, so Use(a, b) runs a, then b, then the handler. Several
-// calls append. Use before Start.
-//
-// Use panics — a programming error — if q has started or a middleware is
-// nil.
-func (q *Queue) Use(mw ...Middleware) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.run != nil {
-		panic("litequeue.Use: queue already started; add middleware before Start")
-	}
-	for i, m := range mw {
-		if m == nil {
-			panic("litequeue.Use: middleware " + strconv.Itoa(i) + " is nil")
-		}
-	}
-	q.middleware = append(q.middleware, mw...)
-}
-
 // timeouter is implemented by job types with their own attempt timeout.
 type timeouter interface{ Timeout() time.Duration }
 
@@ -62,21 +41,4 @@ func ownTimeout(job any) (time.Duration, bool) {
 		return t.Timeout(), true
 	}
 	return 0, false
-}
-
-// wrap returns run inside q's middleware, in the order of Use.
-func (q *Queue) wrap(d *delivery, maxAttempts int, timeout time.Duration, run func(context.Context, *delivery) error) func(context.Context, *delivery) error {
-	q.mu.Lock()
-	mw := q.middleware
-	q.mu.Unlock()
-	if len(mw) == 0 {
-		return run
-	}
-	h := HandlerFunc(func(ctx context.Context, _ AttemptInfo) error { return run(ctx, d) })
-	for i := len(mw) - 1; i >= 0; i-- {
-		h = mw[i](h)
-	}
-	info := AttemptInfo{ID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, MaxAttempts: maxAttempts,
-		Priority: d.priority, Key: d.key, EnqueuedAt: time.Unix(0, d.createdAt), Timeout: timeout}
-	return func(ctx context.Context, _ *delivery) error { return h(ctx, info) }
 }

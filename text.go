@@ -184,3 +184,13 @@ func invalidUTF8(v reflect.Value, path string, depth int) (string, bool) {
 	}
 	return "", false
 }
+
+// Limits on names and keys, in bytes. A kind, queue or schedule name is
+// valid UTF-8 of letters, marks, digits, punctuation, symbols and inner
+// spaces: no control, format (such as U+202E) or other invisible
+// character, and no space at either end. A key is valid UTF-8 without NUL.
+// Anything else is refused with ErrInvalidJob.
+const (
+	MaxNameLen = 128 // kind and queue names
+	MaxKeyLen  = 512 // idempotency keys
+)

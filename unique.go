@@ -54,11 +54,6 @@ var ErrUnique = store.ErrUnique
 // kind. errors.Is(err, ErrDuplicate) and errors.Is(err, ErrUnique) hold.
 type UniqueError = store.UniqueError
 
-// EventReplaced reports a pending job deleted by the enqueue of its unique
-// twin with ConflictReplace. JobID is the deleted job; the EventEnqueued
-// that follows names its successor.
-const EventReplaced EventType = "replaced"
-
 // UniqueOptions makes jobs unique beyond an idempotency key: no two jobs of
 // the same queue and kind with the same payload (or the same values of
 // Fields) exist at once in States, within the same Period. A job type may
@@ -206,25 +201,4 @@ func prepareUnique(job Job, o *EnqueueOptions, nj *store.NewJob) error {
 	}
 	nj.Unique = su
 	return nil
-}
-
-// settleUnique reports the uniqueness outcome of an insert of nj (from job
-// with o) that returned id and err, and returns what the enqueue returns.
-// handled is false when err is not a uniqueness conflict.
-func (q *Queue) settleUnique(job Job, o *EnqueueOptions, nj *store.NewJob, id int64, err error) (int64, error, bool) {
-	if nj.Unique == nil {
-		return id, err, false
-	}
-	var ue *UniqueError
-	if errors.As(err, &ue) {
-		q.emit(Event{Type: EventDuplicate, JobID: ue.ID, Queue: nj.Queue, Kind: nj.Kind, Err: err})
-		if u := uniqueOptionsOf(job, o); u != nil && u.OnConflict == ConflictReject {
-			return 0, wrapf("%w: %w", ErrUniqueRejected, ue), true
-		}
-		return ue.ID, err, true
-	}
-	if err == nil && nj.Unique.Replaced != 0 {
-		q.emit(Event{Type: EventReplaced, JobID: nj.Unique.Replaced, Queue: nj.Queue, Kind: nj.Kind})
-	}
-	return id, err, false
 }

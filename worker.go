@@ -10,37 +10,10 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/litequeue/litequeue/internal/store"
 )
-
-// Delivery is one attempt at a job, handed to its handler.
-type Delivery[J Job] struct {
-	// Job is the decoded payload.
-	Job J
-	// ID is the job's stable identity, the same on every attempt.
-	ID int64
-	// Queue and Kind are where the job lives and what runs it.
-	Queue, Kind string
-	// Attempt is this attempt's number: 1 on the first try.
-	Attempt int
-	// MaxAttempts is the policy's total attempts in force for the job.
-	MaxAttempts int
-	// Priority is the job's priority (lower runs first).
-	Priority int
-	// Key is the job's idempotency key, empty if none.
-	Key string
-	// EnqueuedAt is when the job was first enqueued.
-	EnqueuedAt time.Time
-	// LastError is the error of the previous attempt, empty on the first.
-	LastError string
-
-	d *delivery
-}
 
 // CompleteTx marks the job succeeded inside the application's transaction tx,
 // so the handler's own writes and the job's completion commit together or not
@@ -54,76 +27,6 @@ func (d *Delivery[J]) CompleteTx(ctx context.Context, tx *sql.Tx) error {
 		return ErrNoTx
 	}
 	return d.d.completeTx(ctx, tx)
-}
-
-// delivery is the untyped state of one claimed job.
-type delivery struct {
-	q         *Queue
-	p         *pool
-	id        int64
-	lease     int64
-	queue     string
-	kind      string
-	attempt   int
-	priority  int
-	payload   []byte
-	key       string
-	createdAt int64
-	dueAt     int64 // when this attempt became due: the order among claimed jobs
-	lastErr   string
-	until     atomic.Int64 // when the lease ends, as last written (by the claim or an extension)
-
-	st      atomic.Int32 // a deliveryState: changed only by its transitions (delivery_state.go)
-	started time.Time
-	cancel  context.CancelCauseFunc
-	mu      sync.Mutex // guards cancel
-
-	repOnce sync.Once
-	rep     *reporter // progress and output (progress.go); nil until the first report
-}
-
-func (d *delivery) info() JobInfo {
-	return JobInfo{
-		ID: d.id, Queue: d.queue, Kind: d.kind, State: StateRunning, Attempt: d.attempt,
-		Priority: d.priority, Key: d.key, Payload: json.RawMessage(d.payload),
-		CreatedAt: time.Unix(0, d.createdAt), LastError: d.lastErr,
-	}
-}
-
-func (d *delivery) completeTx(ctx context.Context, tx *sql.Tx) error {
-	if d.q.store == nil { // a delivery made for a test, with no queue behind it
-		return wrapf("litequeue: complete job %d: %w", d.id, ErrLeaseLost)
-	}
-	var keepAt int64
-	if d.q.opts.CompletedRetention > 0 {
-		keepAt = unixNanos(d.q.clock)
-	}
-	if err := d.q.store.CompleteTx(ctx, store.SQLTx(tx), store.Lease{ID: d.id, Lease: d.lease}, keepAt); err != nil {
-		return wrapf("litequeue: complete job %d: %w", d.id, err)
-	}
-	if keepAt != 0 {
-		d.q.noteRetained(keepAt)
-	}
-	// The success is the caller's commit now: a lease extension that finds
-	// the row completed before the handler returns is that commit, not a
-	// lost lease.
-	d.completeInTx()
-	return nil
-}
-
-// handler is a registered handler, type-erased.
-type handler struct {
-	kind, queue string
-	// prepare decodes a payload and returns the job's own settings and a
-	// function that runs the handler on it.
-	prepare func(payload []byte) (own jobOwn, run func(ctx context.Context, d *delivery) error, err error)
-}
-
-// jobOwn is what a decoded job says about its own attempts.
-type jobOwn struct {
-	policy     *RetryPolicy  // its RetryPolicy; nil: the queue's
-	timeout    time.Duration // its Timeout, when hasTimeout
-	hasTimeout bool
 }
 
 // Register makes fn the handler of job type J on q: the queue runs fn for
@@ -186,25 +89,6 @@ func Register[J Job](q *Queue, fn func(ctx context.Context, d *Delivery[J]) erro
 	q.handlers[kind] = h
 }
 
-// runState is the state of a started queue.
-type runState struct {
-	q     *Queue
-	base  context.Context // values for handlers; never cancelled by Start's caller alone
-	pools map[string]*pool
-
-	stopping  chan struct{}  // closed when Stop begins: no new claims
-	settled   chan struct{}  // closed once running handlers returned or were released: leases need no more extending
-	stopped   chan struct{}  // closed when Stop has finished
-	escalate  chan struct{}  // closed by a Stop whose context ended while another Stop waits
-	bg        sync.WaitGroup // dispatchers and the maintenance loop
-	keep      sync.WaitGroup // lease extenders: they run until settled
-	stopOnce  sync.Once
-	escOnce   sync.Once
-	stopErr   error
-	stopWatch context.CancelFunc // ends the store's watch for other processes' writes
-	sched     *scheduler         // enqueues the stored schedules' occurrences
-}
-
 func (r *runState) wake(queue string) {
 	if p, ok := r.pools[queue]; ok {
 		p.signal()
@@ -215,48 +99,6 @@ func (r *runState) wakeAll() {
 	r.sched.wake()
 	for _, p := range r.pools {
 		p.signal()
-	}
-}
-
-// pool runs one queue's handlers in this process.
-type pool struct {
-	q         *Queue
-	r         *runState
-	cfg       QueueConfig
-	kindList  []string // the kinds this pool runs, sorted
-	kindsJSON string
-	capacity  int
-
-	wakeCh chan struct{}
-	due    *alarm        // the dispatcher's wake-up at the next due time
-	tokens chan struct{} // one per delivery in ready; capacity bounds the claimed jobs
-	ext    *alarm        // when the leases of the claimed jobs are next extended
-
-	mu       sync.Mutex
-	ready    readyHeap              // claimed, not yet started: most urgent first
-	inflight map[*delivery]struct{} // claimed, queued or running: each claim is its own entry
-	full     bool                   // the last claim filled its batch: more may be due
-	reserved int                    // slots held for enqueues that claim their own job (see reserveDirect)
-	prefetch prefetch               // how many jobs to hold claimed beyond the handler slots
-	stopped  bool                   // Stop has begun: nothing more goes into jobs
-	kinds    map[string]bool
-
-	completing map[*delivery]struct{} // successes queued for the store, not yet written (freed from inflight)
-	unwritten  map[*delivery]outcome  // outcomes whose write failed, kept with their leases (unwritten.go)
-	nUnwritten atomic.Int32           // len(unwritten), read without mu
-	rewriting  sync.Mutex             // one rewrite of the kept outcomes at a time
-
-	workers sync.WaitGroup
-	running atomic.Int64 // handlers running now (for tests and stats)
-
-	paused  atomic.Bool // the queue is paused: claim nothing, start nothing (see control.go)
-	recheck atomic.Bool // another process wrote: re-read the pause, look for cancelled jobs
-}
-
-func (p *pool) signal() {
-	select {
-	case p.wakeCh <- struct{}{}:
-	default:
 	}
 }
 
@@ -491,4 +333,24 @@ func (q *Queue) Running(queue string) int {
 		return int(p.running.Load())
 	}
 	return 0
+}
+
+// Use adds middleware to every handler of q, in order: the first given is
+// the outermost, so Use(a, b) runs a, then b, then the handler. Several
+// calls append. Use before Start.
+//
+// Use panics — a programming error — if q has started or a middleware is
+// nil.
+func (q *Queue) Use(mw ...Middleware) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.run != nil {
+		panic("litequeue.Use: queue already started; add middleware before Start")
+	}
+	for i, m := range mw {
+		if m == nil {
+			panic("litequeue.Use: middleware " + strconv.Itoa(i) + " is nil")
+		}
+	}
+	q.middleware = append(q.middleware, mw...)
 }

@@ -1,0 +1,66 @@
+package litequeue
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"time"
+
+	"github.com/litequeue/litequeue/internal/store"
+)
+
+// A delivery: one claimed job handed to its handler (Delivery), and what the
+// handler may do with it beyond returning.
+
+// Delivery is one attempt at a job, handed to its handler.
+type Delivery[J Job] struct {
+	// Job is the decoded payload.
+	Job J
+	// ID is the job's stable identity, the same on every attempt.
+	ID int64
+	// Queue and Kind are where the job lives and what runs it.
+	Queue, Kind string
+	// Attempt is this attempt's number: 1 on the first try.
+	Attempt int
+	// MaxAttempts is the policy's total attempts in force for the job.
+	MaxAttempts int
+	// Priority is the job's priority (lower runs first).
+	Priority int
+	// Key is the job's idempotency key, empty if none.
+	Key string
+	// EnqueuedAt is when the job was first enqueued.
+	EnqueuedAt time.Time
+	// LastError is the error of the previous attempt, empty on the first.
+	LastError string
+
+	d *delivery
+}
+
+func (d *delivery) info() JobInfo {
+	return JobInfo{
+		ID: d.id, Queue: d.queue, Kind: d.kind, State: StateRunning, Attempt: d.attempt,
+		Priority: d.priority, Key: d.key, Payload: json.RawMessage(d.payload),
+		CreatedAt: time.Unix(0, d.createdAt), LastError: d.lastErr,
+	}
+}
+
+func (d *delivery) completeTx(ctx context.Context, tx *sql.Tx) error {
+	if d.q.store == nil { // a delivery made for a test, with no queue behind it
+		return wrapf("litequeue: complete job %d: %w", d.id, ErrLeaseLost)
+	}
+	var keepAt int64
+	if d.q.opts.CompletedRetention > 0 {
+		keepAt = unixNanos(d.q.clock)
+	}
+	if err := d.q.store.CompleteTx(ctx, store.SQLTx(tx), store.Lease{ID: d.id, Lease: d.lease}, keepAt); err != nil {
+		return wrapf("litequeue: complete job %d: %w", d.id, err)
+	}
+	if keepAt != 0 {
+		d.q.noteRetained(keepAt)
+	}
+	// The success is the caller's commit now: a lease extension that finds
+	// the row completed before the handler returns is that commit, not a
+	// lost lease.
+	d.completeInTx()
+	return nil
+}
