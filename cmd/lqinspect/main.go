@@ -386,6 +386,9 @@ func (fs *flagSet) parse(args []string) ([]string, error) {
 				fs.VisitAll(func(f *flag.Flag) { flags = append(flags, f.Name) })
 				if m := suggest(name, flags); len(m) > 0 {
 					fmt.Fprintf(fs.Output(), "did you mean --%s?\n", m[0])
+				} else if valueFlags[name] || boolFlags[name] {
+					// A flag of other commands: not a misspelt command.
+					fmt.Fprintf(fs.Output(), "--%s is a flag of other commands, not of %s\n", name, fs.Name())
 				} else if m := suggest(name, allCommandNames); len(m) > 0 {
 					fmt.Fprintf(fs.Output(), "--%s is not a flag of %s; did you mean the command %q?\n", name, fs.Name(), m[0])
 				}

@@ -289,3 +289,16 @@ func (a *app) noteQueue(fs *flagSet, f *file, name string) error {
 	fmt.Fprintf(a.stderr, "lqinspect %s: note: no jobs of queue %q; the file has jobs of queues %s\n", fs.Name(), name, quoteList(names))
 	return nil
 }
+
+// unknownQueueError says that no job (nor pause) names queue, which queues
+// there are, and which of them queue may have meant.
+func unknownQueueError(queue string, names []string) error {
+	if len(names) == 0 {
+		return fmt.Errorf("no queue %q: the file holds no jobs and no paused queue", queue)
+	}
+	msg := fmt.Sprintf("no queue %q: no job and no pause names it", queue)
+	if m := suggest(queue, names); len(m) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", m[0])
+	}
+	return fmt.Errorf("%s (queues: %s)", msg, quoteList(names))
+}

@@ -23,7 +23,8 @@ Print one row per queue: jobs ready (due now), scheduled (due later),
 running (leased), dead (dead letters), completed (retained) and cancelled,
 how long the oldest ready job has waited, when the next scheduled job is
 due, and "paused" for a queue paused with "lqinspect pause" (listed even
-with no jobs).
+with no jobs). --queue shows only that queue's row; a queue the file holds
+no job of and that is not paused is an error naming the queues it has.
 
 With --watch it refreshes every --interval until interrupted: on a terminal
 it redraws the screen; to a pipe or a file it writes plain frames, one after
@@ -32,6 +33,7 @@ replaced (restored from a backup, renamed over) it opens the new one and
 says so on stderr.`)
 	fs.jsonFlag()
 	fs.fileFlags(false)
+	queue := fs.String("queue", "", "only this queue's row")
 	watch := fs.Bool("watch", false, "refresh until interrupted")
 	interval := fs.durationFlag("interval", watchInterval, "with --watch: the time between refreshes")
 	pos, err := fs.parse(args)
@@ -53,6 +55,11 @@ says so on stderr.`)
 		stats, err := f.q.Stats(a.ctx)
 		if err != nil {
 			return err
+		}
+		if *queue != "" {
+			if stats, err = queueRow(stats, *queue); err != nil {
+				return err
+			}
 		}
 		switch {
 		case fs.json && *watch:
@@ -113,6 +120,19 @@ says so on stderr.`)
 		case <-tick:
 		}
 	}
+}
+
+// queueRow returns the row of queue in stats, or an error naming the queues
+// there are (and the closest to queue) when there is none.
+func queueRow(stats []litequeue.QueueStats, queue string) ([]litequeue.QueueStats, error) {
+	names := make([]string, 0, len(stats))
+	for _, s := range stats {
+		if s.Queue == queue {
+			return []litequeue.QueueStats{s}, nil
+		}
+		names = append(names, s.Queue)
+	}
+	return nil, unknownQueueError(queue, names)
 }
 
 func statsTable(w io.Writer, stats []litequeue.QueueStats, now time.Time) error {
