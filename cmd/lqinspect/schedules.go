@@ -27,8 +27,8 @@ only reads and changes the stored schedule:
                 enqueued and skipped occurrences
 
 The last outcome is pending, running, completed (kept by retention), dead,
-or done when the job's row is gone (it succeeded, or was cancelled or
-purged).`)
+cancelled, or done when the job's row is gone (it succeeded and was not
+retained, or was purged).`)
 	fs.jsonFlag()
 	fs.fileFlags(true)
 	limit := fs.Int("limit", 3, "how many next runs to list, or (history) how many events; 0 for all events")

@@ -36,7 +36,7 @@ reported and the output it set, if any.`)
 	defer f.Close()
 	j, err := f.q.Job(a.ctx, ids[0])
 	if errors.Is(err, litequeue.ErrNotFound) {
-		return fmt.Errorf("no job with id %d in %s (it may have succeeded and been deleted, been cancelled or purged)", ids[0], f.name())
+		return fmt.Errorf("no job with id %d in %s: no job had that id, or it was deleted (a job that succeeds is deleted unless completed jobs are retained; purge deletes dead letters, retained completed and cancelled jobs)", ids[0], f.name())
 	}
 	if err != nil {
 		return err
