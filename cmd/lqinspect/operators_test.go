@@ -112,3 +112,76 @@ func TestShowLongErrorWholeWhileListsCutIt(t *testing.T) {
 	require.Contains(t, r.stdout, "…")
 	require.NotContains(t, r.stdout, "END")
 }
+
+// Flaky fails with an odd delay after reporting an odd fraction.
+type Flaky struct{}
+
+func (Flaky) Kind() string { return "flaky" }
+func (Flaky) RetryPolicy() *litequeue.RetryPolicy {
+	p := litequeue.FixedRetry(3, 17628654351*time.Nanosecond)
+	return &p
+}
+
+const oddFraction = 0.05712653527563553
+
+func TestDurationsAndPercentagesAreRounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "queue.db")
+	mock := clock.NewMock()
+	mock.Set(t0)
+	retrying := make(chan struct{}, 1)
+	q, err := litequeue.Open(path, &litequeue.Options{Clock: mock, PollInterval: -1, OnEvent: func(e litequeue.Event) {
+		if e.Type == litequeue.EventRetrying {
+			retrying <- struct{}{}
+		}
+	}})
+	require.NoError(t, err)
+	litequeue.Register(q, func(ctx context.Context, d *litequeue.Delivery[Flaky]) error {
+		if err := d.SetProgress(oddFraction, "rows"); err != nil {
+			return err
+		}
+		return errors.New("flaky")
+	})
+	ctx := context.Background()
+	_, err = q.Enqueue(ctx, Flaky{}, nil)
+	require.NoError(t, err)
+	require.NoError(t, q.Start(ctx))
+	select {
+	case <-retrying:
+	case <-time.After(waitLimit):
+		t.Fatal("the job did not fail")
+	}
+	stopCtx, cancel := context.WithTimeout(ctx, waitLimit)
+	defer cancel()
+	require.NoError(t, q.Stop(stopCtx))
+	require.NoError(t, q.Close())
+
+	r := lq(t, "", "show", path, "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `progress:\s+5\.7% "rows"`, r.stdout)
+	require.Regexp(t, `retry\s+17\.6s\s+flaky`, r.stdout)
+	require.NotContains(t, r.stdout, "17.628")
+	require.NotContains(t, r.stdout, "5.712")
+
+	// --json keeps the exact values.
+	var j litequeue.JobInfo
+	decode(t, &j, "show", path, "1")
+	require.Equal(t, oddFraction, j.Progress.Fraction)
+	require.Len(t, j.Attempts, 1)
+	require.Equal(t, 17628654351*time.Nanosecond, j.Attempts[0].Delay)
+
+	r = lq(t, "", "plan", "--policy", `{"max_attempts":3,"backoff":{"kind":"fixed","delay":"17.628654351s"}}`)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "fixed backoff of 17.6s")
+	require.Contains(t, r.stdout, "35.3s")
+	require.NotContains(t, r.stdout, "17.628")
+
+	for d, want := range map[time.Duration]string{
+		0: "0s", 412 * time.Microsecond: "412µs", 350*time.Millisecond + 400*time.Microsecond: "350ms",
+		17628654351: "17.6s", 4*time.Minute + 12*time.Second + 300*time.Millisecond: "4m12s", -1500 * time.Millisecond: "-1.5s",
+	} {
+		require.Equal(t, want, roundDuration(d), "%d", d)
+	}
+	for f, want := range map[float64]string{0: "0%", 0.0004: "<0.1%", 0.42: "42%", 0.99999: ">99.9%", 1: "100%"} {
+		require.Equal(t, want, percent(f), "%g", f)
+	}
+}
