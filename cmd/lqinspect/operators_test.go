@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -184,4 +185,45 @@ func TestDurationsAndPercentagesAreRounded(t *testing.T) {
 	for f, want := range map[float64]string{0: "0%", 0.0004: "<0.1%", 0.42: "42%", 0.99999: ">99.9%", 1: "100%"} {
 		require.Equal(t, want, percent(f), "%g", f)
 	}
+}
+
+func TestScheduleHistoryLimitHasOneMeaningAndSaysWhenMoreAreKept(t *testing.T) {
+	path := scheduleFile(t)
+	q, err := litequeue.Open(path, &litequeue.Options{PollInterval: -1})
+	require.NoError(t, err)
+	for range 25 {
+		_, err := q.TriggerSchedule(context.Background(), "nightly")
+		require.NoError(t, err)
+	}
+	require.NoError(t, q.Close())
+	// nightly: registered, 26 enqueued (one trigger by scheduleFile).
+	rows := func(out string) int { return len(strings.Split(strings.TrimSpace(out), "\n")) - 1 }
+
+	r := lq(t, "", "schedules", path, "history", "nightly")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, defaultHistory, rows(r.stdout))
+	require.Equal(t, "showing the newest 20 events of nightly; older ones are kept: --limit N for more, --limit 0 for all\n", r.stderr)
+
+	r = lq(t, "", "schedules", path, "history", "nightly", "--limit", "0")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 27, rows(r.stdout))
+	require.Empty(t, r.stderr)
+	require.Contains(t, r.stdout, "registered")
+
+	r = lq(t, "", "schedules", path, "history", "nightly", "--limit", "27")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 27, rows(r.stdout))
+	require.Empty(t, r.stderr, "all events shown: nothing more is said to be kept")
+
+	var events []map[string]any
+	r = lq(t, "", "schedules", path, "history", "nightly", "--limit", "5", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &events))
+	require.Len(t, events, 5)
+	require.Contains(t, r.stderr, "showing the newest 5 events")
+
+	// --runs sets the listing's next runs, and only that.
+	r = lq(t, "", "schedules", path, "--runs", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stdout, ", ")
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"slices"
 	"strconv"
@@ -8,6 +9,14 @@ import (
 	"time"
 
 	"github.com/litequeue/litequeue"
+)
+
+// defaultRuns is how many next runs of each schedule the listing shows, and
+// defaultHistory how many events history shows, unless --runs or --limit
+// says.
+const (
+	defaultRuns    = 3
+	defaultHistory = 20
 )
 
 func (a *app) schedules(args []string) error {
@@ -23,15 +32,17 @@ only reads and changes the stored schedule:
   pause NAME    stop enqueueing until resumed (passing occurrences are not missed)
   resume NAME   resume from the next occurrence after now
   trigger NAME  enqueue one occurrence now, leaving the schedule as it was
-  history NAME  the schedule's newest events: registrations, changes,
-                enqueued and skipped occurrences
+  history NAME  the schedule's newest events, newest first: registrations,
+                changes, enqueued and skipped occurrences (--limit of them,
+                default 20; stderr says when more are kept)
 
 The last outcome is pending, running, completed (kept by retention), dead,
 cancelled, or done when the job's row is gone (it succeeded and was not
 retained, or was purged).`)
 	fs.jsonFlag()
 	fs.fileFlags(true)
-	limit := fs.Int("limit", 3, "how many next runs to list, or (history) how many events; 0 for all events")
+	runs := fs.Int("runs", defaultRuns, "listing: how many next runs of each schedule to show")
+	limit := fs.Int("limit", defaultHistory, "history: how many of the newest events to show; 0 for all the queue keeps")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -40,11 +51,19 @@ retained, or was purged).`)
 		return usagef("missing FILE")
 	}
 	path := pos[0]
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if len(pos) == 1 {
-		if *limit < 0 {
-			return usagef("--limit %d is negative", *limit)
+		switch {
+		case given["limit"]:
+			return usagef("--limit counts the events of history NAME; for how many next runs to list, use --runs")
+		case *runs < 0:
+			return usagef("--runs %d is negative", *runs)
 		}
-		return a.listSchedules(fs, path, *limit)
+		return a.listSchedules(fs, path, *runs)
+	}
+	if given["runs"] {
+		return usagef("--runs is for the listing (lqinspect schedules FILE --runs N); %s takes no --runs", pos[1])
 	}
 	verb := pos[1]
 	if len(pos) != 3 {
@@ -244,9 +263,20 @@ func (a *app) scheduleHistory(fs *flagSet, path, name string, limit int) error {
 		}
 		return fmt.Errorf("%s: %w", msg, litequeue.ErrScheduleNotFound)
 	}
-	events, err := f.q.ScheduleHistory(a.ctx, name, limit)
+	ask := limit
+	if limit > 0 {
+		ask = limit + 1 // one more, to tell whether more are kept
+	}
+	events, err := f.q.ScheduleHistory(a.ctx, name, ask)
 	if err != nil {
 		return err
+	}
+	more := limit > 0 && len(events) > limit
+	if more {
+		events = events[:limit]
+		// Never cut silently, with --json neither: stdout stays one JSON
+		// document, stderr says there is more.
+		defer fmt.Fprintf(a.stderr, "showing the newest %d events of %s; older ones are kept: --limit N for more, --limit 0 for all\n", limit, safeLine(name))
 	}
 	if fs.json {
 		type eventJSON struct {

@@ -45,7 +45,7 @@ func TestSchedulesListsNextRunsLastRunAndMissed(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	golden(t, "schedules", r.stdout)
 
-	r = lq(t, "", "schedules", path, "--json", "--limit", "2")
+	r = lq(t, "", "schedules", path, "--json", "--runs", "2")
 	require.Equal(t, 0, r.code, r.stderr)
 	var got []map[string]any
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
@@ -107,7 +107,10 @@ func TestSchedulesBadInvocations(t *testing.T) {
 		{[]string{"schedules", path, "pause", "a", "b"}, exitUsage, "want FILE, or FILE followed by"},
 		{[]string{"schedules", path, "pause", "nope"}, exitError, `schedule not found: "nope"`},
 		{[]string{"schedules", path, "history", "nigthly"}, exitError, `no schedule "nigthly"; did you mean "nightly"?`},
-		{[]string{"schedules", path, "--limit", "-1"}, exitUsage, "--limit -1 is negative"},
+		{[]string{"schedules", path, "--runs", "-1"}, exitUsage, "--runs -1 is negative"},
+		{[]string{"schedules", path, "history", "hourly", "--limit", "-1"}, exitUsage, "--limit -1 is negative"},
+		{[]string{"schedules", path, "--limit", "2"}, exitUsage, "--limit counts the events of history NAME; for how many next runs to list, use --runs"},
+		{[]string{"schedules", path, "history", "hourly", "--runs", "2"}, exitUsage, "history takes no --runs"},
 		{[]string{"schedules"}, exitUsage, "missing FILE"},
 	} {
 		r := lq(t, "", tc.args...)
