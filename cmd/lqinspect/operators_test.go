@@ -227,3 +227,46 @@ func TestScheduleHistoryLimitHasOneMeaningAndSaysWhenMoreAreKept(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.NotContains(t, r.stdout, ", ")
 }
+
+func TestScheduleRunsInTheirOwnZoneToTheSecond(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sched.db")
+	mock := clock.NewMock()
+	mock.Set(t0)
+	q, err := litequeue.Open(path, &litequeue.Options{Clock: mock, PollInterval: -1})
+	require.NoError(t, err)
+	for _, s := range []litequeue.Schedule{
+		{Name: "berlin", Cron: "30 2 * * *", TimeZone: "Europe/Berlin", Job: SendEmail{To: "ops@example.com"}},
+		{Name: "every-90s", Every: 90 * time.Second, Job: Ping{}},
+	} {
+		_, err := q.RegisterSchedule(context.Background(), s)
+		require.NoError(t, err)
+	}
+	_, err = q.TriggerSchedule(context.Background(), "berlin")
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+
+	r := lq(t, "", "schedules", path, "--now", "2026-01-01T00:00:10Z", "--runs", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	var berlin, every string
+	for _, line := range strings.Split(r.stdout, "\n") {
+		switch {
+		case strings.HasPrefix(line, "berlin"):
+			berlin = line
+		case strings.HasPrefix(line, "every-90s"):
+			every = line
+		}
+	}
+	// 02:30 in Berlin is 01:30 UTC in winter: shown as Berlin reads it.
+	require.Contains(t, berlin, "2026-01-01T02:30:00+01:00, 2026-01-02T02:30:00+01:00 (in 1h29m)")
+	require.Contains(t, berlin, "2026-01-01T01:00:00+01:00 job 1 pending", "the last run in the zone too")
+	require.Contains(t, every, "2026-01-01T00:01:30Z, 2026-01-01T00:03:00Z (in 1m20s)")
+
+	// --json stays in UTC.
+	var got []map[string]any
+	decode(t, &got, "schedules", path, "--now", "2026-01-01T00:00:10Z", "--runs", "1")
+	for _, s := range got {
+		if s["name"] == "berlin" {
+			require.Equal(t, []any{"2026-01-01T01:30:00Z"}, s["next_runs"])
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	_ "time/tzdata" // schedule times in their own zone on a machine without a zone database
 
 	"github.com/litequeue/litequeue"
 )
@@ -24,7 +25,9 @@ func (a *app) schedules(args []string) error {
 List the recurring jobs stored in the queue file: for each, its timing
 (cron expression or interval, and time zone), the job it enqueues, whether
 it is paused, its next run times, its last run and that job's outcome, and
-how many occurrences it missed (skipped while no process ran it).
+how many occurrences it missed (skipped while no process ran it). Run times
+are shown to the second in the schedule's own time zone, with its offset
+(2026-03-29T03:30:00+02:00 for Europe/Berlin); --json gives them in UTC.
 
 A schedule runs in every process that has started the queue; lqinspect
 only reads and changes the stored schedule:
@@ -179,6 +182,21 @@ func scheduleState(s litequeue.ScheduleInfo, now time.Time) string {
 	return "active"
 }
 
+// zoneOf returns the time zone s runs in, for showing its times as its
+// cron expression reads them; UTC for an interval schedule, and for a zone
+// this machine cannot load (the embedded database knows every IANA zone, so
+// only a name newer than this build's).
+func zoneOf(s litequeue.ScheduleInfo) *time.Location {
+	if s.TimeZone == "" || s.TimeZone == "UTC" {
+		return time.UTC
+	}
+	loc, err := time.LoadLocation(s.TimeZone)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
+
 func (a *app) listSchedules(fs *flagSet, path string, runs int) error {
 	f, err := a.open(path, fs, false)
 	if err != nil {
@@ -220,17 +238,18 @@ func (a *app) listSchedules(fs *flagSet, path string, runs int) error {
 		if s.TimeZone != "UTC" {
 			when += " " + s.TimeZone
 		}
+		loc := zoneOf(s)
 		next := none
 		if rs := runsOf(s, now, runs); len(rs) > 0 {
 			ts := make([]string, len(rs))
 			for k, t := range rs {
-				ts[k] = t.Format("2006-01-02 15:04Z")
+				ts[k] = t.In(loc).Format(time.RFC3339)
 			}
 			next = strings.Join(ts, ", ") + " (" + relTime(rs[0], now) + ")"
 		}
 		last := none
 		if !s.LastRun.IsZero() {
-			last = fmt.Sprintf("%s job %d %s", s.LastRun.UTC().Format("2006-01-02 15:04Z"), s.LastJobID, s.LastOutcome)
+			last = fmt.Sprintf("%s job %d %s", s.LastRun.In(loc).Format(time.RFC3339), s.LastJobID, s.LastOutcome)
 		}
 		rows[i] = []string{s.Name, when, s.Kind + "@" + s.Queue, scheduleState(s, now), next, last, strconv.FormatInt(s.MissedCount, 10)}
 	}
