@@ -130,7 +130,7 @@ func TestPauseAndResumeAQueue(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Regexp(t, `media .* paused`, r.stdout)
 
-	r = lq(t, "", "pause", fx.path, "nightly") // no jobs yet: allowed
+	r = lq(t, "", "pause", fx.path, "nightly", "--create") // no jobs yet: allowed when asked for
 	require.Equal(t, 0, r.code, r.stderr)
 	r = lq(t, "", "stats", fx.path)
 	require.Regexp(t, `nightly .* paused`, r.stdout)

@@ -49,7 +49,7 @@ func TestMigrateMovesAStoppedQueueFileOnceAndRefusesARunningOne(t *testing.T) {
 // file.
 func TestMigrateKeepsPausedQueuesAndSchedules(t *testing.T) {
 	path := scheduleFile(t)
-	require.Equal(t, 0, lq(t, "", "pause", path, "reports").code)
+	require.Equal(t, 0, lq(t, "", "pause", path, "reports", "--create").code)
 	u, _ := pgtest.FreshSchema(t)
 
 	r := lq(t, "", "migrate", path, u)
@@ -97,8 +97,8 @@ func TestCommandsThroughAPooler(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout+r.stderr, "nothing to apply")
 
-	require.Equal(t, 0, lq(t, "", "pause", unmoved, "reports").code)
-	r = lq(t, "", "pause", pooled, "reports")
+	require.Equal(t, 0, lq(t, "", "pause", unmoved, "reports", "--create").code)
+	r = lq(t, "", "pause", pooled, "reports", "--create")
 	require.Equal(t, 0, r.code, r.stderr)
 	sameOutput(t, unmoved, pooled, []string{"stats", "--json"})
 }

@@ -290,13 +290,14 @@ func (a *app) noteQueue(fs *flagSet, f *file, name string) error {
 	return nil
 }
 
-// unknownQueueError says that no job (nor pause) names queue, which queues
-// there are, and which of them queue may have meant.
+// unknownQueueError says that nothing the queue stores (a job, a schedule,
+// a pause) names queue, which queues there are (names), and which of them
+// queue may have meant.
 func unknownQueueError(queue string, names []string) error {
 	if len(names) == 0 {
-		return fmt.Errorf("no queue %q: the file holds no jobs and no paused queue", queue)
+		return fmt.Errorf("no queue %q: the queue holds no jobs, schedules or paused queues", queue)
 	}
-	msg := fmt.Sprintf("no queue %q: no job and no pause names it", queue)
+	msg := fmt.Sprintf("no queue %q: no job, schedule or pause names it", queue)
 	if m := suggest(queue, names); len(m) > 0 {
 		msg += fmt.Sprintf("; did you mean %q?", m[0])
 	}

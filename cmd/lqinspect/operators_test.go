@@ -4,13 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/pgtest"
+	"github.com/litequeue/litequeue/postgres"
 	"github.com/stretchr/testify/require"
 )
 
@@ -269,4 +273,88 @@ func TestScheduleRunsInTheirOwnZoneToTheSecond(t *testing.T) {
 			require.Equal(t, []any{"2026-01-01T01:30:00Z"}, s["next_runs"])
 		}
 	}
+}
+
+// view opens the queue at addr, a file or a postgres:// URL, read-only.
+func view(t *testing.T, addr string) *litequeue.Queue {
+	t.Helper()
+	if !isPostgresURL(addr) {
+		return libraryView(t, addr)
+	}
+	q, err := postgres.Open(context.Background(), addr, &litequeue.Options{ReadOnly: true, PollInterval: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, q.Close()) })
+	return q
+}
+
+// pauseResumeSays checks pause and resume on the queue at addr, whose jobs
+// are in queues default and media only.
+func pauseResumeSays(t *testing.T, addr string) {
+	t.Helper()
+	r := lq(t, "", "resume", addr, "media")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "queue \"media\" was not paused; nothing changed\n", r.stdout)
+	r = lq(t, "", "resume", addr, "media", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.JSONEq(t, `{"resumed":"media","changed":false}`, r.stdout)
+
+	// A typo pauses nothing and hints at the queue meant.
+	r = lq(t, "", "pause", addr, "meida")
+	require.Equal(t, exitError, r.code, r.stdout)
+	require.Contains(t, r.stderr, `no queue "meida"`)
+	require.Contains(t, r.stderr, `did you mean "media"?`)
+	require.Contains(t, r.stderr, "--create")
+	r = lq(t, "", "resume", addr, "meida")
+	require.Equal(t, exitError, r.code, r.stdout)
+	require.Contains(t, r.stderr, `did you mean "media"?`)
+	q := view(t, addr)
+	paused, err := q.PausedQueues(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, paused, "a typo paused a queue")
+
+	r = lq(t, "", "pause", addr, "media")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "paused queue \"media\"\n", r.stdout)
+	r = lq(t, "", "pause", addr, "media")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `^queue "media" was already paused \(since .*\); nothing changed\n$`, r.stdout)
+
+	// --create pauses a queue before its first job; resume then knows it.
+	r = lq(t, "", "pause", addr, "reports", "--create")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = lq(t, "", "resume", addr, "reports")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "resumed queue \"reports\"\n", r.stdout)
+	paused, err = q.PausedQueues(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, []string{"media"}, slices.Collect(maps.Keys(paused)))
+}
+
+func TestPauseResumeSayWhatChangedAndRefuseTyposOnSQLite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "queue.db")
+	q, err := litequeue.Open(path, &litequeue.Options{PollInterval: -1})
+	require.NoError(t, err)
+	for _, j := range []litequeue.Job{SendEmail{To: "a"}, Resize{Image: "b"}} {
+		_, err := q.Enqueue(context.Background(), j, nil)
+		require.NoError(t, err)
+	}
+	require.NoError(t, q.Close())
+	pauseResumeSays(t, path)
+
+	// A queue that only a schedule names is known.
+	path = scheduleFile(t)
+	r := lq(t, "", "pause", path, "media")
+	require.Equal(t, 0, r.code, r.stderr)
+}
+
+func TestPauseResumeSayWhatChangedAndRefuseTyposOnPostgreSQL(t *testing.T) {
+	u, _ := pgtest.FreshSchema(t)
+	q, err := postgres.Open(context.Background(), u, &litequeue.Options{PollInterval: -1})
+	require.NoError(t, err)
+	for _, j := range []litequeue.Job{SendEmail{To: "a"}, Resize{Image: "b"}} {
+		_, err := q.Enqueue(context.Background(), j, nil)
+		require.NoError(t, err)
+	}
+	require.NoError(t, q.Close())
+	pauseResumeSays(t, u)
 }

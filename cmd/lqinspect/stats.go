@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
@@ -23,8 +25,8 @@ Print one row per queue: jobs ready (due now), scheduled (due later),
 running (leased), dead (dead letters), completed (retained) and cancelled,
 how long the oldest ready job has waited, when the next scheduled job is
 due, and "paused" for a queue paused with "lqinspect pause" (listed even
-with no jobs). --queue shows only that queue's row; a queue the file holds
-no job of and that is not paused is an error naming the queues it has.
+with no jobs). --queue shows only that queue's row; a queue no job, schedule
+or pause names is an error naming the queues there are.
 
 With --watch it refreshes every --interval until interrupted: on a terminal
 it redraws the screen; to a pipe or a file it writes plain frames, one after
@@ -57,7 +59,7 @@ says so on stderr.`)
 			return err
 		}
 		if *queue != "" {
-			if stats, err = queueRow(stats, *queue); err != nil {
+			if stats, err = queueRow(a.ctx, f.q, stats, *queue); err != nil {
 				return err
 			}
 		}
@@ -122,15 +124,21 @@ says so on stderr.`)
 	}
 }
 
-// queueRow returns the row of queue in stats, or an error naming the queues
-// there are (and the closest to queue) when there is none.
-func queueRow(stats []litequeue.QueueStats, queue string) ([]litequeue.QueueStats, error) {
-	names := make([]string, 0, len(stats))
+// queueRow returns the row of queue in stats; an empty row for a queue only
+// a schedule names so far; or an error naming the queues there are (and the
+// closest to queue) when nothing names it.
+func queueRow(ctx context.Context, q *litequeue.Queue, stats []litequeue.QueueStats, queue string) ([]litequeue.QueueStats, error) {
 	for _, s := range stats {
 		if s.Queue == queue {
 			return []litequeue.QueueStats{s}, nil
 		}
-		names = append(names, s.Queue)
+	}
+	names, err := knownQueues(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if slices.Contains(names, queue) {
+		return []litequeue.QueueStats{{Queue: queue}}, nil
 	}
 	return nil, unknownQueueError(queue, names)
 }
