@@ -66,11 +66,11 @@ func TestRequeueIsAllOrNothing(t *testing.T) {
 
 func TestRequeueAllByQueueAndKind(t *testing.T) {
 	fx := newFixture(t)
-	r := lq(t, "", "requeue", fx.path, "--all", "--queue", "imports", "--kind", "sync")
+	r := lq(t, "", "requeue", fx.path, "--all", "--queue", "imports", "--kind", "sync", "--yes")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "requeued 0 dead letters\n", r.stdout)
 
-	r = lq(t, "", "requeue", fx.path, "--all", "--queue", "imports", "--kind", "import", "--json")
+	r = lq(t, "", "requeue", fx.path, "--all", "--queue", "imports", "--kind", "import", "--json", "--yes")
 	require.Equal(t, 0, r.code, r.stderr)
 	var got map[string]int
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
@@ -188,7 +188,7 @@ func TestPurgeAsksOnATerminal(t *testing.T) {
 	r := lqApp(t, terminal, "n\n", "purge", fx.path, "--dead", "--kind", "import")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, `Delete dead letters of kind "import" (all of them) from `+fx.path+"? [y/N]")
-	require.Contains(t, r.stderr, "not confirmed; nothing was deleted")
+	require.Contains(t, r.stderr, "not confirmed; nothing was changed")
 	requireStates(t, fx.path, map[int64]litequeue.State{3: litequeue.StateDead})
 
 	r = lqApp(t, terminal, "", "purge", fx.path, "--dead")

@@ -199,7 +199,7 @@ func TestQueueWithoutJobsIsAnEmptyResult(t *testing.T) {
 		{[]string{"dead", fx.path, "--queue", "nope", "--json"}, "[]\n"},
 		{[]string{"jobs", fx.path, "--queue", "nope", "--json"}, "[]\n"},
 		{[]string{"dead", fx.path, "--queue", "nope"}, "no dead letters\n"},
-		{[]string{"requeue", fx.path, "--all", "--queue", "nope"}, "requeued 0 dead letters\n"},
+		{[]string{"requeue", fx.path, "--all", "--yes", "--queue", "nope"}, "requeued 0 dead letters\n"},
 		{[]string{"purge", fx.path, "--dead", "--yes", "--queue", "nope"}, "purged 0 dead letters\n"},
 	} {
 		r := lq(t, "", tc.args...)
@@ -283,7 +283,7 @@ func TestMutatingCommandsOnALockedFileFailAfterTheBusyTimeoutWithoutChanges(t *t
 		holdWriteLock(t, fx.path)
 		for _, args := range [][]string{
 			{"requeue", fx.path, "3", "4"},
-			{"requeue", fx.path, "--all"},
+			{"requeue", fx.path, "--all", "--yes"},
 			{"cancel", fx.path, "1", "2"},
 			{"purge", fx.path, "--dead", "--yes"},
 			{"purge", fx.path, "--completed", "--yes"},

@@ -248,7 +248,7 @@ func looksLikeFile(arg string) bool {
 var (
 	valueFlags = map[string]bool{"now": true, "busy-timeout": true, "queue": true, "kind": true, "state": true,
 		"order": true, "limit": true, "offset": true, "older-than": true, "policy": true, "policy-file": true, "interval": true, "from": true, "runs": true}
-	boolFlags = map[string]bool{"json": true, "watch": true, "all": true, "dead": true, "completed": true, "cancelled": true, "yes": true, "create": true}
+	boolFlags = map[string]bool{"json": true, "watch": true, "all": true, "dead": true, "completed": true, "cancelled": true, "yes": true, "create": true, "dry-run": true}
 )
 
 // suggest returns the candidates within a small edit distance of word, or

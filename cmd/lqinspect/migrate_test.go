@@ -112,7 +112,7 @@ func TestMigratedFileRefusesWritesAndIsReadStill(t *testing.T) {
 	r := lq(t, "", "migrate", path, u)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "is marked as moved")
-	for _, args := range [][]string{{"pause", path, "reports"}, {"requeue", path, "--all"}, {"schedules", path, "trigger", "nightly"}, {"cancel", path, "1"}} {
+	for _, args := range [][]string{{"pause", path, "reports"}, {"requeue", path, "--all", "--yes"}, {"schedules", path, "trigger", "nightly"}, {"cancel", path, "1"}} {
 		r := lq(t, "", args...)
 		require.Equal(t, exitError, r.code, "%v: %s", args, r.stdout)
 		require.Contains(t, r.stderr, "the queue file was moved to PostgreSQL", "%v", args)

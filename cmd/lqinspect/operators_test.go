@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -357,4 +358,40 @@ func TestPauseResumeSayWhatChangedAndRefuseTyposOnPostgreSQL(t *testing.T) {
 	}
 	require.NoError(t, q.Close())
 	pauseResumeSays(t, u)
+}
+
+func TestRequeueAllHasADryRunAndAsksFirst(t *testing.T) {
+	fx := newFixture(t)
+	dead := map[int64]litequeue.State{3: litequeue.StateDead, 4: litequeue.StateDead, 5: litequeue.StateDead}
+
+	r := lq(t, "", "requeue", fx.path, "--all", "--dry-run")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "would requeue 3 dead letters (dry run: nothing was changed; those whose idempotency key a live job holds would stay dead)\n", r.stdout)
+	r = lq(t, "", "requeue", fx.path, "--all", "--dry-run", "--queue", "imports", "--kind", "import", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.JSONEq(t, `{"would_requeue": 3}`, r.stdout)
+	requireStates(t, fx.path, dead)
+
+	// Without a terminal to ask on, --all needs --yes.
+	r = lq(t, "", "requeue", fx.path, "--all")
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, "pass --yes to requeue without asking, or --dry-run")
+	requireStates(t, fx.path, dead)
+
+	terminal := func(a *app) { a.isTerminal = func(io.Reader) bool { return true } }
+	r = lqApp(t, terminal, "n\n", "requeue", fx.path, "--all", "--kind", "import")
+	require.Equal(t, exitError, r.code)
+	require.Contains(t, r.stderr, `Requeue 3 dead letters of kind "import" in `+fx.path+"? [y/N]")
+	require.Contains(t, r.stderr, "not confirmed; nothing was changed")
+	requireStates(t, fx.path, dead)
+
+	r = lqApp(t, terminal, "y\n", "requeue", fx.path, "--all")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "requeued 3 dead letters\n", r.stdout)
+	requireStates(t, fx.path, map[int64]litequeue.State{3: litequeue.StateReady, 4: litequeue.StateReady, 5: litequeue.StateReady})
+
+	// IDs are explicit: no question, and the --all flags are refused.
+	r = lq(t, "", "requeue", fx.path, "3", "--dry-run")
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, "--dry-run and --yes go with --all")
 }
