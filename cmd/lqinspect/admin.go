@@ -103,8 +103,8 @@ func (a *app) countSelected(fs *flagSet, path string, jq litequeue.JobQuery) (in
 		return 0, err
 	}
 	defer f.Close()
-	if err := a.noteQueue(fs, f, jq.Queue); err != nil {
-		return 0, err
+	if err := checkFilters(a.ctx, f.q, jq.Queue, jq.Kind); err != nil {
+		return 0, fmt.Errorf("%w; nothing was changed", err)
 	}
 	return f.q.CountJobs(a.ctx, jq, 0)
 }
@@ -196,8 +196,8 @@ It asks for confirmation when stdin is a terminal; otherwise pass --yes.`)
 		})
 	}
 	return a.mutation(fs, path, "purged", "dead letter", func(ctx context.Context, f *file) (int, error) {
-		if err := a.noteQueue(fs, f, *queue); err != nil {
-			return 0, err
+		if err := checkFilters(ctx, f.q, *queue, *kind); err != nil {
+			return 0, fmt.Errorf("%w; nothing was purged", err)
 		}
 		for _, id := range ids {
 			if _, err := f.q.DeadLetter(ctx, id); err != nil {

@@ -395,3 +395,59 @@ func TestRequeueAllHasADryRunAndAsksFirst(t *testing.T) {
 	require.Equal(t, exitUsage, r.code)
 	require.Contains(t, r.stderr, "--dry-run and --yes go with --all")
 }
+
+func TestFiltersNamingNothingAreSaidSo(t *testing.T) {
+	fx := newFixture(t)
+	dead := map[int64]litequeue.State{3: litequeue.StateDead, 4: litequeue.StateDead, 5: litequeue.StateDead}
+	// Changing commands refuse, change nothing and hint at the name meant.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"requeue", fx.path, "--all", "--yes", "--kind", "imprt"}, `no job of kind "imprt"; did you mean "import"? (kinds: "import", "ping", "render", "resize", "send_email", "sync"); nothing was changed`},
+		{[]string{"requeue", fx.path, "--all", "--dry-run", "--kind", "imprt"}, `did you mean "import"?`},
+		{[]string{"requeue", fx.path, "--all", "--yes", "--queue", "import"}, `no queue "import": no job, schedule or pause names it; did you mean "imports"?`},
+		{[]string{"purge", fx.path, "--dead", "--yes", "--kind", "imprt"}, `did you mean "import"?`},
+		{[]string{"purge", fx.path, "--dead", "--yes", "--queue", "nope"}, `no queue "nope"`},
+	} {
+		r := lq(t, "", tc.args...)
+		require.Equal(t, exitError, r.code, "%v: %s", tc.args, r.stdout)
+		require.Empty(t, r.stdout, "%v", tc.args)
+		require.Contains(t, r.stderr, tc.want, "%v", tc.args)
+		requireStates(t, fx.path, dead)
+	}
+
+	// A kind that exists with no dead letter of it is no typo: 0 is the answer.
+	r := lq(t, "", "requeue", fx.path, "--all", "--yes", "--kind", "sync")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "requeued 0 dead letters\n", r.stdout)
+	require.Empty(t, r.stderr)
+
+	// Listings note it on stderr, with the hint, and list nothing (exit 0).
+	r = lq(t, "", "jobs", fx.path, "--kind", "sned_email")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "no jobs\n", r.stdout)
+	require.Contains(t, r.stderr, `lqinspect jobs: note: no job of kind "sned_email"; did you mean "send_email"?`)
+	r = lq(t, "", "dead", fx.path, "--queue", "imprts", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "[]\n", r.stdout)
+	require.Contains(t, r.stderr, `did you mean "imports"?`)
+}
+
+func TestFiltersNamingNothingOnPostgreSQL(t *testing.T) {
+	u, _ := pgtest.FreshSchema(t)
+	q, err := postgres.Open(context.Background(), u, &litequeue.Options{PollInterval: -1})
+	require.NoError(t, err)
+	_, err = q.Enqueue(context.Background(), Import{File: "a.csv"}, nil)
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+	r := lq(t, "", "requeue", u, "--all", "--yes", "--kind", "imprt")
+	require.Equal(t, exitError, r.code, r.stdout)
+	require.Contains(t, r.stderr, `no job of kind "imprt"; did you mean "import"?`)
+	r = lq(t, "", "requeue", u, "--all", "--dry-run", "--queue", "imprts")
+	require.Equal(t, exitError, r.code, r.stdout)
+	require.Contains(t, r.stderr, `did you mean "imports"?`)
+	r = lq(t, "", "requeue", u, "--all", "--dry-run", "--queue", "imports", "--kind", "import")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "would requeue 0 dead letters")
+}
