@@ -54,7 +54,7 @@ func TestMigrateKeepsPausedQueuesAndSchedules(t *testing.T) {
 
 	r := lq(t, "", "migrate", path, u)
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "1 paused queues, 3 schedules")
+	require.Contains(t, r.stdout, "1 paused queue, 3 schedules")
 	sameOutput(t, path, u, []string{"stats", "--json"}, []string{"schedules", "--json"}, []string{"schedules", "--json", "history", "nightly"})
 
 	r = lq(t, "", "migrate", path, u)

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"io"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -450,4 +452,53 @@ func TestFiltersNamingNothingOnPostgreSQL(t *testing.T) {
 	r = lq(t, "", "requeue", u, "--all", "--dry-run", "--queue", "imports", "--kind", "import")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "would requeue 0 dead letters")
+}
+
+func TestMigrateSaysWhatItLeftAndCountsInGoodEnglish(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.db")
+	q, err := litequeue.Open(path, &litequeue.Options{PollInterval: -1})
+	require.NoError(t, err)
+	_, err = q.Enqueue(context.Background(), SendEmail{To: "a"}, nil)
+	require.NoError(t, err)
+	require.NoError(t, q.Pause(context.Background(), "default"))
+	require.NoError(t, q.Close())
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	_, err = db.Exec(`CREATE TABLE orders (id INTEGER PRIMARY KEY, total INTEGER); CREATE TABLE customers (id INTEGER PRIMARY KEY)`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	u, _ := pgtest.FreshSchema(t)
+	r := lq(t, "", "migrate", path, u)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "moved 1 job from")
+	require.Contains(t, r.stdout, "0 dead letters, 0 completed, 0 cancelled, 0 attempt records; 1 paused queue, 0 schedules, ")
+	require.NotContains(t, r.stdout, "1 paused queues")
+	require.Contains(t, r.stdout, `left alone in `+path+`: application tables "customers", "orders" (only the queue's lq_* tables move`)
+
+	r = lq(t, "", "migrate", path, u, "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
+	require.Equal(t, []any{"customers", "orders"}, got["left_tables"])
+
+	// A file of the queue's tables only says so.
+	plain := scheduleFile(t)
+	u2, _ := pgtest.FreshSchema(t)
+	r = lq(t, "", "migrate", plain, u2)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "holds no tables besides the queue's")
+}
+
+func TestBackupKeepsTheFileMode(t *testing.T) {
+	fx := newFixture(t)
+	for _, mode := range []os.FileMode{0o644, 0o640} {
+		require.NoError(t, os.Chmod(fx.path, mode))
+		dest := filepath.Join(t.TempDir(), "copy.db")
+		r := lq(t, "", "backup", fx.path, dest)
+		require.Equal(t, 0, r.code, r.stderr)
+		st, err := os.Stat(dest)
+		require.NoError(t, err)
+		require.Equal(t, mode, st.Mode().Perm())
+	}
 }
