@@ -21,31 +21,35 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// deadJobFile is a queue file (its queue stopped) with one dead letter of
-// kind import, id 1, whose handler failed permanently with errText.
-func deadJobFile(t *testing.T, errText string) string {
+// runUntil makes a queue file at t0 whose queue, with the handlers register
+// adds, runs the jobs enqueue enqueues until the first event of type until,
+// then stops; it returns the file's path.
+func runUntil(t *testing.T, register func(q *litequeue.Queue), until litequeue.EventType, jobs ...litequeue.Job) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "queue.db")
 	mock := clock.NewMock()
 	mock.Set(t0)
-	dead := make(chan struct{}, 1)
+	seen := make(chan struct{}, 1)
 	q, err := litequeue.Open(path, &litequeue.Options{Clock: mock, PollInterval: -1, OnEvent: func(e litequeue.Event) {
-		if e.Type == litequeue.EventDead {
-			dead <- struct{}{}
+		if e.Type == until {
+			select {
+			case seen <- struct{}{}:
+			default:
+			}
 		}
 	}})
 	require.NoError(t, err)
-	litequeue.Register(q, func(ctx context.Context, d *litequeue.Delivery[Import]) error {
-		return litequeue.Permanent(errors.New(errText))
-	})
+	register(q)
 	ctx := context.Background()
-	_, err = q.Enqueue(ctx, Import{File: "big.csv"}, nil)
-	require.NoError(t, err)
+	for _, j := range jobs {
+		_, err = q.Enqueue(ctx, j, nil)
+		require.NoError(t, err)
+	}
 	require.NoError(t, q.Start(ctx))
 	select {
-	case <-dead:
+	case <-seen:
 	case <-time.After(waitLimit):
-		t.Fatal("the job did not die")
+		t.Fatalf("no %s event", until)
 	}
 	stopCtx, cancel := context.WithTimeout(ctx, waitLimit)
 	defer cancel()
@@ -54,7 +58,25 @@ func deadJobFile(t *testing.T, errText string) string {
 	return path
 }
 
-// Tests of the operator items of issue 37, each through run(args…).
+// withJobs enqueues jobs into the queue at addr, a file (made when missing)
+// or a postgres:// URL, and closes it; it returns addr.
+func withJobs(t *testing.T, addr string, jobs ...litequeue.Job) string {
+	t.Helper()
+	var q *litequeue.Queue
+	var err error
+	if isPostgresURL(addr) {
+		q, err = postgres.Open(context.Background(), addr, &litequeue.Options{PollInterval: -1})
+	} else {
+		q, err = litequeue.Open(addr, &litequeue.Options{PollInterval: -1})
+	}
+	require.NoError(t, err)
+	for _, j := range jobs {
+		_, err := q.Enqueue(context.Background(), j, nil)
+		require.NoError(t, err)
+	}
+	require.NoError(t, q.Close())
+	return addr
+}
 
 func TestStatsQueueShowsOneQueue(t *testing.T) {
 	fx := newFixture(t)
@@ -105,7 +127,11 @@ func TestShowNotFoundSaysWhatIsTrue(t *testing.T) {
 
 func TestShowLongErrorWholeWhileListsCutIt(t *testing.T) {
 	long := "upstream said: " + strings.Repeat("0123456789", 60) + " END\nsecond line of the body END2"
-	path := deadJobFile(t, long)
+	path := runUntil(t, func(q *litequeue.Queue) {
+		litequeue.Register(q, func(ctx context.Context, d *litequeue.Delivery[Import]) error {
+			return litequeue.Permanent(errors.New(long))
+		})
+	}, litequeue.EventDead, Import{File: "big.csv"})
 
 	r := lq(t, "", "show", path, "1")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -133,35 +159,14 @@ func (Flaky) RetryPolicy() *litequeue.RetryPolicy {
 const oddFraction = 0.05712653527563553
 
 func TestDurationsAndPercentagesAreRounded(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "queue.db")
-	mock := clock.NewMock()
-	mock.Set(t0)
-	retrying := make(chan struct{}, 1)
-	q, err := litequeue.Open(path, &litequeue.Options{Clock: mock, PollInterval: -1, OnEvent: func(e litequeue.Event) {
-		if e.Type == litequeue.EventRetrying {
-			retrying <- struct{}{}
-		}
-	}})
-	require.NoError(t, err)
-	litequeue.Register(q, func(ctx context.Context, d *litequeue.Delivery[Flaky]) error {
-		if err := d.SetProgress(oddFraction, "rows"); err != nil {
-			return err
-		}
-		return errors.New("flaky")
-	})
-	ctx := context.Background()
-	_, err = q.Enqueue(ctx, Flaky{}, nil)
-	require.NoError(t, err)
-	require.NoError(t, q.Start(ctx))
-	select {
-	case <-retrying:
-	case <-time.After(waitLimit):
-		t.Fatal("the job did not fail")
-	}
-	stopCtx, cancel := context.WithTimeout(ctx, waitLimit)
-	defer cancel()
-	require.NoError(t, q.Stop(stopCtx))
-	require.NoError(t, q.Close())
+	path := runUntil(t, func(q *litequeue.Queue) {
+		litequeue.Register(q, func(ctx context.Context, d *litequeue.Delivery[Flaky]) error {
+			if err := d.SetProgress(oddFraction, "rows"); err != nil {
+				return err
+			}
+			return errors.New("flaky")
+		})
+	}, litequeue.EventRetrying, Flaky{})
 
 	r := lq(t, "", "show", path, "1")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -334,32 +339,17 @@ func pauseResumeSays(t *testing.T, addr string) {
 }
 
 func TestPauseResumeSayWhatChangedAndRefuseTyposOnSQLite(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "queue.db")
-	q, err := litequeue.Open(path, &litequeue.Options{PollInterval: -1})
-	require.NoError(t, err)
-	for _, j := range []litequeue.Job{SendEmail{To: "a"}, Resize{Image: "b"}} {
-		_, err := q.Enqueue(context.Background(), j, nil)
-		require.NoError(t, err)
-	}
-	require.NoError(t, q.Close())
-	pauseResumeSays(t, path)
+	pauseResumeSays(t, withJobs(t, filepath.Join(t.TempDir(), "queue.db"), SendEmail{To: "a"}, Resize{Image: "b"}))
 
 	// A queue that only a schedule names is known.
-	path = scheduleFile(t)
+	path := scheduleFile(t)
 	r := lq(t, "", "pause", path, "media")
 	require.Equal(t, 0, r.code, r.stderr)
 }
 
 func TestPauseResumeSayWhatChangedAndRefuseTyposOnPostgreSQL(t *testing.T) {
 	u, _ := pgtest.FreshSchema(t)
-	q, err := postgres.Open(context.Background(), u, &litequeue.Options{PollInterval: -1})
-	require.NoError(t, err)
-	for _, j := range []litequeue.Job{SendEmail{To: "a"}, Resize{Image: "b"}} {
-		_, err := q.Enqueue(context.Background(), j, nil)
-		require.NoError(t, err)
-	}
-	require.NoError(t, q.Close())
-	pauseResumeSays(t, u)
+	pauseResumeSays(t, withJobs(t, u, SendEmail{To: "a"}, Resize{Image: "b"}))
 }
 
 func TestRequeueAllHasADryRunAndAsksFirst(t *testing.T) {
@@ -438,11 +428,7 @@ func TestFiltersNamingNothingAreSaidSo(t *testing.T) {
 
 func TestFiltersNamingNothingOnPostgreSQL(t *testing.T) {
 	u, _ := pgtest.FreshSchema(t)
-	q, err := postgres.Open(context.Background(), u, &litequeue.Options{PollInterval: -1})
-	require.NoError(t, err)
-	_, err = q.Enqueue(context.Background(), Import{File: "a.csv"}, nil)
-	require.NoError(t, err)
-	require.NoError(t, q.Close())
+	withJobs(t, u, Import{File: "a.csv"})
 	r := lq(t, "", "requeue", u, "--all", "--yes", "--kind", "imprt")
 	require.Equal(t, exitError, r.code, r.stdout)
 	require.Contains(t, r.stderr, `no job of kind "imprt"; did you mean "import"?`)
@@ -455,13 +441,8 @@ func TestFiltersNamingNothingOnPostgreSQL(t *testing.T) {
 }
 
 func TestMigrateSaysWhatItLeftAndCountsInGoodEnglish(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "app.db")
-	q, err := litequeue.Open(path, &litequeue.Options{PollInterval: -1})
-	require.NoError(t, err)
-	_, err = q.Enqueue(context.Background(), SendEmail{To: "a"}, nil)
-	require.NoError(t, err)
-	require.NoError(t, q.Pause(context.Background(), "default"))
-	require.NoError(t, q.Close())
+	path := withJobs(t, filepath.Join(t.TempDir(), "app.db"), SendEmail{To: "a"})
+	require.Equal(t, 0, lq(t, "", "pause", path, "default").code)
 	db, err := sql.Open("sqlite", path)
 	require.NoError(t, err)
 	_, err = db.Exec(`CREATE TABLE orders (id INTEGER PRIMARY KEY, total INTEGER); CREATE TABLE customers (id INTEGER PRIMARY KEY)`)
