@@ -241,21 +241,13 @@ func TestScheduleHistoryLimitHasOneMeaningAndSaysWhenMoreAreKept(t *testing.T) {
 }
 
 func TestScheduleRunsInTheirOwnZoneToTheSecond(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "sched.db")
-	mock := clock.NewMock()
-	mock.Set(t0)
-	q, err := litequeue.Open(path, &litequeue.Options{Clock: mock, PollInterval: -1})
-	require.NoError(t, err)
-	for _, s := range []litequeue.Schedule{
-		{Name: "berlin", Cron: "30 2 * * *", TimeZone: "Europe/Berlin", Job: SendEmail{To: "ops@example.com"}},
-		{Name: "every-90s", Every: 90 * time.Second, Job: Ping{}},
-	} {
-		_, err := q.RegisterSchedule(context.Background(), s)
+	path := schedulesFile(t, func(ctx context.Context, q *litequeue.Queue, _ *clock.Mock) {
+		_, err := q.TriggerSchedule(ctx, "berlin")
 		require.NoError(t, err)
-	}
-	_, err = q.TriggerSchedule(context.Background(), "berlin")
-	require.NoError(t, err)
-	require.NoError(t, q.Close())
+	},
+		litequeue.Schedule{Name: "berlin", Cron: "30 2 * * *", TimeZone: "Europe/Berlin", Job: SendEmail{To: "ops@example.com"}},
+		litequeue.Schedule{Name: "every-90s", Every: 90 * time.Second, Job: Ping{}},
+	)
 
 	r := lq(t, "", "schedules", path, "--now", "2026-01-01T00:00:10Z", "--runs", "2")
 	require.Equal(t, 0, r.code, r.stderr)

@@ -17,24 +17,35 @@ import (
 // "nightly" was triggered once by hand.
 func scheduleFile(t *testing.T) string {
 	t.Helper()
+	return schedulesFile(t, func(ctx context.Context, q *litequeue.Queue, mock *clock.Mock) {
+		require.NoError(t, q.PauseSchedule(ctx, "hourly"))
+		mock.Add(time.Minute)
+		_, err := q.TriggerSchedule(ctx, "nightly")
+		require.NoError(t, err)
+	},
+		litequeue.Schedule{Name: "nightly", Cron: "30 2 * * *", TimeZone: "America/New_York", Job: SendEmail{To: "ops@example.com"}},
+		litequeue.Schedule{Name: "every-5m", Every: 5 * time.Minute, Job: Resize{Image: "a.png", Width: 10}, Missed: litequeue.MissedCatchUp, CatchUp: 2},
+		litequeue.Schedule{Name: "hourly", Cron: "@hourly", Job: Ping{}, Overlap: litequeue.OverlapSkip},
+	)
+}
+
+// schedulesFile makes a queue file whose queue, at t0 on a mock clock,
+// registers schedules and then calls then, when not nil, before it closes.
+func schedulesFile(t *testing.T, then func(ctx context.Context, q *litequeue.Queue, mock *clock.Mock), schedules ...litequeue.Schedule) string {
+	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "sched.db")
 	mock := clock.NewMock()
 	mock.Set(t0)
 	q, err := litequeue.Open(path, &litequeue.Options{Clock: mock, PollInterval: -1})
 	require.NoError(t, err)
-	for _, s := range []litequeue.Schedule{
-		{Name: "nightly", Cron: "30 2 * * *", TimeZone: "America/New_York", Job: SendEmail{To: "ops@example.com"}},
-		{Name: "every-5m", Every: 5 * time.Minute, Job: Resize{Image: "a.png", Width: 10}, Missed: litequeue.MissedCatchUp, CatchUp: 2},
-		{Name: "hourly", Cron: "@hourly", Job: Ping{}, Overlap: litequeue.OverlapSkip},
-	} {
+	for _, s := range schedules {
 		_, err := q.RegisterSchedule(ctx, s)
 		require.NoError(t, err)
 	}
-	require.NoError(t, q.PauseSchedule(ctx, "hourly"))
-	mock.Add(time.Minute)
-	_, err = q.TriggerSchedule(ctx, "nightly")
-	require.NoError(t, err)
+	if then != nil {
+		then(ctx, q, mock)
+	}
 	require.NoError(t, q.Close())
 	return path
 }
