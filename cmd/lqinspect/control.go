@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -65,16 +66,14 @@ func (a *app) pauseResume(args []string, name, doc string) error {
 	_, wasPaused := paused[queue]
 	// An invalid name (empty, too long) is left to the library to refuse.
 	if !wasPaused && queue != "" && (create == nil || !*create) {
-		names, err := knownQueues(ctx, f.q)
-		if err != nil {
-			return f.lockedError(err)
-		}
-		if !slices.Contains(names, queue) {
-			err := unknownQueueError(queue, names)
-			if name == "pause" {
-				return fmt.Errorf("%w; nothing was paused. To pause a queue before its first job, pass --create", err)
-			}
+		var unknown unknownNameError
+		switch err := checkQueue(ctx, f.q, queue); {
+		case errors.As(err, &unknown) && name == "pause":
+			return fmt.Errorf("%w; nothing was paused. To pause a queue before its first job, pass --create", err)
+		case errors.As(err, &unknown):
 			return fmt.Errorf("%w; nothing was resumed", err)
+		case err != nil:
+			return f.lockedError(err)
 		}
 	}
 	verb, changed := "paused", !wasPaused
@@ -101,10 +100,38 @@ func (a *app) pauseResume(args []string, name, doc string) error {
 	return err
 }
 
-// knownQueues returns, sorted, the queues q knows: those its jobs (in any
-// state) and its schedules name, and the paused ones.
-func knownQueues(ctx context.Context, q *litequeue.Queue) ([]string, error) {
-	stats, err := q.Stats(ctx) // paused queues included
+// queueKnown reports whether a job (in any state), a schedule or a pause
+// of q names queue; it reads at most one job.
+func queueKnown(ctx context.Context, q *litequeue.Queue, queue string) (bool, error) {
+	paused, err := q.PausedQueues(ctx)
+	if err != nil {
+		return false, err
+	}
+	if _, ok := paused[queue]; ok {
+		return true, nil
+	}
+	schedules, err := q.Schedules(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, s := range schedules {
+		if s.Queue == queue {
+			return true, nil
+		}
+	}
+	n, err := q.CountJobs(ctx, litequeue.JobQuery{Queue: queue}, 1)
+	return n > 0, err
+}
+
+// queueNames returns, sorted, the queues to suggest for a name q does not
+// know: those with live jobs or among the newest finished ones
+// (QueueSummaries, bounded), the paused ones and those of schedules.
+func queueNames(ctx context.Context, q *litequeue.Queue) ([]string, error) {
+	sums, err := q.QueueSummaries(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	paused, err := q.PausedQueues(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -113,13 +140,19 @@ func knownQueues(ctx context.Context, q *litequeue.Queue) ([]string, error) {
 		return nil, err
 	}
 	var names []string
-	for _, s := range stats {
-		names = append(names, s.Queue)
+	add := func(n string) {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	for _, s := range sums {
+		add(s.Queue)
+	}
+	for n := range paused {
+		add(n)
 	}
 	for _, s := range schedules {
-		if !slices.Contains(names, s.Queue) {
-			names = append(names, s.Queue)
-		}
+		add(s.Queue)
 	}
 	sort.Strings(names)
 	return names, nil

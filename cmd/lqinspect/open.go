@@ -308,8 +308,12 @@ func checkQueue(ctx context.Context, q *litequeue.Queue, queue string) error {
 	if queue == "" {
 		return nil
 	}
-	names, err := knownQueues(ctx, q)
-	if err != nil || slices.Contains(names, queue) {
+	known, err := queueKnown(ctx, q, queue)
+	if err != nil || known {
+		return err
+	}
+	names, err := queueNames(ctx, q)
+	if err != nil {
 		return err
 	}
 	return unknownQueueError(queue, names)

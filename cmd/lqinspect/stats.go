@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"time"
 
@@ -133,14 +132,10 @@ func queueRow(ctx context.Context, q *litequeue.Queue, stats []litequeue.QueueSt
 			return []litequeue.QueueStats{s}, nil
 		}
 	}
-	names, err := knownQueues(ctx, q)
-	if err != nil {
+	if err := checkQueue(ctx, q, queue); err != nil {
 		return nil, err
 	}
-	if slices.Contains(names, queue) {
-		return []litequeue.QueueStats{{Queue: queue}}, nil
-	}
-	return nil, unknownQueueError(queue, names)
+	return []litequeue.QueueStats{{Queue: queue}}, nil
 }
 
 func statsTable(w io.Writer, stats []litequeue.QueueStats, now time.Time) error {
