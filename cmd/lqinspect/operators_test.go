@@ -265,6 +265,11 @@ func TestScheduleRunsInTheirOwnZoneToTheSecond(t *testing.T) {
 	require.Contains(t, berlin, "2026-01-01T01:00:00+01:00 job 1 pending", "the last run in the zone too")
 	require.Contains(t, every, "2026-01-01T00:01:30Z, 2026-01-01T00:03:00Z (in 1m20s)")
 
+	// So are the occurrences in its history.
+	r = lq(t, "", "schedules", path, "history", "berlin")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `triggered\s+2026-01-01T01:00:00\+01:00\s+1`, r.stdout)
+
 	// --json stays in UTC.
 	var got []map[string]any
 	decode(t, &got, "schedules", path, "--now", "2026-01-01T00:00:10Z", "--runs", "1")

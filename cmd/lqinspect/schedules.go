@@ -37,7 +37,8 @@ only reads and changes the stored schedule:
   trigger NAME  enqueue one occurrence now, leaving the schedule as it was
   history NAME  the schedule's newest events, newest first: registrations,
                 changes, enqueued and skipped occurrences (--limit of them,
-                default 20; stderr says when more are kept)
+                default 20; stderr says when more are kept); occurrences
+                in the schedule's time zone
 
 The last outcome is pending, running, completed (kept by retention), dead,
 cancelled, or done when the job's row is gone (it succeeded and was not
@@ -269,10 +270,12 @@ func (a *app) scheduleHistory(fs *flagSet, path, name string, limit int) error {
 	if err != nil {
 		return err
 	}
-	known := false
+	known, loc := false, time.UTC
 	var names []string
 	for _, s := range all {
-		known = known || s.Name == name
+		if s.Name == name {
+			known, loc = true, zoneOf(s)
+		}
 		names = append(names, s.Name)
 	}
 	if !known {
@@ -327,9 +330,9 @@ func (a *app) scheduleHistory(fs *flagSet, path, name string, limit int) error {
 		occ := none
 		switch {
 		case !e.Last.IsZero() && !e.Last.Equal(e.Occurrence):
-			occ = absTime(e.Occurrence) + " .. " + absTime(e.Last)
+			occ = e.Occurrence.In(loc).Format(time.RFC3339) + " .. " + e.Last.In(loc).Format(time.RFC3339)
 		case !e.Occurrence.IsZero():
-			occ = absTime(e.Occurrence)
+			occ = e.Occurrence.In(loc).Format(time.RFC3339)
 		}
 		job := none
 		if e.JobID != 0 {
