@@ -14,7 +14,9 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/pgtest"
 	"github.com/litequeue/litequeue/metrics/prometheus"
+	"github.com/litequeue/litequeue/postgres"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -71,13 +73,28 @@ func value(t *testing.T, families map[string]*dto.MetricFamily, f string, want m
 	return 0
 }
 
-func TestExpositionNamesHelpTypesAndLabels(t *testing.T) {
+func TestExpositionNamesHelpTypesAndLabelsOnSQLite(t *testing.T) {
+	exposition(t, func(o *litequeue.Options) (*litequeue.Queue, error) {
+		return litequeue.Open(filepath.Join(t.TempDir(), "q.db"), o)
+	})
+}
+
+func TestExpositionNamesHelpTypesAndLabelsOnPostgreSQL(t *testing.T) {
+	u, _ := pgtest.FreshSchema(t)
+	exposition(t, func(o *litequeue.Options) (*litequeue.Queue, error) {
+		return postgres.Open(context.Background(), u, o)
+	})
+}
+
+// exposition checks the collector's exposition of a queue that open opens
+// with the options given.
+func exposition(t *testing.T, open func(*litequeue.Options) (*litequeue.Queue, error)) {
 	c := prometheus.NewCollector(nil)
 	mock := clock.NewMock()
 	mock.Set(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	release := make(chan struct{})
 	var hookCalls int
-	q, err := litequeue.Open(filepath.Join(t.TempDir(), "q.db"), &litequeue.Options{Clock: mock, PollInterval: -1, EventBuffer: 1,
+	q, err := open(&litequeue.Options{Clock: mock, PollInterval: -1, EventBuffer: 1,
 		OnEvent: func(e litequeue.Event) {
 			if hookCalls++; hookCalls == 1 {
 				<-release // hold the hook so that later events overflow the buffer of 1
