@@ -9,7 +9,9 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/pgtest"
 	lqotel "github.com/litequeue/litequeue/metrics/otel"
+	"github.com/litequeue/litequeue/postgres"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -23,14 +25,29 @@ type point struct {
 	value float64
 }
 
-func TestRecorderObservesPausesSchedulesAndDropsAndSkipsProgress(t *testing.T) {
+func TestRecorderObservesPausesSchedulesAndDropsAndSkipsProgressOnSQLite(t *testing.T) {
+	observes(t, func(o *litequeue.Options) (*litequeue.Queue, error) {
+		return litequeue.Open(filepath.Join(t.TempDir(), "q.db"), o)
+	})
+}
+
+func TestRecorderObservesPausesSchedulesAndDropsAndSkipsProgressOnPostgreSQL(t *testing.T) {
+	u, _ := pgtest.FreshSchema(t)
+	observes(t, func(o *litequeue.Options) (*litequeue.Queue, error) {
+		return postgres.Open(context.Background(), u, o)
+	})
+}
+
+// observes checks what the recorder observes of a queue that open opens
+// with the options given.
+func observes(t *testing.T, open func(*litequeue.Options) (*litequeue.Queue, error)) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	rec, err := lqotel.New(mp, nil)
 	require.NoError(t, err)
 	mock := clock.NewMock()
 	mock.Set(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	q, err := litequeue.Open(filepath.Join(t.TempDir(), "q.db"), &litequeue.Options{Clock: mock, PollInterval: -1, OnEvent: rec.Record})
+	q, err := open(&litequeue.Options{Clock: mock, PollInterval: -1, OnEvent: rec.Record})
 	require.NoError(t, err)
 	defer q.Close()
 	_, err = rec.ObserveQueue(q)
