@@ -33,15 +33,20 @@ func (a *app) mutation(fs *flagSet, path, verb, noun string, do func(ctx context
 }
 
 func (a *app) requeue(args []string) error {
-	fs := a.newFlags("requeue", "FILE (ID... | --all [--queue Q] [--kind K])", `
+	fs := a.newFlags("requeue", "FILE (ID... | --all [--queue Q] [--kind K] [--dry-run | --yes])", `
 Move dead letters back to ready, due now, with their attempts reset (their
 history is kept), and print how many moved. With IDs it is all or nothing:
 an unknown id, a job that is not dead, or one whose idempotency key a live
 job now holds moves nothing. --all moves every dead letter (of --queue and
---kind when given) and skips those whose key a live job holds.`)
+--kind when given) and skips those whose key a live job holds; it says how
+many dead letters it selects and asks for confirmation when stdin is a
+terminal (otherwise pass --yes), and --dry-run only says how many it would
+move.`)
 	all := fs.Bool("all", false, "requeue every dead letter (narrowed by --queue and --kind)")
 	queue := fs.String("queue", "", "with --all: only dead letters of this queue")
 	kind := fs.String("kind", "", "with --all: only dead letters of this kind")
+	dryRun := fs.Bool("dry-run", false, "with --all: say how many dead letters would move, and move none")
+	yes := fs.Bool("yes", false, "with --all: do not ask for confirmation")
 	fs.jsonFlag()
 	fs.fileFlags(true)
 	path, ids, err := fs.parseFileIDs(args)
@@ -55,16 +60,65 @@ job now holds moves nothing. --all moves every dead letter (of --queue and
 		return usagef("give the IDs of dead letters to requeue, or --all")
 	case !*all && (*queue != "" || *kind != ""):
 		return usagef("--queue and --kind narrow --all; with IDs, leave them out")
+	case !*all && (*dryRun || *yes):
+		return usagef("--dry-run and --yes go with --all; requeueing IDs is all or nothing and asks nothing")
+	case *dryRun && *yes:
+		return usagef("give --dry-run or --yes, not both")
+	}
+	if !*all {
+		return a.mutation(fs, path, "requeued", "dead letter", func(ctx context.Context, f *file) (int, error) {
+			return f.q.Requeue(ctx, ids...)
+		})
+	}
+	if !*dryRun && !*yes && !a.isTerminal(a.stdin) {
+		return usagef("stdin is not a terminal to confirm on; pass --yes to requeue without asking, or --dry-run to see how many would move")
+	}
+	jq := litequeue.JobQuery{Queue: *queue, Kind: *kind, States: []litequeue.State{litequeue.StateDead}}
+	n, err := a.countSelected(fs, path, jq)
+	if err != nil {
+		return err
+	}
+	what := describeSelection(plural(n, "dead letter", "dead letters"), *queue, *kind)
+	if *dryRun {
+		if fs.json {
+			return writeJSON(a.stdout, map[string]int{"would_requeue": n})
+		}
+		_, err := fmt.Fprintf(a.stdout, "would requeue %s (dry run: nothing was changed; those whose idempotency key a live job holds would stay dead)\n", what)
+		return err
+	}
+	if !*yes {
+		if err := a.confirm(fmt.Sprintf("Requeue %s in %s?", what, safeAddr(path))); err != nil {
+			return err
+		}
 	}
 	return a.mutation(fs, path, "requeued", "dead letter", func(ctx context.Context, f *file) (int, error) {
-		if !*all {
-			return f.q.Requeue(ctx, ids...)
-		}
-		if err := a.noteQueue(fs, f, *queue); err != nil {
-			return 0, err
-		}
-		return f.q.RequeueJobs(ctx, litequeue.JobQuery{Queue: *queue, Kind: *kind})
+		return f.q.RequeueJobs(ctx, jq)
 	})
+}
+
+// countSelected opens path read-only and counts the jobs jq selects.
+func (a *app) countSelected(fs *flagSet, path string, jq litequeue.JobQuery) (int, error) {
+	f, err := a.open(path, fs, false)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if err := checkFilters(a.ctx, f.q, jq.Queue, jq.Kind); err != nil {
+		return 0, fmt.Errorf("%w; nothing was changed", err)
+	}
+	return f.q.CountJobs(a.ctx, jq, 0)
+}
+
+// describeSelection says what of queue and kind (each "" for any) the jobs
+// counted as what are: `3 dead letters of queue "imports" of kind "sync"`.
+func describeSelection(what, queue, kind string) string {
+	if queue != "" {
+		what += fmt.Sprintf(" of queue %q", queue)
+	}
+	if kind != "" {
+		what += fmt.Sprintf(" of kind %q", kind)
+	}
+	return what
 }
 
 func (a *app) cancel(args []string) error {
@@ -142,8 +196,8 @@ It asks for confirmation when stdin is a terminal; otherwise pass --yes.`)
 		})
 	}
 	return a.mutation(fs, path, "purged", "dead letter", func(ctx context.Context, f *file) (int, error) {
-		if err := a.noteQueue(fs, f, *queue); err != nil {
-			return 0, err
+		if err := checkFilters(ctx, f.q, *queue, *kind); err != nil {
+			return 0, fmt.Errorf("%w; nothing was purged", err)
 		}
 		for _, id := range ids {
 			if _, err := f.q.DeadLetter(ctx, id); err != nil {
@@ -183,14 +237,14 @@ func describePurge(dead bool, queue, kind string, olderThan time.Duration, ids [
 	return b.String()
 }
 
-// errNotConfirmed is a purge that was not confirmed.
-var errNotConfirmed = errors.New("not confirmed; nothing was deleted")
+// errNotConfirmed is a purge or requeue that was not confirmed.
+var errNotConfirmed = errors.New("not confirmed; nothing was changed")
 
 // confirm asks question on a terminal and wants "y" or "yes". Without a
 // terminal it refuses: a script must pass --yes.
 func (a *app) confirm(question string) error {
 	if !a.isTerminal(a.stdin) {
-		return usagef("stdin is not a terminal to confirm on; pass --yes to delete without asking")
+		return usagef("stdin is not a terminal to confirm on; pass --yes to go ahead without asking")
 	}
 	fmt.Fprintf(a.stderr, "%s [y/N] ", question)
 	line, err := bufio.NewReader(a.stdin).ReadString('\n')

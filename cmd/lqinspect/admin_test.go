@@ -66,11 +66,11 @@ func TestRequeueIsAllOrNothing(t *testing.T) {
 
 func TestRequeueAllByQueueAndKind(t *testing.T) {
 	fx := newFixture(t)
-	r := lq(t, "", "requeue", fx.path, "--all", "--queue", "imports", "--kind", "sync")
+	r := lq(t, "", "requeue", fx.path, "--all", "--queue", "imports", "--kind", "sync", "--yes")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "requeued 0 dead letters\n", r.stdout)
 
-	r = lq(t, "", "requeue", fx.path, "--all", "--queue", "imports", "--kind", "import", "--json")
+	r = lq(t, "", "requeue", fx.path, "--all", "--queue", "imports", "--kind", "import", "--json", "--yes")
 	require.Equal(t, 0, r.code, r.stderr)
 	var got map[string]int
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
@@ -130,7 +130,7 @@ func TestPauseAndResumeAQueue(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Regexp(t, `media .* paused`, r.stdout)
 
-	r = lq(t, "", "pause", fx.path, "nightly") // no jobs yet: allowed
+	r = lq(t, "", "pause", fx.path, "nightly", "--create") // no jobs yet: allowed when asked for
 	require.Equal(t, 0, r.code, r.stderr)
 	r = lq(t, "", "stats", fx.path)
 	require.Regexp(t, `nightly .* paused`, r.stdout)
@@ -188,7 +188,7 @@ func TestPurgeAsksOnATerminal(t *testing.T) {
 	r := lqApp(t, terminal, "n\n", "purge", fx.path, "--dead", "--kind", "import")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, `Delete dead letters of kind "import" (all of them) from `+fx.path+"? [y/N]")
-	require.Contains(t, r.stderr, "not confirmed; nothing was deleted")
+	require.Contains(t, r.stderr, "not confirmed; nothing was changed")
 	requireStates(t, fx.path, map[int64]litequeue.State{3: litequeue.StateDead})
 
 	r = lqApp(t, terminal, "", "purge", fx.path, "--dead")

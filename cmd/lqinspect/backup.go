@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 )
 
 func (a *app) backup(args []string) error {
@@ -10,7 +11,8 @@ Write a consistent copy of the queue file FILE to DEST, which must not exist,
 while the application keeps running: every job committed before the backup
 began is in the copy. The copy is one self-contained file (no -wal), written
 beside DEST and moved into place when complete; DEST is never overwritten.
-FILE is opened read-only and is not changed.
+FILE is opened read-only and is not changed; the copy gets FILE's file mode
+(a copy of a PostgreSQL queue is readable by its owner only, 0600).
 
 To restore: stop every process using the queue, replace the queue file with
 the copy and remove the old file's -wal and -shm, then start again.
@@ -37,6 +39,13 @@ queue only; back the application's database up with the server's tools.`)
 	defer f.Close()
 	if err := f.q.Backup(a.ctx, pos[1]); err != nil {
 		return err
+	}
+	if f.info != nil {
+		// The copy is written private (0600); give it the mode of the file
+		// it copies, so that those who may read the queue may read it.
+		if err := os.Chmod(pos[1], f.info.Mode().Perm()); err != nil {
+			return fmt.Errorf("backed up to %s, but could not give it the mode of %s (%s): %w", pos[1], f.name(), f.info.Mode().Perm(), err)
+		}
 	}
 	_, err = fmt.Fprintf(a.stdout, "backed up %s to %s\n", safeAddr(f.path), safeLine(pos[1]))
 	return err

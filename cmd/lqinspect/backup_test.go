@@ -43,7 +43,7 @@ func TestBackupOfAPostgreSQLQueueWritesAQueueFile(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "file.db")
 	require.Equal(t, 0, lq(t, "", "backup", fx.path, file).code)
 	require.Equal(t, 0, lq(t, "", "migrate", file, u).code)
-	require.Equal(t, 0, lq(t, "", "pause", u, "reports").code)
+	require.Equal(t, 0, lq(t, "", "pause", u, "reports", "--create").code)
 
 	dest := filepath.Join(t.TempDir(), "pg-copy.db")
 	r := lq(t, "", "backup", u, dest)

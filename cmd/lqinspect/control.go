@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"sort"
 
 	"github.com/litequeue/litequeue"
 )
@@ -11,26 +14,36 @@ import (
 // on it.
 
 func (a *app) pause(args []string) error {
-	return a.pauseResume(args, "pause", "paused", `
+	return a.pauseResume(args, "pause", `
 Pause QUEUE for every process on the file: its workers claim no new jobs
 (running ones finish; claimed ones not yet started go back unrun) within
 their poll interval, until "lqinspect resume". The pause is stored in the
-file and survives restarts. A queue with no jobs yet may be paused: the
-pause applies to the jobs that come. Pausing a paused queue changes
-nothing.`, (*litequeue.Queue).Pause)
+file and survives restarts. Pausing a paused queue changes nothing and
+says so.
+
+QUEUE must be a queue the file knows (one a job or a schedule names, or a
+paused one): a name nothing knows is refused with the names it may have
+meant, so that a typo does not pause a queue nobody uses. To pause a queue
+before its first job, pass --create.`)
 }
 
 func (a *app) resume(args []string) error {
-	return a.pauseResume(args, "resume", "resumed", `
+	return a.pauseResume(args, "resume", `
 Resume QUEUE paused by "lqinspect pause" or Queue.Pause: its workers in
 every process claim its jobs again within their poll interval. Resuming a
-queue that is not paused changes nothing.`, (*litequeue.Queue).Resume)
+queue that is not paused changes nothing and says so ("queue X was not
+paused", exit 0); a name no job, schedule or pause knows is an error with
+the names it may have meant.`)
 }
 
-func (a *app) pauseResume(args []string, name, verb, doc string, do func(*litequeue.Queue, context.Context, string) error) error {
+func (a *app) pauseResume(args []string, name, doc string) error {
 	fs := a.newFlags(name, "FILE QUEUE", doc)
 	fs.jsonFlag()
 	fs.fileFlags(true)
+	var create *bool
+	if name == "pause" {
+		create = fs.Bool("create", false, "pause QUEUE even when no job or schedule names it yet")
+	}
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -46,12 +59,101 @@ func (a *app) pauseResume(args []string, name, verb, doc string, do func(*litequ
 	defer f.Close()
 	ctx, cancel := f.writeCtx(a.ctx)
 	defer cancel()
-	if err := do(f.q, ctx, queue); err != nil {
+	paused, err := f.q.PausedQueues(ctx)
+	if err != nil {
+		return f.lockedError(err)
+	}
+	_, wasPaused := paused[queue]
+	// An invalid name (empty, too long) is left to the library to refuse.
+	if !wasPaused && queue != "" && (create == nil || !*create) {
+		var unknown unknownNameError
+		switch err := checkQueue(ctx, f.q, queue); {
+		case errors.As(err, &unknown) && name == "pause":
+			return fmt.Errorf("%w; nothing was paused. To pause a queue before its first job, pass --create", err)
+		case errors.As(err, &unknown):
+			return fmt.Errorf("%w; nothing was resumed", err)
+		case err != nil:
+			return f.lockedError(err)
+		}
+	}
+	verb, changed := "paused", !wasPaused
+	if name == "pause" {
+		err = f.q.Pause(ctx, queue)
+	} else {
+		verb, changed = "resumed", wasPaused
+		err = f.q.Resume(ctx, queue)
+	}
+	if err != nil {
 		return f.lockedError(err)
 	}
 	if fs.json {
-		return writeJSON(a.stdout, map[string]string{verb: queue})
+		return writeJSON(a.stdout, map[string]any{verb: queue, "changed": changed})
 	}
-	_, err = fmt.Fprintf(a.stdout, "%s queue %q\n", verb, queue)
+	switch {
+	case changed:
+		_, err = fmt.Fprintf(a.stdout, "%s queue %q\n", verb, queue)
+	case name == "pause":
+		_, err = fmt.Fprintf(a.stdout, "queue %q was already paused (since %s); nothing changed\n", queue, absTime(paused[queue]))
+	default:
+		_, err = fmt.Fprintf(a.stdout, "queue %q was not paused; nothing changed\n", queue)
+	}
 	return err
+}
+
+// queueKnown reports whether a job (in any state), a schedule or a pause
+// of q names queue; it reads at most one job.
+func queueKnown(ctx context.Context, q *litequeue.Queue, queue string) (bool, error) {
+	paused, err := q.PausedQueues(ctx)
+	if err != nil {
+		return false, err
+	}
+	if _, ok := paused[queue]; ok {
+		return true, nil
+	}
+	schedules, err := q.Schedules(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, s := range schedules {
+		if s.Queue == queue {
+			return true, nil
+		}
+	}
+	n, err := q.CountJobs(ctx, litequeue.JobQuery{Queue: queue}, 1)
+	return n > 0, err
+}
+
+// queueNames returns, sorted, the queues to suggest for a name q does not
+// know: those with live jobs or among the newest finished ones
+// (QueueSummaries, bounded), the paused ones and those of schedules.
+func queueNames(ctx context.Context, q *litequeue.Queue) ([]string, error) {
+	sums, err := q.QueueSummaries(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	paused, err := q.PausedQueues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	schedules, err := q.Schedules(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	add := func(n string) {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	for _, s := range sums {
+		add(s.Queue)
+	}
+	for n := range paused {
+		add(n)
+	}
+	for _, s := range schedules {
+		add(s.Queue)
+	}
+	sort.Strings(names)
+	return names, nil
 }

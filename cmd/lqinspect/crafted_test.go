@@ -49,10 +49,10 @@ func TestCraftedSchemasAreRefusedByName(t *testing.T) {
 			'permanent error' AS dead_reason, 0 AS due_at, 0 AS snoozes, NULL AS progress, NULL AS progress_msg, NULL AS progress_at,
 			NULL AS output, NULL AS unique_key, NULL AS unique_states FROM r`, []string{"stats"}, "lq_jobs is a view, not a table"},
 		"trigger that deletes every job": {`CREATE TRIGGER wipe AFTER UPDATE ON lq_jobs BEGIN DELETE FROM lq_jobs; END`,
-			[]string{"requeue", "--all"}, `trigger "wipe" on lq_jobs`},
+			[]string{"requeue", "--all", "--yes"}, `trigger "wipe" on lq_jobs`},
 		"slow trigger": {`CREATE TRIGGER slow AFTER UPDATE ON lq_jobs BEGIN
 			SELECT count(*) FROM (WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 100000000000) SELECT n FROM r); END`,
-			[]string{"requeue", "--all", "--busy-timeout", "2s"}, `trigger "slow" on lq_jobs`},
+			[]string{"requeue", "--all", "--yes", "--busy-timeout", "2s"}, `trigger "slow" on lq_jobs`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := craftedQueueFile(t, c.alter)

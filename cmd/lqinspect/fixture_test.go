@@ -198,13 +198,13 @@ type result struct {
 
 // lq runs lqinspect in-process with args, stdin and LQINSPECT_NOW set to
 // fixtureNow.
-func lq(t *testing.T, stdin string, args ...string) result {
+func lq(t testing.TB, stdin string, args ...string) result {
 	t.Helper()
 	return lqApp(t, nil, stdin, args...)
 }
 
 // lqApp is lq with a hook to adjust the app's seams.
-func lqApp(t *testing.T, adjust func(a *app), stdin string, args ...string) result {
+func lqApp(t testing.TB, adjust func(a *app), stdin string, args ...string) result {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	a := &app{

@@ -43,6 +43,40 @@ func whenTime(t, now time.Time) string {
 	return absTime(t) + " (" + relTime(t, now) + ")"
 }
 
+// roundDuration formats d for reading, rounded to what a reader uses:
+// "350ms", "17.6s", and from a minute on its two largest units ("4m12s",
+// "3d2h"); under a millisecond in microseconds ("412µs"). --json output keeps
+// exact values instead.
+func roundDuration(d time.Duration) string {
+	abs := d
+	if abs < 0 {
+		abs = -abs // MinInt64 stays negative and goes to humantime below
+	}
+	switch {
+	case abs < 0 || abs >= time.Minute:
+		return humantime.Duration(d)
+	case abs >= time.Second:
+		return d.Round(100 * time.Millisecond).String()
+	case abs >= time.Millisecond:
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(time.Microsecond).String()
+}
+
+// percent formats fraction (1 is 100%) with at most one decimal: "5.7%",
+// "42%". A fraction that rounds to 0% or 100% without being it reads
+// "<0.1%" or ">99.9%", so that neither claims nothing or all was done.
+func percent(fraction float64) string {
+	p := fraction * 100
+	switch {
+	case p > 0 && p < 0.05:
+		return "<0.1%"
+	case p < 100 && p >= 99.95:
+		return ">99.9%"
+	}
+	return strings.TrimSuffix(strconv.FormatFloat(p, 'f', 1, 64), ".0") + "%"
+}
+
 // shorten returns the first line of s escaped for the terminal (safeLine),
 // cut to at most n runes with "…", and " …" after it when more lines
 // follow. An escape sequence is never cut in half.

@@ -70,7 +70,8 @@ func parseStates(s string) ([]litequeue.State, error) {
 }
 
 // list opens FILE (the one positional argument) read-only, lists the jobs
-// l and states select, after checking that the queue l names exists, and
+// l and states select, noting on stderr a queue or kind l names that nothing
+// has (noteFilters), and
 // prints them as JSON or with table.
 func (a *app) list(fs *flagSet, args []string, l *listFlags, states func() ([]litequeue.State, error),
 	table func(w io.Writer, jobs []litequeue.JobInfo, now time.Time) error) error {
@@ -93,7 +94,7 @@ func (a *app) list(fs *flagSet, args []string, l *listFlags, states func() ([]li
 		return err
 	}
 	defer f.Close()
-	if err := a.noteQueue(fs, f, l.queue); err != nil {
+	if err := a.noteFilters(fs, f, l.queue, l.kind); err != nil {
 		return err
 	}
 	jobs, err := f.q.Jobs(a.ctx, filter)

@@ -247,8 +247,8 @@ func looksLikeFile(arg string) bool {
 // A command's own flag set still checks them.
 var (
 	valueFlags = map[string]bool{"now": true, "busy-timeout": true, "queue": true, "kind": true, "state": true,
-		"order": true, "limit": true, "offset": true, "older-than": true, "policy": true, "policy-file": true, "interval": true, "from": true}
-	boolFlags = map[string]bool{"json": true, "watch": true, "all": true, "dead": true, "completed": true, "cancelled": true, "yes": true}
+		"order": true, "limit": true, "offset": true, "older-than": true, "policy": true, "policy-file": true, "interval": true, "from": true, "runs": true}
+	boolFlags = map[string]bool{"json": true, "watch": true, "all": true, "dead": true, "completed": true, "cancelled": true, "yes": true, "create": true, "dry-run": true}
 )
 
 // suggest returns the candidates within a small edit distance of word, or
@@ -273,25 +273,31 @@ func suggest(word string, candidates []string) []string {
 	return out
 }
 
-// editDistance is the Levenshtein distance between a and b.
+// editDistance is the edit distance between a and b counting an insertion,
+// a deletion, a substitution and a swap of two neighbours ("meida" for
+// "media") as one edit each (optimal string alignment).
 func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
 	}
 	for i := 1; i <= len(a); i++ {
-		cur[0] = i
 		for j := 1; j <= len(b); j++ {
 			cost := 1
 			if a[i-1] == b[j-1] {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return d[len(a)][len(b)]
 }
 
 // exit prints err for command name, escaped for the terminal (safeText: a
@@ -386,6 +392,9 @@ func (fs *flagSet) parse(args []string) ([]string, error) {
 				fs.VisitAll(func(f *flag.Flag) { flags = append(flags, f.Name) })
 				if m := suggest(name, flags); len(m) > 0 {
 					fmt.Fprintf(fs.Output(), "did you mean --%s?\n", m[0])
+				} else if valueFlags[name] || boolFlags[name] {
+					// A flag of other commands: not a misspelt command.
+					fmt.Fprintf(fs.Output(), "--%s is a flag of other commands, not of %s\n", name, fs.Name())
 				} else if m := suggest(name, allCommandNames); len(m) > 0 {
 					fmt.Fprintf(fs.Output(), "--%s is not a flag of %s; did you mean the command %q?\n", name, fs.Name(), m[0])
 				}

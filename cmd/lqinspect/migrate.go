@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
 
@@ -33,7 +34,11 @@ stopped half-way (killed) is finished by running it again with the same
 URL. It refuses a file moved to another queue before, and a schedule that
 PostgreSQL already has (move before any process registers schedules
 there). Running it again copies nothing more. Afterwards open the queue
-with postgres.Open(ctx, URL, opts) instead of litequeue.Open(FILE, opts).`)
+with postgres.Open(ctx, URL, opts) instead of litequeue.Open(FILE, opts).
+
+Only the queue's tables (lq_*) move: it names the other tables of FILE,
+an application's own in a file it shares with its queue, which stay where
+they are.`)
 	fs.jsonFlag()
 	pos, err := fs.parse(args)
 	if err != nil {
@@ -52,15 +57,33 @@ with postgres.Open(ctx, URL, opts) instead of litequeue.Open(FILE, opts).`)
 	if err != nil {
 		return err
 	}
+	left, err := a.otherTables(pos[0])
+	if err != nil {
+		return err
+	}
 	if fs.json {
-		b, _ := json.Marshal(map[string]any{"pending": m.Pending, "running": m.Running, "dead": m.Dead, "completed": m.Completed, "cancelled": m.Cancelled,
+		b, _ := json.Marshal(map[string]any{"left_tables": left, "pending": m.Pending, "running": m.Running, "dead": m.Dead, "completed": m.Completed, "cancelled": m.Cancelled,
 			"attempts": m.Attempts, "skipped": m.Skipped, "schema": m.Schema, "last_job_id": m.LastJobID,
 			"paused_queues": m.PausedQueues, "schedules": m.Schedules, "history_minutes": m.History, "escaped_text": m.Escaped})
 		_, err = fmt.Fprintln(a.stdout, string(safeJSON(b)))
 		return err
 	}
-	_, err = fmt.Fprintf(a.stdout, "moved %d jobs from %s into PostgreSQL schema %q: %d pending or scheduled, %d running (their leases run out as on SQLite), %d dead letters, %d completed, %d cancelled, %d attempt records; %d paused queues, %d schedules, %d minutes of history; %d jobs already moved by an earlier run; new ids continue after %d\n",
-		m.Jobs(), safeLine(pos[0]), safeLine(m.Schema), m.Pending, m.Running, m.Dead, m.Completed, m.Cancelled, m.Attempts, m.PausedQueues, m.Schedules, m.History, m.Skipped, m.LastJobID)
+	_, err = fmt.Fprintf(a.stdout, "moved %s from %s into PostgreSQL schema %q: %d pending or scheduled, %d running (their leases run out as on SQLite), %s, %d completed, %d cancelled, %s; %s, %s, %s of history; %s already moved by an earlier run; new ids continue after %d\n",
+		plural(m.Jobs(), "job", "jobs"), safeLine(pos[0]), safeLine(m.Schema), m.Pending, m.Running, plural(m.Dead, "dead letter", "dead letters"),
+		m.Completed, m.Cancelled, plural(m.Attempts, "attempt record", "attempt records"), plural(m.PausedQueues, "paused queue", "paused queues"),
+		plural(m.Schedules, "schedule", "schedules"), plural(m.History, "minute", "minutes"), plural(m.Skipped, "job", "jobs"), m.LastJobID)
+	if err == nil {
+		switch noun := "application tables"; len(left) {
+		case 0:
+			_, err = fmt.Fprintf(a.stdout, "%s holds no tables besides the queue's\n", safeLine(pos[0]))
+		case 1:
+			noun = "application table"
+			fallthrough
+		default:
+			_, err = fmt.Fprintf(a.stdout, "left alone in %s: %s %s (only the queue's lq_* tables move; move the application's data with its own tools)\n",
+				safeLine(pos[0]), noun, safeLine(quoteList(left)))
+		}
+	}
 	if err == nil && m.Escaped > 0 {
 		_, err = fmt.Fprintf(a.stdout, "%d text values (keys, names, errors) held NUL bytes or invalid UTF-8, which PostgreSQL cannot store: they were copied with each such byte written as \\xNN (and each backslash in them as \\\\)\n", m.Escaped)
 	}
@@ -68,4 +91,31 @@ with postgres.Open(ctx, URL, opts) instead of litequeue.Open(FILE, opts).`)
 		_, err = fmt.Fprintf(a.stdout, "%s is marked as moved: applications and lqinspect open it read-only only\n", safeLine(pos[0]))
 	}
 	return err
+}
+
+// otherTables returns the tables of the file at path besides the queue's
+// own (lq_*) and SQLite's: the application's tables, in a file the
+// application shares with its queue (litequeue.New), which migrate leaves
+// where they are.
+func (a *app) otherTables(path string) ([]string, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(a.ctx, `SELECT name FROM sqlite_schema WHERE type = 'table'
+		AND name NOT LIKE 'lq\_%' ESCAPE '\' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("reading the tables left in %s: %w", path, err)
+	}
+	defer rows.Close()
+	names := []string{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		names = append(names, n)
+	}
+	return names, rows.Err()
 }

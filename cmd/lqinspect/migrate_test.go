@@ -49,12 +49,12 @@ func TestMigrateMovesAStoppedQueueFileOnceAndRefusesARunningOne(t *testing.T) {
 // file.
 func TestMigrateKeepsPausedQueuesAndSchedules(t *testing.T) {
 	path := scheduleFile(t)
-	require.Equal(t, 0, lq(t, "", "pause", path, "reports").code)
+	require.Equal(t, 0, lq(t, "", "pause", path, "reports", "--create").code)
 	u, _ := pgtest.FreshSchema(t)
 
 	r := lq(t, "", "migrate", path, u)
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "1 paused queues, 3 schedules")
+	require.Contains(t, r.stdout, "1 paused queue, 3 schedules")
 	sameOutput(t, path, u, []string{"stats", "--json"}, []string{"schedules", "--json"}, []string{"schedules", "--json", "history", "nightly"})
 
 	r = lq(t, "", "migrate", path, u)
@@ -97,8 +97,8 @@ func TestCommandsThroughAPooler(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout+r.stderr, "nothing to apply")
 
-	require.Equal(t, 0, lq(t, "", "pause", unmoved, "reports").code)
-	r = lq(t, "", "pause", pooled, "reports")
+	require.Equal(t, 0, lq(t, "", "pause", unmoved, "reports", "--create").code)
+	r = lq(t, "", "pause", pooled, "reports", "--create")
 	require.Equal(t, 0, r.code, r.stderr)
 	sameOutput(t, unmoved, pooled, []string{"stats", "--json"})
 }
@@ -112,7 +112,7 @@ func TestMigratedFileRefusesWritesAndIsReadStill(t *testing.T) {
 	r := lq(t, "", "migrate", path, u)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "is marked as moved")
-	for _, args := range [][]string{{"pause", path, "reports"}, {"requeue", path, "--all"}, {"schedules", path, "trigger", "nightly"}, {"cancel", path, "1"}} {
+	for _, args := range [][]string{{"pause", path, "reports"}, {"requeue", path, "--all", "--yes"}, {"schedules", path, "trigger", "nightly"}, {"cancel", path, "1"}} {
 		r := lq(t, "", args...)
 		require.Equal(t, exitError, r.code, "%v: %s", args, r.stdout)
 		require.Contains(t, r.stderr, "the queue file was moved to PostgreSQL", "%v", args)

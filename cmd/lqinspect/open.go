@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -263,29 +265,124 @@ func (f *file) lockedError(err error) error {
 	return err
 }
 
-// noteQueue tells on stderr when the file holds no job of the queue name
-// ("" selects all): most likely a typo, but maybe a healthy queue with
-// nothing in it today, so it is a note and the command goes on — an empty
+// noteFilters tells on stderr when --queue or --kind (each "" for any)
+// names a queue or kind nothing in the file has, with the name it may have
+// meant: most likely a typo, but maybe a healthy queue with nothing in it
+// today, so for a listing it is a note and the command goes on — an empty
 // result is not an error (exit 0) and stdout stays the command's output.
-func (a *app) noteQueue(fs *flagSet, f *file, name string) error {
-	if name == "" {
+func (a *app) noteFilters(fs *flagSet, f *file, queue, kind string) error {
+	for _, check := range []func() error{
+		func() error { return checkQueue(a.ctx, f.q, queue) },
+		func() error { return checkKind(a.ctx, f.q, kind) },
+	} {
+		err := check()
+		var unknown unknownNameError
+		switch {
+		case errors.As(err, &unknown):
+			fmt.Fprintf(a.stderr, "lqinspect %s: note: %s\n", fs.Name(), safeLine(err.Error()))
+		case err != nil:
+			return err
+		}
+	}
+	return nil
+}
+
+// checkFilters is noteFilters for a command that changes jobs: a queue or
+// kind nothing has is an error (an unknownNameError), so that a typo is not
+// answered with "requeued 0".
+func checkFilters(ctx context.Context, q *litequeue.Queue, queue, kind string) error {
+	if err := checkQueue(ctx, q, queue); err != nil {
+		return err
+	}
+	return checkKind(ctx, q, kind)
+}
+
+// unknownNameError is a --queue or --kind that names nothing the queue has.
+type unknownNameError struct{ msg string }
+
+func (e unknownNameError) Error() string { return e.msg }
+
+// checkQueue returns an unknownNameError when no job, schedule or pause
+// names queue ("" is any queue).
+func checkQueue(ctx context.Context, q *litequeue.Queue, queue string) error {
+	if queue == "" {
 		return nil
 	}
-	stats, err := f.q.Stats(a.ctx)
+	known, err := queueKnown(ctx, q, queue)
+	if err != nil || known {
+		return err
+	}
+	names, err := queueNames(ctx, q)
 	if err != nil {
 		return err
 	}
-	names := make([]string, 0, len(stats))
-	for _, s := range stats {
-		if s.Queue == name {
-			return nil
-		}
-		names = append(names, s.Queue)
-	}
-	if len(names) == 0 {
-		fmt.Fprintf(a.stderr, "lqinspect %s: note: no jobs of queue %q; the file holds no jobs at all\n", fs.Name(), name)
+	return unknownQueueError(queue, names)
+}
+
+// kindSample bounds the jobs and dead letters read for the kinds a typo of
+// --kind may have meant.
+const kindSample = 1000
+
+// checkKind returns an unknownNameError when no job has kind ("" is any
+// kind), with the kinds of the newest jobs, dead letters and schedules.
+func checkKind(ctx context.Context, q *litequeue.Queue, kind string) error {
+	if kind == "" {
 		return nil
 	}
-	fmt.Fprintf(a.stderr, "lqinspect %s: note: no jobs of queue %q; the file has jobs of queues %s\n", fs.Name(), name, quoteList(names))
-	return nil
+	n, err := q.CountJobs(ctx, litequeue.JobQuery{Kind: kind}, 1)
+	if err != nil || n > 0 {
+		return err
+	}
+	var kinds []string
+	add := func(k string) {
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	page, err := q.ListJobs(ctx, litequeue.JobQuery{}, litequeue.PageRequest{Limit: kindSample})
+	if err != nil {
+		return err
+	}
+	for _, j := range page.Jobs {
+		add(j.Kind)
+	}
+	groups, err := q.GroupDeadLetters(ctx, litequeue.JobQuery{}, litequeue.GroupLimits{Limit: kindSample})
+	if err != nil {
+		return err
+	}
+	for _, g := range groups {
+		for _, k := range g.Kinds {
+			add(k)
+		}
+	}
+	schedules, err := q.Schedules(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range schedules {
+		add(s.Kind)
+	}
+	sort.Strings(kinds)
+	msg := fmt.Sprintf("no job of kind %q", kind)
+	if len(kinds) == 0 {
+		return unknownNameError{msg + ": the queue holds no jobs"}
+	}
+	if m := suggest(kind, kinds); len(m) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", m[0])
+	}
+	return unknownNameError{fmt.Sprintf("%s (kinds: %s)", msg, quoteList(kinds))}
+}
+
+// unknownQueueError says that nothing the queue stores (a job, a schedule,
+// a pause) names queue, which queues there are (names), and which of them
+// queue may have meant.
+func unknownQueueError(queue string, names []string) error {
+	if len(names) == 0 {
+		return unknownNameError{fmt.Sprintf("no queue %q: the queue holds no jobs, schedules or paused queues", queue)}
+	}
+	msg := fmt.Sprintf("no queue %q: no job, schedule or pause names it", queue)
+	if m := suggest(queue, names); len(m) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", m[0])
+	}
+	return unknownNameError{fmt.Sprintf("%s (queues: %s)", msg, quoteList(names))}
 }

@@ -140,11 +140,11 @@ func planTable(w io.Writer, p litequeue.RetryPolicy, plan retryPlan) error {
 	rows := make([][]string, len(plan.Steps))
 	for i, s := range plan.Steps {
 		if !s.Retry {
-			rows[i] = []string{strconv.Itoa(s.Attempt), "gives up: dead letter", none, none, s.Cumulative.String()}
+			rows[i] = []string{strconv.Itoa(s.Attempt), "gives up: dead letter", none, none, roundDuration(s.Cumulative)}
 			continue
 		}
-		rows[i] = []string{strconv.Itoa(s.Attempt), "retry #" + strconv.Itoa(s.Attempt+1), s.Ceiling.String(),
-			fmt.Sprintf("[%s, %s]", s.MinDelay, s.MaxDelay), s.Cumulative.String()}
+		rows[i] = []string{strconv.Itoa(s.Attempt), "retry #" + strconv.Itoa(s.Attempt+1), roundDuration(s.Ceiling),
+			fmt.Sprintf("[%s, %s]", roundDuration(s.MinDelay), roundDuration(s.MaxDelay)), roundDuration(s.Cumulative)}
 	}
 	if err := table(w, "", []string{"FAILED ATTEMPT", "THEN", "CEILING", "WAIT RANGE", "CUMULATIVE (MAX)"}, rows); err != nil {
 		return err
@@ -168,10 +168,10 @@ func planTable(w io.Writer, p litequeue.RetryPolicy, plan retryPlan) error {
 func describeBackoff(b litequeue.Backoff) string {
 	switch b.Kind {
 	case litequeue.BackoffFixed:
-		return "fixed backoff of " + max(b.Delay, 0).String()
+		return "fixed backoff of " + roundDuration(max(b.Delay, 0))
 	case litequeue.BackoffExponential:
 		var parts []string
-		parts = append(parts, "exponential backoff from "+b.Base.String(), "factor "+strconv.FormatFloat(b.Factor, 'g', -1, 64), "max "+b.Max.String())
+		parts = append(parts, "exponential backoff from "+roundDuration(b.Base), "factor "+strconv.FormatFloat(b.Factor, 'g', 4, 64), "max "+roundDuration(b.Max))
 		if b.Jitter {
 			parts = append(parts, "full jitter")
 		}

@@ -1,13 +1,23 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	_ "time/tzdata" // schedule times in their own zone on a machine without a zone database
 
 	"github.com/litequeue/litequeue"
+)
+
+// defaultRuns is how many next runs of each schedule the listing shows, and
+// defaultHistory how many events history shows, unless --runs or --limit
+// says.
+const (
+	defaultRuns    = 3
+	defaultHistory = 20
 )
 
 func (a *app) schedules(args []string) error {
@@ -15,7 +25,9 @@ func (a *app) schedules(args []string) error {
 List the recurring jobs stored in the queue file: for each, its timing
 (cron expression or interval, and time zone), the job it enqueues, whether
 it is paused, its next run times, its last run and that job's outcome, and
-how many occurrences it missed (skipped while no process ran it).
+how many occurrences it missed (skipped while no process ran it). Run times
+are shown to the second in the schedule's own time zone, with its offset
+(2026-03-29T03:30:00+02:00 for Europe/Berlin); --json gives them in UTC.
 
 A schedule runs in every process that has started the queue; lqinspect
 only reads and changes the stored schedule:
@@ -23,15 +35,18 @@ only reads and changes the stored schedule:
   pause NAME    stop enqueueing until resumed (passing occurrences are not missed)
   resume NAME   resume from the next occurrence after now
   trigger NAME  enqueue one occurrence now, leaving the schedule as it was
-  history NAME  the schedule's newest events: registrations, changes,
-                enqueued and skipped occurrences
+  history NAME  the schedule's newest events, newest first: registrations,
+                changes, enqueued and skipped occurrences (--limit of them,
+                default 20; stderr says when more are kept); occurrences
+                in the schedule's time zone
 
 The last outcome is pending, running, completed (kept by retention), dead,
-or done when the job's row is gone (it succeeded, or was cancelled or
-purged).`)
+cancelled, or done when the job's row is gone (it succeeded and was not
+retained, or was purged).`)
 	fs.jsonFlag()
 	fs.fileFlags(true)
-	limit := fs.Int("limit", 3, "how many next runs to list, or (history) how many events; 0 for all events")
+	runs := fs.Int("runs", defaultRuns, "listing: how many next runs of each schedule to show")
+	limit := fs.Int("limit", defaultHistory, "history: how many of the newest events to show; 0 for all the queue keeps")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -40,11 +55,19 @@ purged).`)
 		return usagef("missing FILE")
 	}
 	path := pos[0]
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if len(pos) == 1 {
-		if *limit < 0 {
-			return usagef("--limit %d is negative", *limit)
+		switch {
+		case given["limit"]:
+			return usagef("--limit counts the events of history NAME; for how many next runs to list, use --runs")
+		case *runs < 0:
+			return usagef("--runs %d is negative", *runs)
 		}
-		return a.listSchedules(fs, path, *limit)
+		return a.listSchedules(fs, path, *runs)
+	}
+	if given["runs"] {
+		return usagef("--runs is for the listing (lqinspect schedules FILE --runs N); %s takes no --runs", pos[1])
 	}
 	verb := pos[1]
 	if len(pos) != 3 {
@@ -160,6 +183,21 @@ func scheduleState(s litequeue.ScheduleInfo, now time.Time) string {
 	return "active"
 }
 
+// zoneOf returns the time zone s runs in, for showing its times as its
+// cron expression reads them; UTC for an interval schedule, and for a zone
+// this machine cannot load (the embedded database knows every IANA zone, so
+// only a name newer than this build's).
+func zoneOf(s litequeue.ScheduleInfo) *time.Location {
+	if s.TimeZone == "" || s.TimeZone == "UTC" {
+		return time.UTC
+	}
+	loc, err := time.LoadLocation(s.TimeZone)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
+
 func (a *app) listSchedules(fs *flagSet, path string, runs int) error {
 	f, err := a.open(path, fs, false)
 	if err != nil {
@@ -201,17 +239,18 @@ func (a *app) listSchedules(fs *flagSet, path string, runs int) error {
 		if s.TimeZone != "UTC" {
 			when += " " + s.TimeZone
 		}
+		loc := zoneOf(s)
 		next := none
 		if rs := runsOf(s, now, runs); len(rs) > 0 {
 			ts := make([]string, len(rs))
 			for k, t := range rs {
-				ts[k] = t.Format("2006-01-02 15:04Z")
+				ts[k] = t.In(loc).Format(time.RFC3339)
 			}
 			next = strings.Join(ts, ", ") + " (" + relTime(rs[0], now) + ")"
 		}
 		last := none
 		if !s.LastRun.IsZero() {
-			last = fmt.Sprintf("%s job %d %s", s.LastRun.UTC().Format("2006-01-02 15:04Z"), s.LastJobID, s.LastOutcome)
+			last = fmt.Sprintf("%s job %d %s", s.LastRun.In(loc).Format(time.RFC3339), s.LastJobID, s.LastOutcome)
 		}
 		rows[i] = []string{s.Name, when, s.Kind + "@" + s.Queue, scheduleState(s, now), next, last, strconv.FormatInt(s.MissedCount, 10)}
 	}
@@ -231,10 +270,12 @@ func (a *app) scheduleHistory(fs *flagSet, path, name string, limit int) error {
 	if err != nil {
 		return err
 	}
-	known := false
+	known, loc := false, time.UTC
 	var names []string
 	for _, s := range all {
-		known = known || s.Name == name
+		if s.Name == name {
+			known, loc = true, zoneOf(s)
+		}
 		names = append(names, s.Name)
 	}
 	if !known {
@@ -244,9 +285,20 @@ func (a *app) scheduleHistory(fs *flagSet, path, name string, limit int) error {
 		}
 		return fmt.Errorf("%s: %w", msg, litequeue.ErrScheduleNotFound)
 	}
-	events, err := f.q.ScheduleHistory(a.ctx, name, limit)
+	ask := limit
+	if limit > 0 {
+		ask = limit + 1 // one more, to tell whether more are kept
+	}
+	events, err := f.q.ScheduleHistory(a.ctx, name, ask)
 	if err != nil {
 		return err
+	}
+	more := limit > 0 && len(events) > limit
+	if more {
+		events = events[:limit]
+		// Never cut silently, with --json neither: stdout stays one JSON
+		// document, stderr says there is more.
+		defer fmt.Fprintf(a.stderr, "showing the newest %d events of %s; older ones are kept: --limit N for more, --limit 0 for all\n", limit, safeLine(name))
 	}
 	if fs.json {
 		type eventJSON struct {
@@ -278,9 +330,9 @@ func (a *app) scheduleHistory(fs *flagSet, path, name string, limit int) error {
 		occ := none
 		switch {
 		case !e.Last.IsZero() && !e.Last.Equal(e.Occurrence):
-			occ = absTime(e.Occurrence) + " .. " + absTime(e.Last)
+			occ = e.Occurrence.In(loc).Format(time.RFC3339) + " .. " + e.Last.In(loc).Format(time.RFC3339)
 		case !e.Occurrence.IsZero():
-			occ = absTime(e.Occurrence)
+			occ = e.Occurrence.In(loc).Format(time.RFC3339)
 		}
 		job := none
 		if e.JobID != 0 {

@@ -17,24 +17,35 @@ import (
 // "nightly" was triggered once by hand.
 func scheduleFile(t *testing.T) string {
 	t.Helper()
+	return schedulesFile(t, func(ctx context.Context, q *litequeue.Queue, mock *clock.Mock) {
+		require.NoError(t, q.PauseSchedule(ctx, "hourly"))
+		mock.Add(time.Minute)
+		_, err := q.TriggerSchedule(ctx, "nightly")
+		require.NoError(t, err)
+	},
+		litequeue.Schedule{Name: "nightly", Cron: "30 2 * * *", TimeZone: "America/New_York", Job: SendEmail{To: "ops@example.com"}},
+		litequeue.Schedule{Name: "every-5m", Every: 5 * time.Minute, Job: Resize{Image: "a.png", Width: 10}, Missed: litequeue.MissedCatchUp, CatchUp: 2},
+		litequeue.Schedule{Name: "hourly", Cron: "@hourly", Job: Ping{}, Overlap: litequeue.OverlapSkip},
+	)
+}
+
+// schedulesFile makes a queue file whose queue, at t0 on a mock clock,
+// registers schedules and then calls then, when not nil, before it closes.
+func schedulesFile(t *testing.T, then func(ctx context.Context, q *litequeue.Queue, mock *clock.Mock), schedules ...litequeue.Schedule) string {
+	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "sched.db")
 	mock := clock.NewMock()
 	mock.Set(t0)
 	q, err := litequeue.Open(path, &litequeue.Options{Clock: mock, PollInterval: -1})
 	require.NoError(t, err)
-	for _, s := range []litequeue.Schedule{
-		{Name: "nightly", Cron: "30 2 * * *", TimeZone: "America/New_York", Job: SendEmail{To: "ops@example.com"}},
-		{Name: "every-5m", Every: 5 * time.Minute, Job: Resize{Image: "a.png", Width: 10}, Missed: litequeue.MissedCatchUp, CatchUp: 2},
-		{Name: "hourly", Cron: "@hourly", Job: Ping{}, Overlap: litequeue.OverlapSkip},
-	} {
+	for _, s := range schedules {
 		_, err := q.RegisterSchedule(ctx, s)
 		require.NoError(t, err)
 	}
-	require.NoError(t, q.PauseSchedule(ctx, "hourly"))
-	mock.Add(time.Minute)
-	_, err = q.TriggerSchedule(ctx, "nightly")
-	require.NoError(t, err)
+	if then != nil {
+		then(ctx, q, mock)
+	}
 	require.NoError(t, q.Close())
 	return path
 }
@@ -45,7 +56,7 @@ func TestSchedulesListsNextRunsLastRunAndMissed(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	golden(t, "schedules", r.stdout)
 
-	r = lq(t, "", "schedules", path, "--json", "--limit", "2")
+	r = lq(t, "", "schedules", path, "--json", "--runs", "2")
 	require.Equal(t, 0, r.code, r.stderr)
 	var got []map[string]any
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
@@ -107,7 +118,10 @@ func TestSchedulesBadInvocations(t *testing.T) {
 		{[]string{"schedules", path, "pause", "a", "b"}, exitUsage, "want FILE, or FILE followed by"},
 		{[]string{"schedules", path, "pause", "nope"}, exitError, `schedule not found: "nope"`},
 		{[]string{"schedules", path, "history", "nigthly"}, exitError, `no schedule "nigthly"; did you mean "nightly"?`},
-		{[]string{"schedules", path, "--limit", "-1"}, exitUsage, "--limit -1 is negative"},
+		{[]string{"schedules", path, "--runs", "-1"}, exitUsage, "--runs -1 is negative"},
+		{[]string{"schedules", path, "history", "hourly", "--limit", "-1"}, exitUsage, "--limit -1 is negative"},
+		{[]string{"schedules", path, "--limit", "2"}, exitUsage, "--limit counts the events of history NAME; for how many next runs to list, use --runs"},
+		{[]string{"schedules", path, "history", "hourly", "--runs", "2"}, exitUsage, "history takes no --runs"},
 		{[]string{"schedules"}, exitUsage, "missing FILE"},
 	} {
 		r := lq(t, "", tc.args...)

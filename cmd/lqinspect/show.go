@@ -36,7 +36,7 @@ reported and the output it set, if any.`)
 	defer f.Close()
 	j, err := f.q.Job(a.ctx, ids[0])
 	if errors.Is(err, litequeue.ErrNotFound) {
-		return fmt.Errorf("no job with id %d in %s (it may have succeeded and been deleted, been cancelled or purged)", ids[0], f.name())
+		return fmt.Errorf("no job with id %d in %s: no job had that id, or it was deleted (a job that succeeds is deleted unless completed jobs are retained; purge deletes dead letters, retained completed and cancelled jobs)", ids[0], f.name())
 	}
 	if err != nil {
 		return err
@@ -105,10 +105,10 @@ func showJob(w io.Writer, j litequeue.JobInfo, now time.Time) error {
 	for _, at := range j.Attempts {
 		delay := none
 		if at.Decision == litequeue.DecisionRetry {
-			delay = at.Delay.String()
+			delay = roundDuration(at.Delay)
 		}
 		lines := strings.Split(strings.TrimRight(at.Error, "\n"), "\n")
-		rows = append(rows, []string{strconv.Itoa(at.Attempt), absTime(at.StartedAt), at.FinishedAt.Sub(at.StartedAt).String(),
+		rows = append(rows, []string{strconv.Itoa(at.Attempt), absTime(at.StartedAt), roundDuration(at.FinishedAt.Sub(at.StartedAt)),
 			string(at.Decision), delay, orNone(lines[0])})
 		for _, l := range lines[1:] {
 			rows = append(rows, []string{"", "", "", "", "", l})
@@ -127,9 +127,10 @@ func indentJSON(raw json.RawMessage) string {
 	return "  " + b.String()
 }
 
-// progressLine renders a progress report: "42% row 420 of 1000 (3s ago)".
+// progressLine renders a progress report, its percentage rounded:
+// `42% "row 420 of 1000", reported 2026-01-01T00:00:00Z (3s ago)`.
 func progressLine(p litequeue.Progress, now time.Time) string {
-	s := strconv.FormatFloat(p.Fraction*100, 'f', -1, 64) + "%"
+	s := percent(p.Fraction)
 	if p.Message != "" {
 		s += " " + strconv.Quote(p.Message)
 	}

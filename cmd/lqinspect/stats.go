@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,7 +24,8 @@ Print one row per queue: jobs ready (due now), scheduled (due later),
 running (leased), dead (dead letters), completed (retained) and cancelled,
 how long the oldest ready job has waited, when the next scheduled job is
 due, and "paused" for a queue paused with "lqinspect pause" (listed even
-with no jobs).
+with no jobs). --queue shows only that queue's row; a queue no job, schedule
+or pause names is an error naming the queues there are.
 
 With --watch it refreshes every --interval until interrupted: on a terminal
 it redraws the screen; to a pipe or a file it writes plain frames, one after
@@ -32,6 +34,7 @@ replaced (restored from a backup, renamed over) it opens the new one and
 says so on stderr.`)
 	fs.jsonFlag()
 	fs.fileFlags(false)
+	queue := fs.String("queue", "", "only this queue's row")
 	watch := fs.Bool("watch", false, "refresh until interrupted")
 	interval := fs.durationFlag("interval", watchInterval, "with --watch: the time between refreshes")
 	pos, err := fs.parse(args)
@@ -53,6 +56,11 @@ says so on stderr.`)
 		stats, err := f.q.Stats(a.ctx)
 		if err != nil {
 			return err
+		}
+		if *queue != "" {
+			if stats, err = queueRow(a.ctx, f.q, stats, *queue); err != nil {
+				return err
+			}
 		}
 		switch {
 		case fs.json && *watch:
@@ -113,6 +121,21 @@ says so on stderr.`)
 		case <-tick:
 		}
 	}
+}
+
+// queueRow returns the row of queue in stats; an empty row for a queue only
+// a schedule names so far; or an error naming the queues there are (and the
+// closest to queue) when nothing names it.
+func queueRow(ctx context.Context, q *litequeue.Queue, stats []litequeue.QueueStats, queue string) ([]litequeue.QueueStats, error) {
+	for _, s := range stats {
+		if s.Queue == queue {
+			return []litequeue.QueueStats{s}, nil
+		}
+	}
+	if err := checkQueue(ctx, q, queue); err != nil {
+		return nil, err
+	}
+	return []litequeue.QueueStats{{Queue: queue}}, nil
 }
 
 func statsTable(w io.Writer, stats []litequeue.QueueStats, now time.Time) error {

@@ -56,7 +56,7 @@ func TestWritingCommandsRefuseAnOlderSchemaAndUpgradeMigrates(t *testing.T) {
 	path := olderFile(t)
 	before := dirState(t, filepath.Dir(path))
 	for _, args := range [][]string{
-		{"pause", path, "default"}, {"resume", path, "reports"}, {"requeue", path, "2"}, {"requeue", path, "--all"},
+		{"pause", path, "default"}, {"resume", path, "reports"}, {"requeue", path, "2"}, {"requeue", path, "--all", "--yes"},
 		{"purge", path, "--dead", "--yes"}, {"cancel", path, "1"}, {"schedules", path, "pause", "nightly"},
 		{"serve", path, "--addr", "127.0.0.1:0"},
 	} {

@@ -1,8 +1,14 @@
 // Package otel records a litequeue queue's figures as OpenTelemetry metrics:
 // job events by queue, kind and type, handler durations (both fed by the
-// queue's OnEvent hook), and, once Observe is given the queue, per-queue job
-// counts by state and the age of the oldest ready job, read at each
-// collection.
+// queue's OnEvent hook), and, once ObserveQueue is given the queue, read at
+// each collection: per-queue job counts by state, the age of the oldest
+// ready job, whether each queue is paused, how many events the queue
+// dropped, and each schedule's next and last run, pause and missed
+// occurrences.
+//
+// Progress reports (litequeue.EventProgress) are not counted: a handler may
+// report thousands per job, which would drown the other events; follow
+// progress with Queue.WatchProgress or the dashboard.
 //
 //	rec, err := otel.New(meterProvider, nil)
 //	q, err := litequeue.Open("app-queue.db", &litequeue.Options{OnEvent: rec.Record})
@@ -14,7 +20,11 @@ package otel
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
+	"strings"
+	"time"
 
 	"github.com/litequeue/litequeue"
 	"go.opentelemetry.io/otel/attribute"
@@ -48,8 +58,16 @@ func New(mp metric.MeterProvider, opts *Options) (*Recorder, error) {
 	}
 	r.meter = mp.Meter(ScopeName)
 	var err error
+	var counted []string
+	for _, t := range litequeue.EventTypes() {
+		if t != litequeue.EventProgress {
+			counted = append(counted, string(t))
+		}
+	}
 	if r.events, err = r.meter.Int64Counter(r.prefix+"events",
-		metric.WithDescription("Job events seen by this process, by queue, kind and event."), metric.WithUnit("{event}")); err != nil {
+		metric.WithDescription("Job events seen by this process, by queue, kind and event ("+strings.Join(counted, ", ")+
+			"); kind is empty for the queue-level events paused, resumed and config_warning. Progress reports are not counted."),
+		metric.WithUnit("{event}")); err != nil {
 		return nil, fmt.Errorf("litequeue/metrics/otel: %w", err)
 	}
 	if r.duration, err = r.meter.Float64Histogram(r.prefix+"handler.duration",
@@ -59,9 +77,12 @@ func New(mp metric.MeterProvider, opts *Options) (*Recorder, error) {
 	return r, nil
 }
 
-// Record measures one event; pass it as litequeue.Options.OnEvent (or call
+// Record measures one event (but progress reports); pass it as litequeue.Options.OnEvent (or call
 // it from your own hook). It does not block.
 func (r *Recorder) Record(e litequeue.Event) {
+	if e.Type == litequeue.EventProgress {
+		return // see the package documentation
+	}
 	ctx := context.Background()
 	r.events.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", e.Queue), attribute.String("kind", e.Kind), attribute.String("event", string(e.Type))))
 	switch e.Type {
@@ -73,23 +94,50 @@ func (r *Recorder) Record(e litequeue.Event) {
 	}
 }
 
-// ObserveQueue registers gauges read from q's file at each collection: the
-// jobs of each queue by state (counts stop at 100,000 per queue) and the age
-// of its oldest ready job. The registration lasts as long as the meter
-// provider; unregister it with the returned Registration.
+// ObserveQueue registers instruments read from q at each collection: the
+// jobs of each queue by state (counts stop at 100,000 per queue), the age of
+// its oldest ready job, whether it is paused (a paused queue without jobs
+// too), the events q dropped (Queue.DroppedEvents), and for each schedule
+// its next run (absent while paused) and last run as Unix seconds, whether
+// it is paused and how many occurrences it missed. The registration lasts
+// as long as the meter provider; unregister it with the returned
+// Registration.
 func (r *Recorder) ObserveQueue(q *litequeue.Queue) (metric.Registration, error) {
+	var errs []error
+	gauge := func(name, desc, unit string) metric.Float64ObservableGauge {
+		g, err := r.meter.Float64ObservableGauge(r.prefix+name, metric.WithDescription(desc), metric.WithUnit(unit))
+		errs = append(errs, err)
+		return g
+	}
+	counter := func(name, desc, unit string) metric.Int64ObservableCounter {
+		c, err := r.meter.Int64ObservableCounter(r.prefix+name, metric.WithDescription(desc), metric.WithUnit(unit))
+		errs = append(errs, err)
+		return c
+	}
 	jobs, err := r.meter.Int64ObservableGauge(r.prefix+"jobs",
 		metric.WithDescription("Jobs in the queue file by queue and state."), metric.WithUnit("{job}"))
-	if err != nil {
-		return nil, fmt.Errorf("litequeue/metrics/otel: %w", err)
-	}
-	oldest, err := r.meter.Float64ObservableGauge(r.prefix+"oldest_ready.age",
-		metric.WithDescription("How long the longest-waiting ready job of the queue has been due; 0 when none is ready."), metric.WithUnit("s"))
-	if err != nil {
+	errs = append(errs, err)
+	oldest := gauge("oldest_ready.age", "How long the longest-waiting ready job of the queue has been due; 0 when none is ready.", "s")
+	paused := gauge("queue.paused", "1 while the queue is paused in every process, 0 otherwise.", "1")
+	dropped := counter("events.dropped", "Events the queue did not hand to its OnEvent hook because Options.EventBuffer events already waited.", "{event}")
+	nextRun := gauge("schedule.next_run", "When the schedule enqueues its next occurrence, in Unix seconds; absent while it is paused.", "s")
+	lastRun := gauge("schedule.last_run", "The occurrence of the schedule's last enqueued job, in Unix seconds; absent before the first.", "s")
+	schedPaused := gauge("schedule.paused", "1 while the schedule is paused, 0 otherwise.", "1")
+	missed := counter("schedule.missed", "Occurrences of the schedule skipped because no process ran it at their time.", "{occurrence}")
+	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("litequeue/metrics/otel: %w", err)
 	}
 	reg, err := r.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		o.ObserveInt64(dropped, int64(min(q.DroppedEvents(), math.MaxInt64)))
 		sums, err := q.QueueSummaries(ctx, 0)
+		if err != nil {
+			return err
+		}
+		pausedQueues, err := q.PausedQueues(ctx)
+		if err != nil {
+			return err
+		}
+		schedules, err := q.Schedules(ctx)
 		if err != nil {
 			return err
 		}
@@ -99,11 +147,35 @@ func (r *Recorder) ObserveQueue(q *litequeue.Queue) (metric.Registration, error)
 				o.ObserveInt64(jobs, int64(n), metric.WithAttributes(attribute.String("queue", s.Queue), attribute.String("state", string(state))))
 			}
 			o.ObserveFloat64(oldest, s.OldestReady.Seconds(), metric.WithAttributes(attribute.String("queue", s.Queue)))
+			if _, ok := pausedQueues[s.Queue]; !ok {
+				o.ObserveFloat64(paused, 0, metric.WithAttributes(attribute.String("queue", s.Queue)))
+			}
+		}
+		for name := range pausedQueues {
+			o.ObserveFloat64(paused, 1, metric.WithAttributes(attribute.String("queue", name)))
+		}
+		for _, s := range schedules {
+			attrs := metric.WithAttributes(attribute.String("schedule", s.Name), attribute.String("queue", s.Queue), attribute.String("kind", s.Kind))
+			if !s.Paused && !s.NextRun.IsZero() {
+				o.ObserveFloat64(nextRun, unixSeconds(s.NextRun), attrs)
+			}
+			if !s.LastRun.IsZero() {
+				o.ObserveFloat64(lastRun, unixSeconds(s.LastRun), attrs)
+			}
+			p := 0.0
+			if s.Paused {
+				p = 1
+			}
+			o.ObserveFloat64(schedPaused, p, attrs)
+			o.ObserveInt64(missed, s.MissedCount, attrs)
 		}
 		return nil
-	}, jobs, oldest)
+	}, jobs, oldest, paused, dropped, nextRun, lastRun, schedPaused, missed)
 	if err != nil {
 		return nil, fmt.Errorf("litequeue/metrics/otel: %w", err)
 	}
 	return reg, nil
 }
+
+// unixSeconds is t in Unix seconds, with its fraction.
+func unixSeconds(t time.Time) float64 { return float64(t.Unix()) + float64(t.Nanosecond())/1e9 }

@@ -1,7 +1,13 @@
 // Package prometheus exports a litequeue queue's figures to Prometheus:
-// per-queue job counts by state and the age of the oldest ready job (read
-// from the queue file at each scrape), job events by queue, kind and type,
-// and a histogram of handler durations (fed by the queue's OnEvent hook).
+// per-queue job counts by state, the age of the oldest ready job, whether
+// each queue is paused, each schedule's next and last run, pause and missed
+// occurrences, and how many events the queue dropped (read from the queue at
+// each scrape); job events by queue, kind and type, and a histogram of
+// handler durations (fed by the queue's OnEvent hook).
+//
+// Progress reports (litequeue.EventProgress) are not counted: a handler may
+// report thousands per job, which would drown the other events; follow
+// progress with Queue.WatchProgress or the dashboard.
 //
 //	c := prometheus.NewCollector(nil)
 //	q, err := litequeue.Open("app-queue.db", &litequeue.Options{OnEvent: c.Observe})
@@ -15,6 +21,7 @@ package prometheus
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,7 +55,12 @@ type Collector struct {
 	duration *prometheus.HistogramVec
 	jobs     *prometheus.Desc
 	oldest   *prometheus.Desc
-	up       *prometheus.Desc
+	paused   *prometheus.Desc
+	dropped  *prometheus.Desc
+	schedule struct {
+		nextRun, lastRun, paused, missed *prometheus.Desc
+	}
+	up *prometheus.Desc
 
 	mu sync.Mutex
 	q  *litequeue.Queue
@@ -71,10 +83,11 @@ func NewCollector(opts *Options) *Collector {
 		o.ScrapeTimeout = 5 * time.Second
 	}
 	ns := o.Namespace
-	return &Collector{
+	c := &Collector{
 		opts: o,
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "events_total",
-			Help: "Job events seen by this process, by queue, kind and event (enqueued, started, succeeded, retrying, dead, requeued, released, stale, duplicate)."},
+			Help: "Job events seen by this process, by queue, kind and event (" + strings.Join(CountedEvents(), ", ") +
+				"); kind is empty for the queue-level events paused, resumed and config_warning. Progress reports are not counted."},
 			[]string{"queue", "kind", "event"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "handler_duration_seconds",
 			Help: "How long handlers ran, by queue, kind and outcome (succeeded, retrying, dead).", Buckets: o.Buckets},
@@ -83,8 +96,30 @@ func NewCollector(opts *Options) *Collector {
 			[]string{"queue", "state"}, nil),
 		oldest: prometheus.NewDesc(ns+"_oldest_ready_seconds", "How long the longest-waiting ready job of the queue has been due; 0 when none is ready.",
 			[]string{"queue"}, nil),
-		up: prometheus.NewDesc(ns+"_scrape_ok", "1 when the last read of the queue file for this scrape succeeded, 0 when it failed.", nil, nil),
+		paused: prometheus.NewDesc(ns+"_queue_paused", "1 while the queue is paused (Queue.Pause, lqinspect pause) in every process, 0 otherwise.",
+			[]string{"queue"}, nil),
+		dropped: prometheus.NewDesc(ns+"_events_dropped_total", "Events this process's queue did not hand to its OnEvent hook because Options.EventBuffer events already waited: they are missing from "+ns+"_events_total.",
+			nil, nil),
+		up: prometheus.NewDesc(ns+"_scrape_ok", "1 when the last read of the queue for this scrape succeeded, 0 when it failed.", nil, nil),
 	}
+	sl := []string{"schedule", "queue", "kind"}
+	c.schedule.nextRun = prometheus.NewDesc(ns+"_schedule_next_run_timestamp_seconds", "When the schedule enqueues its next occurrence, in Unix seconds; absent while it is paused.", sl, nil)
+	c.schedule.lastRun = prometheus.NewDesc(ns+"_schedule_last_run_timestamp_seconds", "The occurrence of the schedule's last enqueued job, in Unix seconds; absent before the first.", sl, nil)
+	c.schedule.paused = prometheus.NewDesc(ns+"_schedule_paused", "1 while the schedule is paused, 0 otherwise.", sl, nil)
+	c.schedule.missed = prometheus.NewDesc(ns+"_schedule_missed_total", "Occurrences of the schedule skipped because no process ran it at their time (its missed policy).", sl, nil)
+	return c
+}
+
+// CountedEvents returns the event types the events counter counts: every
+// litequeue.EventTypes but progress, in that order.
+func CountedEvents() []string {
+	var out []string
+	for _, t := range litequeue.EventTypes() {
+		if t != litequeue.EventProgress {
+			out = append(out, string(t))
+		}
+	}
+	return out
 }
 
 // SetQueue sets the queue whose file each scrape reads; nil stops the
@@ -95,10 +130,14 @@ func (c *Collector) SetQueue(q *litequeue.Queue) {
 	c.mu.Unlock()
 }
 
-// Observe counts one event and, for the end of an attempt, its duration.
+// Observe counts one event (but progress reports) and, for the end of an
+// attempt, its duration.
 // Pass it as litequeue.Options.OnEvent (or call it from your own hook). It
 // does not block.
 func (c *Collector) Observe(e litequeue.Event) {
+	if e.Type == litequeue.EventProgress {
+		return // see the package documentation
+	}
 	c.events.WithLabelValues(e.Queue, e.Kind, string(e.Type)).Inc()
 	switch e.Type {
 	case litequeue.EventSucceeded, litequeue.EventRetrying, litequeue.EventDead:
@@ -114,11 +153,18 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	c.duration.Describe(ch)
 	ch <- c.jobs
 	ch <- c.oldest
+	ch <- c.paused
+	ch <- c.dropped
+	ch <- c.schedule.nextRun
+	ch <- c.schedule.lastRun
+	ch <- c.schedule.paused
+	ch <- c.schedule.missed
 	ch <- c.up
 }
 
 // Collect implements prometheus.Collector: the event metrics, then the
-// queue file's counts read now.
+// queue's counts, pauses and schedules read now. When a read fails the
+// queue's figures are left out and scrape_ok is 0.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.events.Collect(ch)
 	c.duration.Collect(ch)
@@ -128,9 +174,18 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if q == nil {
 		return
 	}
+	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(q.DroppedEvents()))
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.ScrapeTimeout)
 	defer cancel()
 	sums, err := q.QueueSummaries(ctx, 0)
+	var paused map[string]time.Time
+	if err == nil {
+		paused, err = q.PausedQueues(ctx)
+	}
+	var schedules []litequeue.ScheduleInfo
+	if err == nil {
+		schedules, err = q.Schedules(ctx)
+	}
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
 		return
@@ -142,7 +197,34 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.GaugeValue, float64(n), s.Queue, string(state))
 		}
 		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, s.OldestReady.Seconds(), s.Queue)
+		if _, ok := paused[s.Queue]; !ok {
+			ch <- prometheus.MustNewConstMetric(c.paused, prometheus.GaugeValue, 0, s.Queue)
+		}
 	}
+	for name := range paused { // with jobs or not
+		ch <- prometheus.MustNewConstMetric(c.paused, prometheus.GaugeValue, 1, name)
+	}
+	for _, s := range schedules {
+		labels := []string{s.Name, s.Queue, s.Kind}
+		if !s.Paused && !s.NextRun.IsZero() {
+			ch <- prometheus.MustNewConstMetric(c.schedule.nextRun, prometheus.GaugeValue, unixSeconds(s.NextRun), labels...)
+		}
+		if !s.LastRun.IsZero() {
+			ch <- prometheus.MustNewConstMetric(c.schedule.lastRun, prometheus.GaugeValue, unixSeconds(s.LastRun), labels...)
+		}
+		ch <- prometheus.MustNewConstMetric(c.schedule.paused, prometheus.GaugeValue, boolValue(s.Paused), labels...)
+		ch <- prometheus.MustNewConstMetric(c.schedule.missed, prometheus.CounterValue, float64(s.MissedCount), labels...)
+	}
+}
+
+// unixSeconds is t in Unix seconds, with its fraction.
+func unixSeconds(t time.Time) float64 { return float64(t.Unix()) + float64(t.Nanosecond())/1e9 }
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Handler returns an http.Handler serving this collector alone (not the

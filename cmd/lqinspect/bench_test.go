@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/litequeue/litequeue"
+)
+
+// BenchmarkCommandsOnAMillionJobs times lqinspect commands, through run,
+// on a file of 1,000,000 jobs: 700,000 pending (half of them due), 300,000
+// dead letters, in three queues and four kinds, with 20 schedules. Mistyped
+// names are included: finding what they may have meant must stay bounded
+// too. Building the file takes several seconds before the timings start:
+//
+//	go test -run '^$' -bench CommandsOnAMillionJobs -benchtime 3x .
+func BenchmarkCommandsOnAMillionJobs(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "million.db")
+	q, err := litequeue.Open(path, &litequeue.Options{PollInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 20 {
+		_, err := q.RegisterSchedule(ctx, litequeue.Schedule{Name: fmt.Sprintf("report-%02d", i), Cron: fmt.Sprintf("%d 3 * * *", i), Job: Ping{}})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := q.Close(); err != nil {
+		b.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Times are around fixtureNow, which run uses as now.
+	_, err = db.Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000)
+		INSERT INTO lq_jobs (queue, kind, state, priority, visible_at, attempt, payload, created_at, run_at, finished_at, last_error, dead_reason)
+		SELECT 'q' || (i % 3), 'kind_' || (i % 4), iif(i % 10 < 7, 0, 3), 0,
+			?1 + iif(i % 2 = 0, -i, i) * 1000, iif(i % 10 < 7, 0, 1), CAST('{"n":' || i || '}' AS BLOB),
+			?1 - i * 1000, ?1 - i * 1000, iif(i % 10 < 7, NULL, ?1 - i), iif(i % 10 < 7, NULL, 'failed ' || (i % 13)),
+			iif(i % 10 < 7, NULL, 'permanent error')
+		FROM n`, fixtureNow.UnixNano())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"stats", []string{"stats", path}, exitOK},
+		{"stats_queue", []string{"stats", path, "--queue", "q1"}, exitOK},
+		{"stats_queue_typo", []string{"stats", path, "--queue", "q9"}, exitError},
+		{"jobs_kind_typo", []string{"jobs", path, "--kind", "kind_9", "--limit", "20"}, exitOK},
+		{"show", []string{"show", path, "999999"}, exitOK},
+		{"requeue_all_dry_run", []string{"requeue", path, "--all", "--dry-run", "--queue", "q1", "--kind", "kind_1"}, exitOK},
+		{"requeue_all_kind_typo", []string{"requeue", path, "--all", "--dry-run", "--kind", "knd_1"}, exitError},
+		{"pause_typo", []string{"pause", path, "q7"}, exitError},
+		{"resume_not_paused", []string{"resume", path, "q1"}, exitOK},
+		{"schedules", []string{"schedules", path}, exitOK},
+		{"schedules_history", []string{"schedules", path, "history", "report-07"}, exitOK},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if r := lq(b, "", c.args...); r.code != c.code {
+					b.Fatalf("%v: exit %d: %s", c.args, r.code, r.stderr)
+				}
+			}
+		})
+	}
+}
