@@ -94,6 +94,11 @@ type Result struct {
 	// WakeupsPerS (scenario idle) is how often the idle process's threads
 	// were put on a CPU, per second.
 	WakeupsPerS *float64 `json:"wakeups_per_s,omitempty"`
+	// Growth (-prefill, growth.go): how long the direct inserts took, the
+	// Open of the filled store and one Stats call.
+	PrefillS float64 `json:"prefill_s,omitempty"`
+	OpenMs   float64 `json:"open_ms,omitempty"`
+	StatsMs  float64 `json:"stats_ms,omitempty"`
 }
 
 type config struct {
@@ -117,6 +122,8 @@ type config struct {
 	commitFloor  bool   // D: time a bare INSERT commit instead of the queue (pg.go)
 	crossProcess bool   // D: enqueue from another process (crossproc.go)
 	idle         time.Duration
+	prefill      int    // growth: rows added before the scenario (growth.go)
+	prefillAs    string // growth: what they are
 }
 
 func main() {
@@ -146,6 +153,8 @@ func main() {
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed part to this file")
 	flag.StringVar(&c.memProfile, "memprofile", "", "write a heap profile at the end to this file")
 	flag.BoolVar(&c.crossProcess, "cross-process", false, "D: enqueue from another process (an lqbench child on the same file), so the idle worker hears of each job through the file-change notification (or the poll), not in-process")
+	flag.IntVar(&c.prefill, "prefill", 0, "growth: add this many jobs by direct SQL before the scenario, and report the Open and a Stats of the filled store (see -prefill-as)")
+	flag.StringVar(&c.prefillAs, "prefill-as", "unhandled", "growth: what -prefill adds: unhandled (due, of a kind no handler takes, in the served queue) | pending (due, in a queue no worker serves) | scheduled (a year ahead) | dead | completed")
 	flag.DurationVar(&c.idle, "idle", 10*time.Second, "idle: how long the started, idle queue is watched")
 	dEnqueuer := flag.String("d-enqueuer", "", "internal: be the enqueuing process of -scenario D -cross-process on this file")
 	soakDur := flag.Duration("duration", 30*time.Minute, "soak: how long to run")
@@ -196,6 +205,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "lqbench: -commit-floor is for -scenario D -store postgres")
 		os.Exit(2)
 	}
+	if c.prefill < 0 || c.prefill > 0 && (!prefillStates[c.prefillAs] || c.scenario == "soak" || c.commitFloor || c.crossProcess) {
+		fmt.Fprintln(os.Stderr, "lqbench: -prefill takes a count >= 0, -prefill-as one of unhandled, pending, scheduled, dead, completed, and not -scenario soak, -commit-floor or -cross-process")
+		os.Exit(2)
+	}
 	if c.scenario == "soak" {
 		if runSoak(&c, *soakDur, *soakEvery, *soakRate) != nil {
 			os.Exit(1)
@@ -228,6 +241,9 @@ func main() {
 	}
 	if backlog > 0 {
 		variant = append(variant, "backlog="+strconv.Itoa(backlog))
+	}
+	if c.prefill > 0 {
+		variant = append(variant, "prefill="+strconv.Itoa(c.prefill)+":"+c.prefillAs)
 	}
 	if c.payloadBytes > 0 {
 		variant = append(variant, "payload="+strconv.Itoa(c.payloadBytes))
@@ -288,6 +304,7 @@ type bench struct {
 	bad       error  // first event that must not happen in a benchmark
 	pg        *pgRun // -store postgres
 	path      string // the queue file (-store sqlite)
+	base      [3]int // growth: the prefilled jobs, as counts returns them
 
 	ioFrom  int64 // write_bytes at the start of the timed part
 	ioOK    bool  // ioFrom was read
@@ -367,6 +384,7 @@ func run(res *Result, c *config) (err error) {
 		b.opts.OnEvent = b.onEvent
 	}
 	var q *litequeue.Queue
+	open := func() (*litequeue.Queue, error) { return litequeue.Open(b.path, &b.opts) }
 	if c.store == "postgres" {
 		run, err := newPGRun(context.Background(), c.pgURL)
 		if err != nil {
@@ -374,18 +392,20 @@ func run(res *Result, c *config) (err error) {
 		}
 		b.pg = run
 		defer run.close() // after q.Close (deferred below)
-		q, err = openPG(context.Background(), run, &b.opts)
-		if err != nil {
-			return fmt.Errorf("open: %w", err)
-		}
+		open = func() (*litequeue.Queue, error) { return openPG(context.Background(), run, &b.opts) }
 	} else {
 		b.path = filepath.Join(dir, "lqbench.sqlite3")
-		q, err = litequeue.Open(b.path, &b.opts)
-		if err != nil {
-			return fmt.Errorf("open: %w", err)
-		}
+	}
+	q, err = open()
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
 	}
 	b.q = q
+	if c.prefill > 0 {
+		if q, err = b.growth(context.Background(), res, q, open); err != nil {
+			return err
+		}
+	}
 	defer func() {
 		if cerr := q.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("close: %w", cerr)
@@ -535,7 +555,7 @@ func (b *bench) counts(ctx context.Context) (queued, running, other int, err err
 		running += s.Running
 		other += s.Completed + s.Dead
 	}
-	return queued, running, other, nil
+	return queued - b.base[0], running - b.base[1], other - b.base[2], nil
 }
 
 // finishEnqueue (A, B, E) counts the queued jobs: exactly n, or the run fails.
