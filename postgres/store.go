@@ -481,7 +481,7 @@ func (s *pgStore) insertClaimNew(ctx context.Context, job store.NewJob, q store.
 		id, took = 0, false
 		b.Queue(pauseLockSQL, s.schema, q.Queue)
 		b.Queue(s.q(insertClaimNewSQL), job.Queue, job.Kind, int64(job.Priority), job.VisibleAt, job.CreatedAt, payload,
-			q.Until, q.Lease, q.Now, s.channel).QueryRow(func(row pgx.Row) error {
+			q.Until, q.Lease, q.Now, s.channel, q.Kinds).QueryRow(func(row pgx.Row) error {
 			return row.Scan(&id, &took)
 		})
 	}}

@@ -72,6 +72,7 @@ var tests = []test{
 	{"Insert/CompleteTx/ApplicationTransaction", testAppTx},
 	{"Claim/Order", testClaimOrder},
 	{"Claim/OnlyDueOfQueueAndKinds", testClaimFilters},
+	{"Claim/KindsMergedInDueOrderPastUnhandled", testClaimKinds},
 	{"Claim/LeaseHidesUntilItEnds", testClaimVisibility},
 	{"Claim/ExclusiveAcrossStores", testClaimExclusive},
 	{"InsertClaim/HandsOffTheNewJob", testInsertClaim},
@@ -242,6 +243,46 @@ func testClaimFilters(t *testing.T, e *env) {
 	require.Equal(t, []int64{ids[0]}, claimedIDs(c))
 	c = claim(t, e, e.s, claimQuery("q", "k", 10, 500, 1000, 8))
 	require.Equal(t, []int64{ids[3]}, claimedIDs(c), "due at its VisibleAt")
+}
+
+// Claim of several kinds takes their due rows in one due-time order, across
+// the kinds, up to N; due rows of kinds it does not handle, ahead of them
+// in the queue, neither come with it nor stop it. InsertClaim hands off its
+// new job beside such rows, and NextDue does not see them.
+func testClaimKinds(t *testing.T, e *env) {
+	var backlog []store.NewJob
+	for i := range 50 {
+		backlog = append(backlog, job("q", "unhandled", 0, int64(1+i)))
+	}
+	insert(t, e, backlog...)
+	ids := insert(t, e,
+		job("q", "b", 0, 70), // 0
+		job("q", "a", 0, 60), // 1
+		job("q", "c", 0, 65), // 2: a kind this claim does not handle
+		job("q", "a", 0, 80), // 3
+		job("q", "b", 0, 75), // 4
+		job("q", "a", 0, 90), // 5
+	)
+	kinds := store.ClaimQuery{Queue: "q", Kinds: []string{"a", "b"}, KindsJSON: `["a","b"]`, N: 3, Now: 100, Until: 1000, Lease: 7}
+	due, ok, err := e.s.NextDue(e.ctx, "q", kinds.Kinds, kinds.KindsJSON)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, int64(60), due, "the earliest row of a handled kind")
+	c := claim(t, e, e.s, kinds)
+	got := claimedIDs(c)
+	require.ElementsMatch(t, []int64{ids[1], ids[0], ids[4]}, got, "the three earliest due rows of a or b")
+	kinds.Lease, kinds.N = 8, 10
+	c = claim(t, e, e.s, kinds)
+	require.ElementsMatch(t, []int64{ids[3], ids[5]}, claimedIDs(c))
+	var handed []store.Claimed
+	id, err := e.s.InsertClaim(e.ctx, job("q", "a", 0, 100), store.ClaimQuery{Queue: "q", Kinds: []string{"a"}, KindsJSON: `["a"]`,
+		N: 1, Now: 100, Until: 1000, Lease: 9}, func(c []store.Claimed) { handed = append(handed, c...) })
+	require.NoError(t, err)
+	require.Equal(t, []int64{id}, claimedIDs(handed), "50 due rows of another kind do not hold back the new job")
+	c = claim(t, e, e.s, claimQuery("q", "c", 10, 100, 1000, 10))
+	require.Equal(t, []int64{ids[2]}, claimedIDs(c))
+	c = claim(t, e, e.s, claimQuery("q", "unhandled", 100, 100, 1000, 11))
+	require.Len(t, c, 50, "the other kind's rows were left for their handler")
 }
 
 // A claimed row is hidden until its lease ends; then the next claim takes
