@@ -308,6 +308,7 @@ WHERE j.state = 3 AND j.id IN (
 RETURNING j.id, j.queue, j.kind`
 
 func (s *pgStore) bulkRequeue(ctx context.Context, tx *sql.Tx, ids []int64, now int64, res *store.BulkResult) error {
+	from := len(res.Moved)
 	rows, err := tx.QueryContext(ctx, s.q(bulkRequeueSQL), now, ids)
 	if err != nil {
 		return err
@@ -324,6 +325,9 @@ func (s *pgStore) bulkRequeue(ctx context.Context, tx *sql.Tx, ids []int64, now 
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
+		return err
+	}
+	if err := s.keepDeadErrors(ctx, tx, res.Moved[from:]); err != nil {
 		return err
 	}
 	slices.SortFunc(res.Moved, func(a, b store.Moved) int { return int(b.ID - a.ID) })

@@ -161,8 +161,13 @@ SELECT count(*) FROM d`
 	jobColumns = `id, queue, kind, state, attempt, priority, idem_key, payload, created_at, run_at, visible_at,
 attempted_at, finished_at, last_error, dead_reason`
 
-	attemptsSQL = `SELECT attempt, started_at, finished_at, error, decision, delay
-FROM lq_attempts WHERE job_id = $1 ORDER BY id`
+	// attemptsSQL reads a job's attempt history; the last record of a dead
+	// job with an empty error reads the job's last_error (deadtext.go).
+	attemptsSQL = `SELECT a.attempt, a.started_at, a.finished_at,
+    CASE WHEN a.error = '' AND j.state = 3 AND a.id = (SELECT max(m.id) FROM lq_attempts m WHERE m.job_id = a.job_id)
+        THEN coalesce(j.last_error, '') ELSE a.error END,
+    a.decision, a.delay
+FROM lq_attempts a JOIN lq_jobs j ON j.id = a.job_id WHERE a.job_id = $1 ORDER BY a.id`
 
 	statsSQL = `SELECT queue,
     count(*) FILTER (WHERE state = 0 AND visible_at <= $1),

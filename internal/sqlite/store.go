@@ -828,7 +828,9 @@ func (s *Store) Bury(ctx context.Context, b store.Burial) error {
 		if !ok {
 			return store.ErrLeaseLost
 		}
-		if err := insertAttempt(ctx, tx, b.ID, b.Record); err != nil {
+		rec := b.Record
+		rec.Error = buryRecordError(b) // the dead letter's error, once (deadtext.go)
+		if err := insertAttempt(ctx, tx, b.ID, rec); err != nil {
 			return err
 		}
 		if b.FollowUp != nil {

@@ -84,6 +84,7 @@ var tests = []test{
 	{"Complete/LostLeaseNotified", testCompleteLost},
 	{"Retry", testRetry},
 	{"Bury/WithFollowUp", testBury},
+	{"Bury/ErrorStoredOnceKeptThroughRequeue", testBuryErrorOnce},
 	{"Release/GivesTheAttemptBack", testRelease},
 	{"Snooze/AndItsLimit", testSnooze},
 	{"Report/Progress", testReport},
@@ -485,6 +486,60 @@ func testBury(t *testing.T, e *env) {
 	require.NotZero(t, followID)
 	f, _ := get(t, e, followID)
 	require.Equal(t, store.Pending, f.State)
+}
+
+// A dead letter's error is stored once, in the job, not again in the
+// record of the attempt that made it dead — yet the history reads it, and
+// keeps it through each way of requeueing the job and its next failure.
+func testBuryErrorOnce(t *testing.T, e *env) {
+	if e.b.DB == nil {
+		t.Skip("no database/sql handle to read the stored rows")
+	}
+	db := e.b.DB(t, e.where)
+	const msg = "handler: upstream returned 503 Service Unavailable"
+	requeues := []struct {
+		name    string
+		requeue func(id int64)
+	}{
+		{"Requeue", func(id int64) {
+			_, err := e.s.Requeue(e.ctx, []int64{id}, 300)
+			require.NoError(t, err)
+		}},
+		{"RequeueWhere", func(id int64) {
+			_, err := e.s.RequeueWhere(e.ctx, store.DeadFilter{IDs: []int64{id}}, 300)
+			require.NoError(t, err)
+		}},
+		{"Bulk", func(id int64) {
+			res, err := e.s.Bulk(e.ctx, store.BulkRequeue, store.JobQuery{IDs: []int64{id}, Now: 300}, math.MaxInt64, 10)
+			require.NoError(t, err)
+			require.Equal(t, 1, res.Changed)
+		}},
+	}
+	for i, rq := range requeues {
+		q := fmt.Sprintf("once%d", i)
+		id := insert(t, e, job(q, "k", 0, 10))[0]
+		c := claim(t, e, e.s, claimQuery(q, "k", 1, 100, 1000, 7))
+		require.Equal(t, []int64{id}, claimedIDs(c), rq.name)
+		text := msg
+		rec := store.Attempt{Attempt: 1, StartedAt: 100, FinishedAt: 150, Error: msg, Decision: "give_up"}
+		require.NoError(t, e.s.Bury(e.ctx, store.Burial{Lease: store.Lease{ID: id, Lease: 7}, At: 150, Reason: "gave up",
+			LastError: &text, Record: rec}))
+		var stored int
+		require.NoError(t, db.QueryRowContext(e.ctx, `SELECT coalesce(sum(length(error)), 0) FROM lq_attempts WHERE job_id = `+fmt.Sprint(id)).Scan(&stored))
+		require.Zero(t, stored, "%s: the attempt record holds no second copy of the dead letter's error", rq.name)
+		j, h := get(t, e, id)
+		require.Equal(t, msg, j.LastError)
+		require.Equal(t, []store.Attempt{rec}, h, "%s: the history reads the error", rq.name)
+
+		rq.requeue(id)
+		c = claim(t, e, e.s, claimQuery(q, "k", 1, 400, 1000, 8))
+		require.Equal(t, []int64{id}, claimedIDs(c), rq.name)
+		next := store.Attempt{Attempt: 1, StartedAt: 400, FinishedAt: 450, Error: "a later failure", Decision: "retry", Delay: 50}
+		require.NoError(t, e.s.Retry(e.ctx, store.Retry{Lease: store.Lease{ID: id, Lease: 8}, Due: 500, LastError: next.Error, Record: next}))
+		j, h = get(t, e, id)
+		require.Equal(t, "a later failure", j.LastError)
+		require.Equal(t, []store.Attempt{rec, next}, h, "%s: the dead attempt keeps its own error after the requeue", rq.name)
+	}
 }
 
 // Release puts the row back, due at now, and gives back the attempt its
