@@ -18,10 +18,14 @@
 // Its own scale knobs: -backlog N (C with N jobs, pre-enqueued in chunks) and
 // -payload-bytes B (pad every payload to about B bytes). Logs go to stderr.
 //
-// -scenario D -store postgres -commit-floor prints, as peer "pg-commit-floor",
-// the latency of one bare INSERT commit after the same idle gaps: the least
-// that a queue which starts a job only once its enqueue committed can show in
-// D on that server, the yardstick for D's figure beside the peers'.
+// -scenario D -commit-floor prints, as peer "pg-commit-floor" (-store
+// postgres) or "sqlite-commit-floor", the latency of one bare INSERT commit
+// after the same idle gaps: the least that a queue which starts a job only
+// once its enqueue committed can show in D on that server or disk, the
+// yardstick for D's figure beside the peers'.
+//
+// -prefill N -prefill-as STATE (growth.go) adds N jobs by direct SQL before
+// any scenario and reports the Open and a Stats of the filled store.
 package main
 
 import (
@@ -119,7 +123,7 @@ type config struct {
 	payloadBytes int
 	store        string // sqlite | postgres
 	pgURL        string // -pg: admin URL (postgres)
-	commitFloor  bool   // D: time a bare INSERT commit instead of the queue (pg.go)
+	commitFloor  bool   // D: time a bare INSERT commit instead of the queue (pg.go, floor.go)
 	crossProcess bool   // D: enqueue from another process (crossproc.go)
 	idle         time.Duration
 	prefill      int    // growth: rows added before the scenario (growth.go)
@@ -149,7 +153,7 @@ func main() {
 	flag.IntVar(&c.claimBatch, "claim-batch", 0, "Options.ClaimBatch (0 = the library default)")
 	flag.StringVar(&c.store, "store", "sqlite", "sqlite | postgres (a fresh database per run, created through -pg and dropped at the end)")
 	flag.StringVar(&c.pgURL, "pg", "", "-store postgres: admin URL; the run creates and drops lqbench_* databases beside its database (default $PG_URL, else postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	flag.BoolVar(&c.commitFloor, "commit-floor", false, "D with -store postgres: time one bare autocommit INSERT on a connection of its own after the same idle gaps, instead of the queue (the least a queue that runs a job only after its enqueue committed can take)")
+	flag.BoolVar(&c.commitFloor, "commit-floor", false, "D: time one bare autocommit INSERT on a connection of its own after the same idle gaps, instead of the queue (the least a queue that runs a job only after its enqueue committed can take): on PostgreSQL in the run's database, on SQLite in a file of its own beside the queue's (WAL, synchronous FULL, -pragmas)")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed part to this file")
 	flag.StringVar(&c.memProfile, "memprofile", "", "write a heap profile at the end to this file")
 	flag.BoolVar(&c.crossProcess, "cross-process", false, "D: enqueue from another process (an lqbench child on the same file), so the idle worker hears of each job through the file-change notification (or the poll), not in-process")
@@ -201,8 +205,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "lqbench: -cross-process is for -scenario D -store sqlite")
 		os.Exit(2)
 	}
-	if c.commitFloor && (c.scenario != "D" || c.store != "postgres") {
-		fmt.Fprintln(os.Stderr, "lqbench: -commit-floor is for -scenario D -store postgres")
+	if c.commitFloor && c.scenario != "D" {
+		fmt.Fprintln(os.Stderr, "lqbench: -commit-floor is for -scenario D")
 		os.Exit(2)
 	}
 	if c.prefill < 0 || c.prefill > 0 && (!prefillStates[c.prefillAs] || c.scenario == "soak" || c.commitFloor || c.crossProcess) {
@@ -217,7 +221,11 @@ func main() {
 	}
 	res := &Result{Peer: "litequeue", Scenario: c.scenario, N: c.n, GoVersion: runtime.Version(), IOCounters: ioCounterSource}
 	if c.commitFloor {
-		res.Peer = "pg-commit-floor" // not the queue's figure: see commitFloor
+		// Not the queue's figure: see commitFloor and sqliteCommitFloor.
+		res.Peer = "pg-commit-floor"
+		if c.store == "sqlite" {
+			res.Peer = "sqlite-commit-floor"
+		}
 	}
 	var variant []string
 	if pragmas != "" {
@@ -453,8 +461,11 @@ func run(res *Result, c *config) (err error) {
 		return b.drain(ctx, res)
 
 	case "D":
-		if c.commitFloor {
+		if c.commitFloor && b.pg != nil {
 			return b.commitFloor(ctx, res)
+		}
+		if c.commitFloor {
+			return b.sqliteCommitFloor(ctx, res)
 		}
 		res.Workers = c.workers
 		if c.crossProcess {
@@ -840,6 +851,9 @@ func (b *bench) settings() map[string]any {
 		return s
 	}
 	s["store"] = "sqlite"
+	if b.c.commitFloor {
+		s["commit_floor"] = "no queue: one autocommit INSERT (prepared) into a table with an integer primary key only, in a file of its own (WAL, synchronous FULL, then -pragmas), on one connection, per sample; latency = that Exec"
+	}
 	if b.q != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
