@@ -37,11 +37,21 @@ func (b *bench) sqliteCommitFloor(ctx context.Context, res *Result) error {
 		return fmt.Errorf("commit floor: %w", err)
 	}
 	defer insert.Close()
+	return b.timeFloor(res, func(payload []byte) error {
+		_, err := insert.ExecContext(ctx, payload)
+		return err
+	})
+}
+
+// timeFloor times the commit floor of D (-commit-floor): one warm-up
+// insert, 500 ms idle, then n times D's idle gap and one insert of job i's
+// payload; the latency is insert's.
+func (b *bench) timeFloor(res *Result, insert func(payload []byte) error) error {
 	payload, err := json.Marshal(newJob(-1))
 	if err != nil {
 		return err
 	}
-	if _, err := insert.ExecContext(ctx, payload); err != nil { // warm-up, as D's
+	if err := insert(payload); err != nil { // warm-up, as D's
 		return fmt.Errorf("commit floor: %w", err)
 	}
 	time.Sleep(500 * time.Millisecond)
@@ -55,7 +65,7 @@ func (b *bench) sqliteCommitFloor(ctx context.Context, res *Result) error {
 			return err
 		}
 		t0 := time.Now()
-		if _, err := insert.ExecContext(ctx, payload); err != nil {
+		if err := insert(payload); err != nil {
 			return fmt.Errorf("commit floor: insert %d: %w", i, err)
 		}
 		lat = append(lat, ms(time.Since(t0)))

@@ -1,12 +1,8 @@
 package sqlite
 
 import (
-	"context"
-	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -17,10 +13,7 @@ import (
 // priority walk's seeks and the primary key: due rows of a kind the process
 // does not handle are never stepped over.
 func TestClaimQueriesReadOnlyHandledKinds(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "queue.db"), Options{BusyTimeout: 5 * time.Second, Synchronous: "NORMAL", Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
-	ctx := context.Background()
+	s := openPlanStore(t)
 	queries := []struct {
 		name string
 		sql  string
@@ -33,17 +26,7 @@ func TestClaimQueriesReadOnlyHandledKinds(t *testing.T) {
 		{"next priority", nextPrioritySQL, []any{"q", 0}},
 	}
 	for _, qq := range queries {
-		rows, err := s.DB().QueryContext(ctx, "EXPLAIN QUERY PLAN "+qq.sql, qq.args...)
-		require.NoError(t, err, qq.name)
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
-			plan = append(plan, detail)
-		}
-		require.NoError(t, rows.Err())
-		rows.Close()
+		plan := queryPlan(t, s, qq.sql, qq.args...)
 		for _, d := range plan {
 			if !strings.Contains(d, "lq_jobs ") && !strings.HasSuffix(d, "lq_jobs") {
 				continue
