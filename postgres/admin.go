@@ -258,6 +258,9 @@ func (s *pgStore) Requeue(ctx context.Context, ids []int64, now int64) ([]store.
 			moved = append(moved, store.Moved{ID: id, Queue: l.queue, Kind: l.kind})
 			queues[l.queue] = true
 		}
+		if err := s.keepDeadErrors(ctx, tx, moved); err != nil {
+			return err
+		}
 		return s.notifyTx(ctx, tx, queues)
 	})
 	if err != nil {
@@ -331,6 +334,9 @@ RETURNING j.id, j.queue, j.kind`
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
+			return err
+		}
+		if err := s.keepDeadErrors(ctx, tx, moved); err != nil {
 			return err
 		}
 		return s.notifyTx(ctx, tx, queues)

@@ -182,21 +182,26 @@ SELECT count(*) FILTER (WHERE state = 1), count(*) FILTER (WHERE state = 0 AND v
     count(*) FILTER (WHERE state = 0 AND visible_at > $2), count(*), (SELECT id FROM o), (SELECT visible_at FROM o)
 FROM c`
 	// oldestReadySQL: the earliest due pending row of each of the $3
-	// lowest priority levels (one index seek each), the earliest of
-	// those; and whether the queue has more levels.
-	oldestReadySQL = `WITH RECURSIVE p(prio, n) AS (
-    SELECT min(priority), 1 FROM lq_jobs WHERE queue = $1 AND state IN (0, 1)
+	// lowest priority levels, the earliest of those; and whether the queue
+	// has more levels. It walks the (priority, kind) pairs of the queue's
+	// live rows in order (one seek of lq_jobs_kind_due each) and takes the
+	// first ready row of each pair's range.
+	oldestReadySQL = `WITH RECURSIVE p(prio, kind, n) AS (
+    (SELECT priority, kind, 1 FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) ORDER BY priority, kind LIMIT 1)
     UNION ALL
-    SELECT (SELECT min(priority) FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority > p.prio), p.n + 1
-    FROM p WHERE p.prio IS NOT NULL AND p.n <= $3
+    SELECT x.priority, x.kind, CASE WHEN x.priority = p.prio THEN p.n ELSE p.n + 1 END
+    FROM p CROSS JOIN LATERAL (
+        SELECT priority, kind FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND (priority, kind) > (p.prio, p.kind)
+        ORDER BY priority, kind LIMIT 1) x
+    WHERE p.n <= $3
 ),
-o AS (SELECT d.id, d.visible_at FROM p CROSS JOIN LATERAL (
+o AS (SELECT d.id, d.visible_at, p.prio FROM p CROSS JOIN LATERAL (
     SELECT id, visible_at FROM lq_jobs
-    WHERE queue = $1 AND state IN (0, 1) AND priority = p.prio AND visible_at <= $2 AND state = 0
+    WHERE queue = $1 AND state IN (0, 1) AND priority = p.prio AND kind = p.kind AND visible_at <= $2 AND state = 0
     ORDER BY visible_at, id LIMIT 1) d
   WHERE p.n <= $3
   ORDER BY d.visible_at, p.prio, d.id LIMIT 1)
-SELECT (SELECT id FROM o), (SELECT visible_at FROM o), EXISTS (SELECT 1 FROM p WHERE p.n > $3 AND p.prio IS NOT NULL)`
+SELECT (SELECT id FROM o), (SELECT visible_at FROM o), EXISTS (SELECT 1 FROM p WHERE p.n > $3)`
 	finishedCountsSQL = `SELECT queue, count(*) FROM
     (SELECT queue FROM lq_jobs WHERE state = $1 ORDER BY finished_at DESC LIMIT $2) f GROUP BY queue`
 )
@@ -303,6 +308,7 @@ WHERE j.state = 3 AND j.id IN (
 RETURNING j.id, j.queue, j.kind`
 
 func (s *pgStore) bulkRequeue(ctx context.Context, tx *sql.Tx, ids []int64, now int64, res *store.BulkResult) error {
+	from := len(res.Moved)
 	rows, err := tx.QueryContext(ctx, s.q(bulkRequeueSQL), now, ids)
 	if err != nil {
 		return err
@@ -319,6 +325,9 @@ func (s *pgStore) bulkRequeue(ctx context.Context, tx *sql.Tx, ids []int64, now 
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
+		return err
+	}
+	if err := s.keepDeadErrors(ctx, tx, res.Moved[from:]); err != nil {
 		return err
 	}
 	slices.SortFunc(res.Moved, func(a, b store.Moved) int { return int(b.ID - a.ID) })

@@ -31,8 +31,9 @@
 //
 // All times come from the queue's Clock, never from the server's now().
 // A claim is one statement after the pause lock, in one round trip: per
-// priority level, most urgent first, a range of the claim index in due
-// order, FOR UPDATE SKIP LOCKED, so no two workers of any number of
+// priority level, most urgent first, and per kind the process handles, a
+// range of the index of live rows by (queue, priority, kind, due time),
+// FOR UPDATE SKIP LOCKED, merged in due order, so no two workers of any number of
 // processes get one job; it counts the attempt and sets the lease in the
 // same statement, and every later write for the
 // delivery is conditional on the lease. Writes are grouped: three writer

@@ -60,22 +60,30 @@ SELECT ins.id FROM ins CROSS JOIN LATERAL (SELECT pg_notify($7, $1)) n`
 	// Pause holds exclusively while it pauses queue $2 of schema $1: a claim
 	// that holds it either commits before a Pause or sees it. A statement of
 	// its own, so that the next statement's snapshot is taken after the lock.
-	pauseLockSQL = `SELECT pg_advisory_xact_lock_shared(hashtextextended('litequeue pause ' || $1::text || ' ' || $2::text, 0))`
+	// It also turns JIT compilation off for the rest of the transaction: the
+	// claim that follows is planned once per connection as a generic plan
+	// (the driver prepares it), whose estimates with a LIMIT and an array
+	// given as parameters grow with the table (1M rows: a cost of 600,000,
+	// over jit_above_cost), and compiling it took 150-700 ms on every
+	// execution for a claim that runs in 2 ms.
+	pauseLockSQL = `SELECT pg_advisory_xact_lock_shared(hashtextextended('litequeue pause ' || $1::text || ' ' || $2::text, 0)),
+    set_config('jit', 'off', true)`
 
 	holderSQL = `SELECT id FROM lq_jobs WHERE idem_key = $1 AND state IN (0, 1)`
 
 	// nextDueSQL walks the distinct priorities of a queue's live rows (one
-	// index seek each) and takes, per priority, the earliest row of a handled
-	// kind in due order.
+	// index seek each) and takes, per priority and handled kind, the first
+	// row of its range of lq_jobs_kind_due: rows of other kinds are never
+	// read.
 	nextDueSQL = `WITH RECURSIVE p(prio) AS (
     SELECT min(priority) FROM lq_jobs WHERE queue = $1 AND state IN (0, 1)
     UNION ALL
     SELECT (SELECT min(priority) FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority > p.prio)
     FROM p WHERE p.prio IS NOT NULL
 )
-SELECT min(d.visible_at) FROM p CROSS JOIN LATERAL (
+SELECT min(d.visible_at) FROM p CROSS JOIN unnest($2::text[]) AS k(kind) CROSS JOIN LATERAL (
     SELECT visible_at FROM lq_jobs
-    WHERE queue = $1 AND state IN (0, 1) AND priority = p.prio AND kind = ANY ($2)
+    WHERE queue = $1 AND state IN (0, 1) AND priority = p.prio AND kind = k.kind
     ORDER BY visible_at LIMIT 1) d
 WHERE NOT EXISTS (SELECT 1 FROM lq_queues WHERE queue = $1 AND paused_at IS NOT NULL)`
 
@@ -153,8 +161,13 @@ SELECT count(*) FROM d`
 	jobColumns = `id, queue, kind, state, attempt, priority, idem_key, payload, created_at, run_at, visible_at,
 attempted_at, finished_at, last_error, dead_reason`
 
-	attemptsSQL = `SELECT attempt, started_at, finished_at, error, decision, delay
-FROM lq_attempts WHERE job_id = $1 ORDER BY id`
+	// attemptsSQL reads a job's attempt history; the last record of a dead
+	// job with an empty error reads the job's last_error (deadtext.go).
+	attemptsSQL = `SELECT a.attempt, a.started_at, a.finished_at,
+    CASE WHEN a.error = '' AND j.state = 3 AND a.id = (SELECT max(m.id) FROM lq_attempts m WHERE m.job_id = a.job_id)
+        THEN coalesce(j.last_error, '') ELSE a.error END,
+    a.decision, a.delay
+FROM lq_attempts a JOIN lq_jobs j ON j.id = a.job_id WHERE a.job_id = $1 ORDER BY a.id`
 
 	statsSQL = `SELECT queue,
     count(*) FILTER (WHERE state = 0 AND visible_at <= $1),
@@ -181,19 +194,19 @@ SELECT count(*) FROM d`
 	liveHoldersSQL = `SELECT idem_key, id FROM lq_jobs WHERE idem_key = ANY ($1) AND state IN (0, 1)`
 )
 
-// priorityWalk returns a recursive CTE, p(prio, kind): the distinct
-// priorities of queue $1's live rows in order, one seek of the claim index
+// priorityWalk returns a recursive CTE, p(prio, created): the distinct
+// priorities of queue $1's live rows in order, one seek of lq_jobs_kind_due
 // each, with bound (" AND priority <= $3", or "") on every seek. Each seek
-// selects kind, which the index lacks, so that it reads the heap: an
+// selects created_at, which the index lacks, so that it reads the heap: an
 // index-only scan would never mark the entries of deleted jobs dead, and
 // every walk would step over all of them again until a vacuum.
 func priorityWalk(bound string) string {
-	return `WITH RECURSIVE p(prio, kind) AS (
-    (SELECT priority, kind FROM lq_jobs WHERE queue = $1 AND state IN (0, 1)` + bound + `
+	return `WITH RECURSIVE p(prio, created) AS (
+    (SELECT priority, created_at FROM lq_jobs WHERE queue = $1 AND state IN (0, 1)` + bound + `
      ORDER BY priority LIMIT 1)
     UNION ALL
-    SELECT n.priority, n.kind FROM p CROSS JOIN LATERAL (
-        SELECT priority, kind FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority > p.prio` + bound + `
+    SELECT n.priority, n.created_at FROM p CROSS JOIN LATERAL (
+        SELECT priority, created_at FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority > p.prio` + bound + `
         ORDER BY priority LIMIT 1) n)`
 }
 
@@ -204,9 +217,14 @@ var (
 	// lease $8 until $7, its first attempt — but only when nothing could
 	// come before it: the queue is not paused, and no live row of the queue
 	// as urgent or more is due (a lapsed lease is due too): priorityWalk up
-	// to the job's priority, and per priority one seek for a due row.
-	// Otherwise the job goes in pending and the statement notifies channel
-	// $10 of queue $1, for the workers of every process. It returns the id
+	// to the job's priority, and per priority and kind of $11 (the kinds
+	// the process handles: rows of other kinds are not its to take) one
+	// seek of lq_jobs_kind_due for a due row. The seek asks for the
+	// earliest row (ORDER BY visible_at), not any: the driver's generic
+	// plan, which cannot tell how many rows are due, otherwise read the
+	// table in order hoping to meet a due row soon, through every row
+	// scheduled ahead (100 ms per enqueue beside a million of them). Otherwise the job goes in pending
+	// and the statement notifies channel $10 of queue $1, for the workers of every process. It returns the id
 	// and whether the job was claimed. Run after pauseLockSQL. (OFFSET 0 keeps the
 	// conditions one subquery, evaluated once, instead of once per CASE.)
 	insertClaimNewSQL = `WITH ins AS (
@@ -217,18 +235,24 @@ SELECT $1, $2, $3, CASE WHEN x.c THEN $7::bigint ELSE $4::bigint END, $4, $5, $6
     CASE WHEN x.c THEN $9::bigint END, CASE WHEN x.c THEN $4::bigint END
 FROM (SELECT NOT EXISTS (SELECT 1 FROM lq_queues WHERE queue = $1 AND paused_at IS NOT NULL)
     AND NOT EXISTS (` + priorityWalk(" AND priority <= $3") + `
-        SELECT 1 FROM p CROSS JOIN LATERAL (SELECT 1 FROM lq_jobs
-            WHERE queue = $1 AND state IN (0, 1) AND priority = p.prio AND visible_at <= $9 LIMIT 1) d)
+        SELECT 1 FROM p CROSS JOIN unnest($11::text[]) AS k(kind) CROSS JOIN LATERAL (SELECT visible_at FROM lq_jobs
+            WHERE queue = $1 AND state IN (0, 1) AND priority = p.prio AND kind = k.kind AND visible_at <= $9
+            ORDER BY visible_at LIMIT 1) d)
     AS c OFFSET 0) x
 RETURNING id, state = 1 AS took)
 SELECT ins.id, ins.took FROM ins LEFT JOIN LATERAL (SELECT pg_notify($10, $1) WHERE NOT ins.took) n ON true`
 
 	// claimSQL claims up to $3 due rows of queue $1 whose kind is one of
 	// $2, most urgent first: it walks the queue's distinct priorities in
-	// order (priorityWalk), and per priority takes the due rows in due-time
-	// order — an index range scan that stops at the first row not yet due —
-	// skipping rows another transaction holds; the walk stops once $3 rows
-	// are taken.
+	// order (priorityWalk), and per priority reads, for each kind of $2, its
+	// due rows in due-time order — a range of lq_jobs_kind_due (queue,
+	// priority, kind, visible_at, id) that stops at the first row not yet
+	// due or at $3 rows, skipping rows another transaction holds — and
+	// merges the kinds' rows in due-time order; the walk stops once $3 rows
+	// are taken. Rows of kinds not in $2 are never read, however many are
+	// due. With several kinds, each range locks up to $3 rows and the merge
+	// keeps $3 of them: the rest stay locked (not changed) until the claim
+	// commits, and a concurrent claim skips them.
 	// A running row whose lease lapsed is due too: its worker is gone. The
 	// claim takes lease $6 until $5, counts the attempt and keeps the time
 	// the row became due in due_at. Run after pauseLockSQL: a paused queue
@@ -238,10 +262,12 @@ SELECT ins.id, ins.took FROM ins LEFT JOIN LATERAL (SELECT pg_notify($10, $1) WH
 	// missing or stale, and measured 3% slower even when it was not.
 	claimSQL = priorityWalk("") + `, c AS (
     SELECT t.id FROM p CROSS JOIN LATERAL (
-        SELECT j.id FROM lq_jobs j
-        WHERE j.queue = $1 AND j.state IN (0, 1) AND j.priority = p.prio AND j.visible_at <= $4 AND j.kind = ANY ($2)
-        ORDER BY j.visible_at, j.id LIMIT $3
-        FOR UPDATE SKIP LOCKED) t
+        SELECT u.id FROM unnest($2::text[]) AS k(kind) CROSS JOIN LATERAL (
+            SELECT j.id, j.visible_at FROM lq_jobs j
+            WHERE j.queue = $1 AND j.state IN (0, 1) AND j.priority = p.prio AND j.kind = k.kind AND j.visible_at <= $4
+            ORDER BY j.visible_at, j.id LIMIT $3
+            FOR UPDATE SKIP LOCKED) u
+        ORDER BY u.visible_at, u.id LIMIT $3) t
     WHERE NOT EXISTS (SELECT 1 FROM lq_queues WHERE queue = $1 AND paused_at IS NOT NULL)
     LIMIT $3
 )

@@ -481,7 +481,7 @@ func (s *pgStore) insertClaimNew(ctx context.Context, job store.NewJob, q store.
 		id, took = 0, false
 		b.Queue(pauseLockSQL, s.schema, q.Queue)
 		b.Queue(s.q(insertClaimNewSQL), job.Queue, job.Kind, int64(job.Priority), job.VisibleAt, job.CreatedAt, payload,
-			q.Until, q.Lease, q.Now, s.channel).QueryRow(func(row pgx.Row) error {
+			q.Until, q.Lease, q.Now, s.channel, q.Kinds).QueryRow(func(row pgx.Row) error {
 			return row.Scan(&id, &took)
 		})
 	}}
@@ -702,7 +702,7 @@ func (s *pgStore) Bury(ctx context.Context, bu store.Burial) error {
 	o := &op{ctx: ctx, add: func(b *pgx.Batch) {
 		b.Queue(s.q(burySQL),
 			bu.At, bu.Reason, setErr, lastErr, bu.Attempt, bu.ID, bu.Lease.Lease,
-			bu.Record.Attempt, bu.Record.StartedAt, bu.Record.FinishedAt, bu.Record.Error, bu.Record.Decision, bu.Record.Delay,
+			bu.Record.Attempt, bu.Record.StartedAt, bu.Record.FinishedAt, buryRecordError(bu), bu.Record.Decision, bu.Record.Delay,
 			bu.FollowUp != nil, f.Queue, f.Kind, int64(f.Priority), f.VisibleAt, f.CreatedAt, f.Payload, f.Key,
 		).QueryRow(func(row pgx.Row) error {
 			var a int64
@@ -740,7 +740,7 @@ func (s *pgStore) buryThenFollow(ctx context.Context, bu store.Burial, setErr bo
 			var a, fl int64
 			err := tx.QueryRowContext(ctx, s.q(burySQL),
 				bu.At, bu.Reason, setErr, lastErr, bu.Attempt, bu.ID, bu.Lease.Lease,
-				bu.Record.Attempt, bu.Record.StartedAt, bu.Record.FinishedAt, bu.Record.Error, bu.Record.Decision, bu.Record.Delay,
+				bu.Record.Attempt, bu.Record.StartedAt, bu.Record.FinishedAt, buryRecordError(bu), bu.Record.Decision, bu.Record.Delay,
 				false, "", "", int64(0), int64(0), int64(0), []byte{}, "").Scan(&a, &fl)
 			if err != nil {
 				return err

@@ -18,10 +18,14 @@
 // Its own scale knobs: -backlog N (C with N jobs, pre-enqueued in chunks) and
 // -payload-bytes B (pad every payload to about B bytes). Logs go to stderr.
 //
-// -scenario D -store postgres -commit-floor prints, as peer "pg-commit-floor",
-// the latency of one bare INSERT commit after the same idle gaps: the least
-// that a queue which starts a job only once its enqueue committed can show in
-// D on that server, the yardstick for D's figure beside the peers'.
+// -scenario D -commit-floor prints, as peer "pg-commit-floor" (-store
+// postgres) or "sqlite-commit-floor", the latency of one bare INSERT commit
+// after the same idle gaps: the least that a queue which starts a job only
+// once its enqueue committed can show in D on that server or disk, the
+// yardstick for D's figure beside the peers'.
+//
+// -prefill N -prefill-as STATE (growth.go) adds N jobs by direct SQL before
+// any scenario and reports the Open and a Stats of the filled store.
 package main
 
 import (
@@ -94,6 +98,11 @@ type Result struct {
 	// WakeupsPerS (scenario idle) is how often the idle process's threads
 	// were put on a CPU, per second.
 	WakeupsPerS *float64 `json:"wakeups_per_s,omitempty"`
+	// Growth (-prefill, growth.go): how long the direct inserts took, the
+	// Open of the filled store and one Stats call.
+	PrefillS float64 `json:"prefill_s,omitempty"`
+	OpenMs   float64 `json:"open_ms,omitempty"`
+	StatsMs  float64 `json:"stats_ms,omitempty"`
 }
 
 type config struct {
@@ -114,9 +123,11 @@ type config struct {
 	payloadBytes int
 	store        string // sqlite | postgres
 	pgURL        string // -pg: admin URL (postgres)
-	commitFloor  bool   // D: time a bare INSERT commit instead of the queue (pg.go)
+	commitFloor  bool   // D: time a bare INSERT commit instead of the queue (pg.go, floor.go)
 	crossProcess bool   // D: enqueue from another process (crossproc.go)
 	idle         time.Duration
+	prefill      int    // growth: rows added before the scenario (growth.go)
+	prefillAs    string // growth: what they are
 }
 
 func main() {
@@ -142,10 +153,12 @@ func main() {
 	flag.IntVar(&c.claimBatch, "claim-batch", 0, "Options.ClaimBatch (0 = the library default)")
 	flag.StringVar(&c.store, "store", "sqlite", "sqlite | postgres (a fresh database per run, created through -pg and dropped at the end)")
 	flag.StringVar(&c.pgURL, "pg", "", "-store postgres: admin URL; the run creates and drops lqbench_* databases beside its database (default $PG_URL, else postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	flag.BoolVar(&c.commitFloor, "commit-floor", false, "D with -store postgres: time one bare autocommit INSERT on a connection of its own after the same idle gaps, instead of the queue (the least a queue that runs a job only after its enqueue committed can take)")
+	flag.BoolVar(&c.commitFloor, "commit-floor", false, "D: time one bare autocommit INSERT on a connection of its own after the same idle gaps, instead of the queue (the least a queue that runs a job only after its enqueue committed can take): on PostgreSQL in the run's database, on SQLite in a file of its own beside the queue's (WAL, synchronous FULL, -pragmas)")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed part to this file")
 	flag.StringVar(&c.memProfile, "memprofile", "", "write a heap profile at the end to this file")
 	flag.BoolVar(&c.crossProcess, "cross-process", false, "D: enqueue from another process (an lqbench child on the same file), so the idle worker hears of each job through the file-change notification (or the poll), not in-process")
+	flag.IntVar(&c.prefill, "prefill", 0, "growth: add this many jobs by direct SQL before the scenario, and report the Open and a Stats of the filled store (see -prefill-as)")
+	flag.StringVar(&c.prefillAs, "prefill-as", "unhandled", "growth: what -prefill adds: unhandled (due, of a kind no handler takes, in the served queue) | pending (due, in a queue no worker serves) | scheduled (a year ahead) | dead | completed")
 	flag.DurationVar(&c.idle, "idle", 10*time.Second, "idle: how long the started, idle queue is watched")
 	dEnqueuer := flag.String("d-enqueuer", "", "internal: be the enqueuing process of -scenario D -cross-process on this file")
 	soakDur := flag.Duration("duration", 30*time.Minute, "soak: how long to run")
@@ -192,8 +205,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "lqbench: -cross-process is for -scenario D -store sqlite")
 		os.Exit(2)
 	}
-	if c.commitFloor && (c.scenario != "D" || c.store != "postgres") {
-		fmt.Fprintln(os.Stderr, "lqbench: -commit-floor is for -scenario D -store postgres")
+	if c.commitFloor && c.scenario != "D" {
+		fmt.Fprintln(os.Stderr, "lqbench: -commit-floor is for -scenario D")
+		os.Exit(2)
+	}
+	if c.prefill < 0 || c.prefill > 0 && (!prefillStates[c.prefillAs] || c.scenario == "soak" || c.commitFloor || c.crossProcess) {
+		fmt.Fprintln(os.Stderr, "lqbench: -prefill takes a count >= 0, -prefill-as one of unhandled, pending, scheduled, dead, completed, and not -scenario soak, -commit-floor or -cross-process")
 		os.Exit(2)
 	}
 	if c.scenario == "soak" {
@@ -204,7 +221,11 @@ func main() {
 	}
 	res := &Result{Peer: "litequeue", Scenario: c.scenario, N: c.n, GoVersion: runtime.Version(), IOCounters: ioCounterSource}
 	if c.commitFloor {
-		res.Peer = "pg-commit-floor" // not the queue's figure: see commitFloor
+		// Not the queue's figure: see commitFloor and sqliteCommitFloor.
+		res.Peer = "pg-commit-floor"
+		if c.store == "sqlite" {
+			res.Peer = "sqlite-commit-floor"
+		}
 	}
 	var variant []string
 	if pragmas != "" {
@@ -228,6 +249,9 @@ func main() {
 	}
 	if backlog > 0 {
 		variant = append(variant, "backlog="+strconv.Itoa(backlog))
+	}
+	if c.prefill > 0 {
+		variant = append(variant, "prefill="+strconv.Itoa(c.prefill)+":"+c.prefillAs)
 	}
 	if c.payloadBytes > 0 {
 		variant = append(variant, "payload="+strconv.Itoa(c.payloadBytes))
@@ -288,6 +312,7 @@ type bench struct {
 	bad       error  // first event that must not happen in a benchmark
 	pg        *pgRun // -store postgres
 	path      string // the queue file (-store sqlite)
+	base      [3]int // growth: the prefilled jobs, as counts returns them
 
 	ioFrom  int64 // write_bytes at the start of the timed part
 	ioOK    bool  // ioFrom was read
@@ -367,6 +392,7 @@ func run(res *Result, c *config) (err error) {
 		b.opts.OnEvent = b.onEvent
 	}
 	var q *litequeue.Queue
+	open := func() (*litequeue.Queue, error) { return litequeue.Open(b.path, &b.opts) }
 	if c.store == "postgres" {
 		run, err := newPGRun(context.Background(), c.pgURL)
 		if err != nil {
@@ -374,18 +400,20 @@ func run(res *Result, c *config) (err error) {
 		}
 		b.pg = run
 		defer run.close() // after q.Close (deferred below)
-		q, err = openPG(context.Background(), run, &b.opts)
-		if err != nil {
-			return fmt.Errorf("open: %w", err)
-		}
+		open = func() (*litequeue.Queue, error) { return openPG(context.Background(), run, &b.opts) }
 	} else {
 		b.path = filepath.Join(dir, "lqbench.sqlite3")
-		q, err = litequeue.Open(b.path, &b.opts)
-		if err != nil {
-			return fmt.Errorf("open: %w", err)
-		}
+	}
+	q, err = open()
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
 	}
 	b.q = q
+	if c.prefill > 0 {
+		if q, err = b.growth(context.Background(), res, q, open); err != nil {
+			return err
+		}
+	}
 	defer func() {
 		if cerr := q.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("close: %w", cerr)
@@ -433,8 +461,11 @@ func run(res *Result, c *config) (err error) {
 		return b.drain(ctx, res)
 
 	case "D":
-		if c.commitFloor {
+		if c.commitFloor && b.pg != nil {
 			return b.commitFloor(ctx, res)
+		}
+		if c.commitFloor {
+			return b.sqliteCommitFloor(ctx, res)
 		}
 		res.Workers = c.workers
 		if c.crossProcess {
@@ -535,7 +566,7 @@ func (b *bench) counts(ctx context.Context) (queued, running, other int, err err
 		running += s.Running
 		other += s.Completed + s.Dead
 	}
-	return queued, running, other, nil
+	return queued - b.base[0], running - b.base[1], other - b.base[2], nil
 }
 
 // finishEnqueue (A, B, E) counts the queued jobs: exactly n, or the run fails.
@@ -820,6 +851,9 @@ func (b *bench) settings() map[string]any {
 		return s
 	}
 	s["store"] = "sqlite"
+	if b.c.commitFloor {
+		s["commit_floor"] = "no queue: one autocommit INSERT (prepared) into a table with an integer primary key only, in a file of its own (WAL, synchronous FULL, then -pragmas), on one connection, per sample; latency = that Exec"
+	}
 	if b.q != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -146,30 +145,8 @@ func (b *bench) commitFloor(ctx context.Context, res *Result) error {
 		return fmt.Errorf("commit floor: %w", err)
 	}
 	const insert = "INSERT INTO lqbench_floor (payload) VALUES ($1)"
-	payload, err := json.Marshal(newJob(-1))
-	if err != nil {
+	return b.timeFloor(res, func(payload []byte) error {
+		_, err := conn.Exec(ctx, insert, payload)
 		return err
-	}
-	if _, err := conn.Exec(ctx, insert, payload); err != nil { // warm-up, as D's
-		return fmt.Errorf("commit floor: %w", err)
-	}
-	time.Sleep(500 * time.Millisecond)
-	gap := b.c.gaps()
-	lat := make([]float64, 0, b.c.n)
-	t00 := time.Now()
-	for i := 0; i < b.c.n; i++ {
-		time.Sleep(gap())
-		payload, err := json.Marshal(newJob(i))
-		if err != nil {
-			return err
-		}
-		t0 := time.Now()
-		if _, err := conn.Exec(ctx, insert, payload); err != nil {
-			return fmt.Errorf("commit floor: insert %d: %w", i, err)
-		}
-		lat = append(lat, ms(time.Since(t0)))
-	}
-	res.ElapsedS = time.Since(t00).Seconds()
-	latencies(res, lat)
-	return nil
+	})
 }

@@ -114,8 +114,7 @@ func (s *Store) Job(ctx context.Context, id int64) (store.Job, []store.Attempt, 
 	if err != nil {
 		return store.Job{}, nil, err
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT attempt, started_at, finished_at, error, decision, delay
-		FROM lq_attempts WHERE job_id = ? ORDER BY id`, id)
+	rows, err := tx.QueryContext(ctx, attemptsSQL, id)
 	if err != nil {
 		return store.Job{}, nil, err
 	}
@@ -189,7 +188,7 @@ func (s *Store) Requeue(ctx context.Context, ids []int64, now int64) ([]store.Mo
 			}
 			moved = append(moved, store.Moved{ID: id, Queue: queue, Kind: kind})
 		}
-		return nil
+		return keepDeadErrors(ctx, tx, moved)
 	})
 	if err != nil {
 		return nil, sqlitefile.ClassifyWriteError(err)
@@ -221,7 +220,13 @@ func (s *Store) RequeueWhere(ctx context.Context, f store.DeadFilter, now int64)
 			}
 			moved = append(moved, m)
 		}
-		return rows.Err()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		return keepDeadErrors(ctx, tx, moved)
 	})
 	if err != nil {
 		return nil, sqlitefile.ClassifyWriteError(err)

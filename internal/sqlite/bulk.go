@@ -72,6 +72,7 @@ func (s *Store) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, bef
 }
 
 func requeueChunk(ctx context.Context, tx Execer, ids string, now int64, res *store.BulkResult) error {
+	from := len(res.Moved)
 	rows, err := tx.QueryContext(ctx, bulkRequeueSQL, now, ids)
 	if err != nil {
 		return err
@@ -85,5 +86,11 @@ func requeueChunk(ctx context.Context, tx Execer, ids string, now int64, res *st
 		res.Moved = append(res.Moved, m)
 	}
 	res.Changed = len(res.Moved)
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	return keepDeadErrors(ctx, tx, res.Moved[from:])
 }

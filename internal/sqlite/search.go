@@ -152,13 +152,24 @@ const (
 		(SELECT queue FROM lq_jobs INDEXED BY lq_jobs_finished WHERE state IN (2, 3) AND state = 3 ORDER BY finished_at DESC LIMIT ?) GROUP BY queue`
 	firstLivePrioritySQL = `SELECT min(priority) FROM lq_jobs WHERE queue = ? AND state IN (0, 1)`
 	nextLivePrioritySQL  = `SELECT min(priority) FROM lq_jobs WHERE queue = ? AND state IN (0, 1) AND priority > ?`
-	oldestReadySQL       = `SELECT id, visible_at FROM lq_jobs
-		WHERE queue = ? AND state IN (0, 1) AND priority = ? AND visible_at <= ? AND state = 0
-		ORDER BY visible_at LIMIT 1`
+	// oldestReadySQL is the earliest ready row of one priority ?2 of queue
+	// ?1 at ?3: per kind (a skip scan of lq_jobs_kind_due, one seek each),
+	// the first ready row of its range, and the earliest of those.
+	oldestReadySQL = `WITH RECURSIVE k(kind) AS (
+    SELECT min(kind) FROM lq_jobs WHERE queue = ?1 AND state IN (0, 1) AND priority = ?2
+    UNION ALL
+    SELECT (SELECT min(kind) FROM lq_jobs WHERE queue = ?1 AND state IN (0, 1) AND priority = ?2 AND kind > k.kind)
+    FROM k WHERE k.kind IS NOT NULL
+)
+SELECT j.id, j.visible_at FROM k JOIN lq_jobs j ON j.id = (SELECT id FROM lq_jobs
+    WHERE queue = ?1 AND state IN (0, 1) AND priority = ?2 AND kind = k.kind AND visible_at <= ?3 AND state = 0
+    ORDER BY visible_at LIMIT 1)
+WHERE k.kind IS NOT NULL
+ORDER BY j.visible_at, j.id LIMIT 1`
 )
 
 // Summaries implements store.Dashboard: the live queue names come from a skip
-// scan of the claim index, one seek per queue; the live rows of each are
+// scan of lq_jobs_kind_due, one seek per queue; the live rows of each are
 // counted through it up to limit, which finds the oldest ready row too when
 // the count did not stop there; the completed and dead ones are counted
 // through the finished index up to limit in all.

@@ -308,9 +308,10 @@ func (s *Store) InsertClaim(ctx context.Context, job store.NewJob, q store.Claim
 // claimNewSQL claims the row ?4 that its own transaction has just inserted,
 // due now at priority ?6 in queue ?5 — but only when nothing could come
 // before it: the queue is not paused, no live row of the queue is more
-// urgent (one seek of the claim index for the minimum priority, due or not),
-// and no other row of its priority is due (one seek). Each condition is an
-// index probe, so the common idle-queue hand-off costs one statement; when a
+// urgent (one seek of lq_jobs_kind_due for the minimum priority, due or not),
+// and no other row of its priority and of a kind of the JSON list ?7 (the
+// kinds this process handles) is due (one seek of lq_jobs_kind_due per
+// kind). Each condition is an index probe, so the common idle-queue hand-off costs one statement; when a
 // condition fails, nothing is claimed and the caller walks the priorities
 // with claimSQL, which never overtakes a due job.
 const claimNewSQL = `UPDATE lq_jobs
@@ -318,7 +319,8 @@ SET state = 1, visible_at = ?1, lease = ?2, attempt = attempt + 1, attempted_at 
 WHERE id = ?4 AND state = 0 AND attempt = 0 AND priority = ?6 AND visible_at <= ?3
   AND NOT EXISTS (SELECT 1 FROM lq_queues WHERE queue = ?5 AND paused_at IS NOT NULL)
   AND (SELECT min(priority) FROM lq_jobs WHERE queue = ?5 AND state IN (0, 1)) = ?6
-  AND NOT EXISTS (SELECT 1 FROM lq_jobs WHERE queue = ?5 AND state IN (0, 1) AND priority = ?6 AND visible_at <= ?3 AND id <> ?4)`
+  AND NOT EXISTS (SELECT 1 FROM lq_jobs WHERE queue = ?5 AND state IN (0, 1) AND priority = ?6
+    AND kind IN (SELECT value FROM json_each(?7)) AND visible_at <= ?3 AND id <> ?4)`
 
 // claimNew claims the job its transaction has just inserted as id when
 // claimNewSQL finds that nothing is due before it; ok is false when it
@@ -328,7 +330,7 @@ func claimNew(ctx context.Context, tx Execer, q store.ClaimQuery, id int64, nj *
 	if !slices.Contains(q.Kinds, nj.Kind) || nj.Queue != q.Queue || nj.VisibleAt > q.Now {
 		return nil, false, nil
 	}
-	ok, err = execHolds(ctx, tx, claimNewSQL, q.Until, q.Lease, q.Now, id, q.Queue, nj.Priority)
+	ok, err = execHolds(ctx, tx, claimNewSQL, q.Until, q.Lease, q.Now, id, q.Queue, nj.Priority, q.KindsJSON)
 	if err != nil || !ok {
 		return nil, false, err
 	}
@@ -336,29 +338,58 @@ func claimNew(ctx context.Context, tx Execer, q store.ClaimQuery, id int64, nj *
 		Key: nj.Key, CreatedAt: nj.CreatedAt, DueAt: nj.VisibleAt}}, true, nil
 }
 
-// claimSQL claims up to ?6 due rows of one priority of a queue, in due-time
-// order, for the kinds this process handles. A running row whose lease has
-// lapsed is due too: its worker is gone. The claim takes a new lease, moves
-// the visibility timestamp to the lease's end, counts the attempt and keeps
-// the time the row became due in due_at (SET reads the old visible_at), by
-// which the workers take the batch.
+// claimSQL returns the statement that claims up to ?6 due rows of priority
+// ?7 of queue ?4, in due-time order, for the k kinds this process handles
+// (parameters ?8 to ?(7+k)). A running row whose lease has lapsed is due
+// too: its worker is gone. The claim takes a new lease, moves the visibility
+// timestamp to the lease's end, counts the attempt and keeps the time the
+// row became due in due_at (SET reads the old visible_at), by which the
+// workers take the batch.
 //
-// One priority at a time keeps the claim a range scan of the claim index
-// (queue, priority, visible_at): across priorities SQLite could not stop at
-// the first row that is not yet due, and would walk every scheduled row.
-const claimSQL = `UPDATE lq_jobs
+// Each kind is one range of lq_jobs_kind_due (queue, priority, kind,
+// visible_at) that stops at ?6 rows or at the first row not yet due, and the
+// ranges are merged in due order: rows of kinds this process does not
+// handle are never read, however many are due. One priority at a time keeps
+// each range stoppable (across priorities SQLite could not stop at the
+// first row not yet due). The statement texts, one per kind count, are made
+// once.
+func claimSQL(k int) string {
+	claimSQLs.Lock()
+	defer claimSQLs.Unlock()
+	if q, ok := claimSQLs.m[k]; ok {
+		return q
+	}
+	var b strings.Builder
+	b.WriteString(`UPDATE lq_jobs
 SET state = 1, visible_at = ?1, lease = ?2, attempt = attempt + 1, attempted_at = ?3, due_at = visible_at,
     last_error = CASE WHEN state = 1 THEN 'lease expired: the worker of attempt ' || attempt || ' was lost' ELSE last_error END
 WHERE id IN (
-    SELECT id FROM lq_jobs
-    WHERE queue = ?4 AND state IN (0, 1) AND priority = ?7 AND visible_at <= ?3
-      AND kind IN (SELECT value FROM json_each(?5))
+    SELECT id FROM (`)
+	for i := range k {
+		if i > 0 {
+			b.WriteString("\n        UNION ALL")
+		}
+		fmt.Fprintf(&b, `
+        SELECT id, visible_at FROM (SELECT id, visible_at FROM lq_jobs
+            WHERE queue = ?4 AND state IN (0, 1) AND priority = ?7 AND kind = ?%d AND visible_at <= ?3
+            ORDER BY visible_at, id LIMIT ?6)`, 8+i)
+	}
+	b.WriteString(`)
     ORDER BY visible_at, id
     LIMIT ?6)
-RETURNING id, kind, attempt, priority, payload, idem_key, created_at, last_error, due_at`
+RETURNING id, kind, attempt, priority, payload, idem_key, created_at, last_error, due_at`)
+	claimSQLs.m[k] = b.String()
+	return claimSQLs.m[k]
+}
+
+// claimSQLs holds claimSQL's statements by kind count.
+var claimSQLs = struct {
+	sync.Mutex
+	m map[int]string
+}{m: map[int]string{}}
 
 // nextPrioritySQL finds the most urgent priority of a queue's live rows at or
-// after ?2 with one seek of the claim index — none while the queue is paused
+// after ?2 with one seek of lq_jobs_kind_due — none while the queue is paused
 // (lq_queues, see control.go): then claims take nothing and nothing is due,
 // without a statement of their own.
 const nextPrioritySQL = `SELECT min(priority) FROM lq_jobs WHERE queue = ?1 AND state IN (0, 1) AND priority >= ?2
@@ -392,8 +423,16 @@ func claimTx(ctx context.Context, tx Execer, q store.ClaimQuery) ([]store.Claime
 	var c store.Claimed
 	var key, lastErr sql.NullString
 	dest := []any{&c.ID, &c.Kind, &c.Attempt, &c.Priority, &c.Payload, &key, &c.CreatedAt, &lastErr, &c.DueAt}
+	if len(q.Kinds) == 0 {
+		return cs, nil
+	}
+	kindArgs := make([]any, len(q.Kinds))
+	for i, k := range q.Kinds {
+		kindArgs[i] = k
+	}
 	err := priorities(ctx, tx, q.Queue, func(prio int64) (bool, error) {
-		rows, err := tx.QueryContext(ctx, claimSQL, q.Until, q.Lease, q.Now, q.Queue, q.KindsJSON, q.N-len(cs), prio)
+		args := append([]any{q.Until, q.Lease, q.Now, q.Queue, nil, q.N - len(cs), prio}, kindArgs...)
+		rows, err := tx.QueryContext(ctx, claimSQL(len(q.Kinds)), args...)
 		if err != nil {
 			return false, err
 		}
@@ -429,11 +468,12 @@ func (s *Store) Claim(ctx context.Context, q store.ClaimQuery, handOff func([]st
 }
 
 // nextDueSQL is the earliest visibility timestamp of one priority's live
-// rows of a queue's kinds: a walk of the claim index in due order that stops
-// at the first row of a handled kind.
-const nextDueSQL = `SELECT visible_at FROM lq_jobs
-WHERE queue = ?1 AND state IN (0, 1) AND priority = ?2 AND kind IN (SELECT value FROM json_each(?3))
-ORDER BY visible_at LIMIT 1`
+// rows of a queue's kinds (the JSON list ?3): per kind, the first entry of
+// its range of lq_jobs_kind_due; NULL when none.
+const nextDueSQL = `SELECT min((SELECT visible_at FROM lq_jobs
+    WHERE queue = ?1 AND state IN (0, 1) AND priority = ?2 AND kind = k.value
+    ORDER BY visible_at LIMIT 1))
+FROM json_each(?3) k`
 
 // NextDue implements store.Runtime. It reads in one snapshot, one priority at
 // a time (see claimSQL).
@@ -446,14 +486,12 @@ func (s *Store) NextDue(ctx context.Context, queue string, kinds []string, kinds
 	var earliest int64
 	ok := false
 	err = priorities(ctx, tx, queue, func(prio int64) (bool, error) {
-		var v int64
-		err := tx.QueryRowContext(ctx, nextDueSQL, queue, prio, kindsJSON).Scan(&v)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-		case err != nil:
+		var v sql.NullInt64
+		if err := tx.QueryRowContext(ctx, nextDueSQL, queue, prio, kindsJSON).Scan(&v); err != nil {
 			return false, err
-		case !ok || v < earliest:
-			earliest, ok = v, true
+		}
+		if v.Valid && (!ok || v.Int64 < earliest) {
+			earliest, ok = v.Int64, true
 		}
 		return true, nil
 	})
@@ -790,7 +828,9 @@ func (s *Store) Bury(ctx context.Context, b store.Burial) error {
 		if !ok {
 			return store.ErrLeaseLost
 		}
-		if err := insertAttempt(ctx, tx, b.ID, b.Record); err != nil {
+		rec := b.Record
+		rec.Error = buryRecordError(b) // the dead letter's error, once (deadtext.go)
+		if err := insertAttempt(ctx, tx, b.ID, rec); err != nil {
 			return err
 		}
 		if b.FollowUp != nil {

@@ -72,6 +72,7 @@ var tests = []test{
 	{"Insert/CompleteTx/ApplicationTransaction", testAppTx},
 	{"Claim/Order", testClaimOrder},
 	{"Claim/OnlyDueOfQueueAndKinds", testClaimFilters},
+	{"Claim/KindsMergedInDueOrderPastUnhandled", testClaimKinds},
 	{"Claim/LeaseHidesUntilItEnds", testClaimVisibility},
 	{"Claim/ExclusiveAcrossStores", testClaimExclusive},
 	{"InsertClaim/HandsOffTheNewJob", testInsertClaim},
@@ -83,6 +84,7 @@ var tests = []test{
 	{"Complete/LostLeaseNotified", testCompleteLost},
 	{"Retry", testRetry},
 	{"Bury/WithFollowUp", testBury},
+	{"Bury/ErrorStoredOnceKeptThroughRequeue", testBuryErrorOnce},
 	{"Release/GivesTheAttemptBack", testRelease},
 	{"Snooze/AndItsLimit", testSnooze},
 	{"Report/Progress", testReport},
@@ -242,6 +244,46 @@ func testClaimFilters(t *testing.T, e *env) {
 	require.Equal(t, []int64{ids[0]}, claimedIDs(c))
 	c = claim(t, e, e.s, claimQuery("q", "k", 10, 500, 1000, 8))
 	require.Equal(t, []int64{ids[3]}, claimedIDs(c), "due at its VisibleAt")
+}
+
+// Claim of several kinds takes their due rows in one due-time order, across
+// the kinds, up to N; due rows of kinds it does not handle, ahead of them
+// in the queue, neither come with it nor stop it. InsertClaim hands off its
+// new job beside such rows, and NextDue does not see them.
+func testClaimKinds(t *testing.T, e *env) {
+	var backlog []store.NewJob
+	for i := range 50 {
+		backlog = append(backlog, job("q", "unhandled", 0, int64(1+i)))
+	}
+	insert(t, e, backlog...)
+	ids := insert(t, e,
+		job("q", "b", 0, 70), // 0
+		job("q", "a", 0, 60), // 1
+		job("q", "c", 0, 65), // 2: a kind this claim does not handle
+		job("q", "a", 0, 80), // 3
+		job("q", "b", 0, 75), // 4
+		job("q", "a", 0, 90), // 5
+	)
+	kinds := store.ClaimQuery{Queue: "q", Kinds: []string{"a", "b"}, KindsJSON: `["a","b"]`, N: 3, Now: 100, Until: 1000, Lease: 7}
+	due, ok, err := e.s.NextDue(e.ctx, "q", kinds.Kinds, kinds.KindsJSON)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, int64(60), due, "the earliest row of a handled kind")
+	c := claim(t, e, e.s, kinds)
+	got := claimedIDs(c)
+	require.ElementsMatch(t, []int64{ids[1], ids[0], ids[4]}, got, "the three earliest due rows of a or b")
+	kinds.Lease, kinds.N = 8, 10
+	c = claim(t, e, e.s, kinds)
+	require.ElementsMatch(t, []int64{ids[3], ids[5]}, claimedIDs(c))
+	var handed []store.Claimed
+	id, err := e.s.InsertClaim(e.ctx, job("q", "a", 0, 100), store.ClaimQuery{Queue: "q", Kinds: []string{"a"}, KindsJSON: `["a"]`,
+		N: 1, Now: 100, Until: 1000, Lease: 9}, func(c []store.Claimed) { handed = append(handed, c...) })
+	require.NoError(t, err)
+	require.Equal(t, []int64{id}, claimedIDs(handed), "50 due rows of another kind do not hold back the new job")
+	c = claim(t, e, e.s, claimQuery("q", "c", 10, 100, 1000, 10))
+	require.Equal(t, []int64{ids[2]}, claimedIDs(c))
+	c = claim(t, e, e.s, claimQuery("q", "unhandled", 100, 100, 1000, 11))
+	require.Len(t, c, 50, "the other kind's rows were left for their handler")
 }
 
 // A claimed row is hidden until its lease ends; then the next claim takes
@@ -444,6 +486,60 @@ func testBury(t *testing.T, e *env) {
 	require.NotZero(t, followID)
 	f, _ := get(t, e, followID)
 	require.Equal(t, store.Pending, f.State)
+}
+
+// A dead letter's error is stored once, in the job, not again in the
+// record of the attempt that made it dead — yet the history reads it, and
+// keeps it through each way of requeueing the job and its next failure.
+func testBuryErrorOnce(t *testing.T, e *env) {
+	if e.b.DB == nil {
+		t.Skip("no database/sql handle to read the stored rows")
+	}
+	db := e.b.DB(t, e.where)
+	const msg = "handler: upstream returned 503 Service Unavailable"
+	requeues := []struct {
+		name    string
+		requeue func(id int64)
+	}{
+		{"Requeue", func(id int64) {
+			_, err := e.s.Requeue(e.ctx, []int64{id}, 300)
+			require.NoError(t, err)
+		}},
+		{"RequeueWhere", func(id int64) {
+			_, err := e.s.RequeueWhere(e.ctx, store.DeadFilter{IDs: []int64{id}}, 300)
+			require.NoError(t, err)
+		}},
+		{"Bulk", func(id int64) {
+			res, err := e.s.Bulk(e.ctx, store.BulkRequeue, store.JobQuery{IDs: []int64{id}, Now: 300}, math.MaxInt64, 10)
+			require.NoError(t, err)
+			require.Equal(t, 1, res.Changed)
+		}},
+	}
+	for i, rq := range requeues {
+		q := fmt.Sprintf("once%d", i)
+		id := insert(t, e, job(q, "k", 0, 10))[0]
+		c := claim(t, e, e.s, claimQuery(q, "k", 1, 100, 1000, 7))
+		require.Equal(t, []int64{id}, claimedIDs(c), rq.name)
+		text := msg
+		rec := store.Attempt{Attempt: 1, StartedAt: 100, FinishedAt: 150, Error: msg, Decision: "give_up"}
+		require.NoError(t, e.s.Bury(e.ctx, store.Burial{Lease: store.Lease{ID: id, Lease: 7}, At: 150, Reason: "gave up",
+			LastError: &text, Record: rec}))
+		var stored int
+		require.NoError(t, db.QueryRowContext(e.ctx, `SELECT coalesce(sum(length(error)), 0) FROM lq_attempts WHERE job_id = `+fmt.Sprint(id)).Scan(&stored))
+		require.Zero(t, stored, "%s: the attempt record holds no second copy of the dead letter's error", rq.name)
+		j, h := get(t, e, id)
+		require.Equal(t, msg, j.LastError)
+		require.Equal(t, []store.Attempt{rec}, h, "%s: the history reads the error", rq.name)
+
+		rq.requeue(id)
+		c = claim(t, e, e.s, claimQuery(q, "k", 1, 400, 1000, 8))
+		require.Equal(t, []int64{id}, claimedIDs(c), rq.name)
+		next := store.Attempt{Attempt: 1, StartedAt: 400, FinishedAt: 450, Error: "a later failure", Decision: "retry", Delay: 50}
+		require.NoError(t, e.s.Retry(e.ctx, store.Retry{Lease: store.Lease{ID: id, Lease: 8}, Due: 500, LastError: next.Error, Record: next}))
+		j, h = get(t, e, id)
+		require.Equal(t, "a later failure", j.LastError)
+		require.Equal(t, []store.Attempt{rec, next}, h, "%s: the dead attempt keeps its own error after the requeue", rq.name)
+	}
 }
 
 // Release puts the row back, due at now, and gives back the attempt its
