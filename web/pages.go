@@ -43,6 +43,9 @@ type page struct {
 	Flash    string
 	FlashJob int64 // a job the flash message names, linked after it
 	Data     any
+	// DeadBadge is the count of dead letters the navigation's badge shows
+	// ("" when it could not be read: the live stream fills it then).
+	DeadBadge string
 }
 
 var funcs = template.FuncMap{
@@ -191,6 +194,9 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, code int, name s
 	if p.Flash == "" {
 		p.Flash, p.FlashJob = flashFrom(r.URL.Query())
 	}
+	if name != "login" {
+		p.DeadBadge = s.deadBadge(r.Context())
+	}
 	var buf bytes.Buffer
 	if err := s.pages[name].ExecuteTemplate(&buf, "layout.html", p); err != nil {
 		s.opts.Logger.Error("litequeue/web: render", "page", name, "error", err)
@@ -201,6 +207,22 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, code int, name s
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	w.Write(buf.Bytes())
+}
+
+// deadBadge is the text of the dead-letter badge: the dead letters among
+// the countLimit most recent, as the live stream counts them (see
+// liveFrom), read through the finished index; "" when the read fails.
+func (s *server) deadBadge(ctx context.Context) string {
+	counts, capped, err := s.q.FinishedCounts(ctx, litequeue.StateDead, countLimit)
+	if err != nil {
+		s.opts.Logger.Warn("litequeue/web: count dead letters", "error", err)
+		return ""
+	}
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	return num(total) + plus(capped)
 }
 
 func (s *server) fail(w http.ResponseWriter, r *http.Request, code int, err error) {

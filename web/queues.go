@@ -14,15 +14,24 @@ import (
 // and whether it is paused.
 type queueRow struct {
 	litequeue.QueueSummary
-	Paused   bool
-	PausedAt time.Time
+	// Cancelled counts the queue's cancelled jobs among the countLimit
+	// most recently cancelled; CancelledCapped says the file holds at
+	// least that many in all (an "at least" figure, as DeadCapped).
+	Cancelled       int
+	CancelledCapped bool
+	Paused          bool
+	PausedAt        time.Time
 }
 
 // queueRows returns every queue with jobs, from the capped, indexed counts
-// of QueueSummaries, and every paused queue (jobs or not), sorted by name.
-// Neither read scans the jobs table.
+// of QueueSummaries and FinishedCounts (cancelled jobs), and every paused
+// queue (jobs or not), sorted by name. No read scans the jobs table.
 func (s *server) queueRows(ctx context.Context) ([]queueRow, error) {
 	sums, err := s.q.QueueSummaries(ctx, countLimit)
+	if err != nil {
+		return nil, err
+	}
+	cancelled, ccapped, err := s.q.FinishedCounts(ctx, litequeue.StateCancelled, countLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -31,17 +40,28 @@ func (s *server) queueRows(ctx context.Context) ([]queueRow, error) {
 		return nil, err
 	}
 	rows := make([]queueRow, 0, len(sums)+len(paused))
+	byName := map[string]int{}
+	add := func(sum litequeue.QueueSummary) {
+		byName[sum.Queue] = len(rows)
+		rows = append(rows, queueRow{QueueSummary: sum, CancelledCapped: ccapped})
+	}
 	for _, sum := range sums {
-		at, ok := paused[sum.Queue]
-		rows = append(rows, queueRow{QueueSummary: sum, Paused: ok, PausedAt: at})
-		delete(paused, sum.Queue)
+		add(sum)
 	}
-	if len(paused) > 0 {
-		for name, at := range paused {
-			rows = append(rows, queueRow{QueueSummary: litequeue.QueueSummary{Queue: name}, Paused: true, PausedAt: at})
+	for name, n := range cancelled {
+		if _, ok := byName[name]; !ok {
+			add(litequeue.QueueSummary{Queue: name})
 		}
-		sort.Slice(rows, func(i, j int) bool { return rows[i].Queue < rows[j].Queue })
+		rows[byName[name]].Cancelled = n
 	}
+	for name, at := range paused {
+		if _, ok := byName[name]; !ok {
+			add(litequeue.QueueSummary{Queue: name})
+		}
+		r := &rows[byName[name]]
+		r.Paused, r.PausedAt = true, at
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Queue < rows[j].Queue })
 	return rows, nil
 }
 

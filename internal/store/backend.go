@@ -204,6 +204,12 @@ type Dashboard interface {
 	// ("" every queue), by minute then queue. ErrNoHistory if the database
 	// has no history.
 	History(ctx context.Context, queue string, since int64) ([]HistoryCount, error)
+	// FinishedCounts counts, by queue, the rows of state st (Completed,
+	// Dead or Cancelled; any other state counts nothing) among the limit
+	// most recently finished rows of that state, through an index of
+	// finished rows; capped is true when at least limit such rows exist in
+	// all (the counts are then among the latest limit).
+	FinishedCounts(ctx context.Context, st State, limit int) (counts map[string]int, capped bool, err error)
 }
 
 // Testing is what the test kit (litequeuetest) needs beyond Backend. It is

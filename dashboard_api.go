@@ -1,0 +1,54 @@
+package litequeue
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/litequeue/litequeue/internal/store"
+)
+
+// FinishedCounts counts, by queue name, the jobs in state (StateCompleted,
+// StateDead or StateCancelled) among the limit most recently finished jobs
+// of that state, through an index: its cost is bounded by limit, not by the
+// size of the file. capped is true when the file holds at least limit such
+// jobs in all; the counts are then "at least" figures. A queue with none is
+// absent from counts. limit 0 or less means DefaultCountLimit; any other
+// state is an error wrapping ErrInvalidJob.
+func (q *Queue) FinishedCounts(ctx context.Context, state State, limit int) (counts map[string]int, capped bool, err error) {
+	if limit <= 0 {
+		limit = DefaultCountLimit
+	}
+	var st store.State
+	switch state {
+	case StateCompleted:
+		st = store.Completed
+	case StateDead:
+		st = store.Dead
+	case StateCancelled:
+		st = store.Cancelled
+	default:
+		return nil, false, fmt.Errorf("litequeue: finished counts: %q is not a finished state; use completed, dead or cancelled: %w", state, ErrInvalidJob)
+	}
+	counts, capped, err = q.store.FinishedCounts(ctx, st, limit)
+	if err != nil {
+		return nil, false, wrapf("litequeue: finished counts: %w", err)
+	}
+	return counts, capped, nil
+}
+
+// QueueConfigs returns the configuration of every queue in Options.Queues,
+// sorted by name, with the defaults filled in (Concurrency and
+// VisibilityTimeout as the queue runs them). A queue not configured there
+// runs with NewQueueConfig's defaults and is absent; nil when none is
+// configured.
+func (q *Queue) QueueConfigs() []QueueConfig {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []QueueConfig
+	for _, name := range slices.Sorted(maps.Keys(q.configs)) {
+		out = append(out, q.configs[name])
+	}
+	return out
+}

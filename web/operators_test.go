@@ -1,0 +1,85 @@
+package web_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/pgtest"
+	"github.com/litequeue/litequeue/postgres"
+	"github.com/litequeue/litequeue/web"
+)
+
+// The operators' round two (issue 37) on both backends: each check takes a
+// fresh fixture, opened by open.
+
+// makeDead makes one dead letter per message (an Email of queue default
+// whose handler fails with it), running the queue until they are dead.
+func makeDead(t *testing.T, f *fixture, msgs ...string) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	litequeue.Register(f.q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
+		return errors.New(d.Job.Fail)
+	})
+	var ids []int64
+	for i, m := range msgs {
+		id, err := f.q.Enqueue(ctx, Email{To: string(rune('a'+i)) + "@example.com", Fail: m}, nil)
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	require.NoError(t, f.q.Start(ctx))
+	for range msgs {
+		f.waitEvent(t, litequeue.EventDead, 0)
+	}
+	require.NoError(t, f.q.Stop(ctx))
+	return ids
+}
+
+// onBothBackends runs check on a SQLite fixture and on a PostgreSQL one
+// (a fresh schema; skipped when no server answers, unless
+// LITEQUEUE_REQUIRE_PG=1), each opened with the options opts makes.
+func onBothBackends(t *testing.T, opts func() *litequeue.Options, check func(t *testing.T, f *fixture)) {
+	t.Run("sqlite", func(t *testing.T) { check(t, openFixture(t, opts())) })
+	t.Run("postgres", func(t *testing.T) {
+		u, _ := pgtest.FreshSchema(t)
+		check(t, openFixtureOn(t, opts(), func(o *litequeue.Options) (*litequeue.Queue, error) {
+			return postgres.Open(context.Background(), u, o)
+		}))
+	})
+}
+
+func noOptions() *litequeue.Options { return nil }
+
+func TestDeadBadgeAndCancelledCountsAreServerRendered(t *testing.T) {
+	onBothBackends(t, noOptions, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		// Live refresh off: whatever the pages show, the server wrote.
+		d := serve(t, web.Handler(f.q, &web.Options{RefreshInterval: -1}))
+		_, body, _ := d.get("/jobs")
+		require.Contains(t, body, `<span class="badge" data-live="dead" data-zero>0</span>`, "no dead letters: a zero badge, hidden")
+
+		makeDead(t, f, "boom", "bang")
+		later, err := f.q.Enqueue(ctx, Email{To: "later"}, &litequeue.EnqueueOptions{Delay: time.Hour})
+		require.NoError(t, err)
+		img, err := f.q.Enqueue(ctx, Resize{Image: "x.png"}, nil)
+		require.NoError(t, err)
+		n, err := f.q.Cancel(ctx, later, img)
+		require.NoError(t, err)
+		require.Equal(t, 2, n)
+
+		for _, p := range []string{"/", "/jobs", "/queues", "/schedules", "/dead", "/plan"} {
+			_, body, _ = d.get(p)
+			require.Contains(t, body, `<span class="badge" data-live="dead">2</span>`, "the badge of %s", p)
+		}
+		for _, p := range []string{"/", "/queues"} {
+			_, body, _ = d.get(p)
+			require.Regexp(t, `state=cancelled" data-live="default/cancelled">1<`, rowOf(t, body, "default"), "%s", p)
+			require.Regexp(t, `data-live="default/dead">2<`, rowOf(t, body, "default"), "%s", p)
+			require.Regexp(t, `state=cancelled" data-live="media/cancelled">1<`, rowOf(t, body, "media"), "%s: a queue with only a cancelled job is listed", p)
+		}
+	})
+}
