@@ -314,8 +314,16 @@ func checkLink(t *testing.T, p crawlPage, l crawlLink, counts map[string]int) {
 		require.Equal(t, without(here, "before"), q, "%s: Newest keeps the filter, drops the cursor", p.url)
 	case l.text == "Clear":
 		require.Equal(t, "/jobs", l.href.String())
+	case strings.HasPrefix(l.text, "Dead letters") && l.href.Path == "/dead" && len(q) == 0:
+		// the navigation's link, with the badge's count
+		require.Regexp(t, `^Dead letters( [\d,]+\+?)?$`, l.text, "%s", p.url)
 	case navLinks[l.text] != "" && (l.href.Path == navLinks[l.text] || l.text == "Dead letters"):
 		require.Equal(t, navLinks[l.text], l.href.String(), "%s: %q", p.url, l.text)
+	case l.href.Path == "/queue":
+		require.Equal(t, []string{"name"}, keys(q), "%s: %q", p.url, l.text)
+		require.Equal(t, "details", l.text, "%s: a queue's page", p.url)
+	case l.href.Path == "/plan" && l.text == "see the plan":
+		require.Equal(t, []string{"policy"}, keys(q), "%s: %q", p.url, l.text)
 	case l.href.Path == "/jobs" && numErr == nil:
 		require.Subset(t, []string{"queue", "state"}, keys(q), "%s: %q", p.url, l.text)
 		if old, ok := counts[q.Encode()]; ok {

@@ -3,6 +3,8 @@ package web_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
@@ -81,5 +83,62 @@ func TestDeadBadgeAndCancelledCountsAreServerRendered(t *testing.T) {
 			require.Regexp(t, `data-live="default/dead">2<`, rowOf(t, body, "default"), "%s", p)
 			require.Regexp(t, `state=cancelled" data-live="media/cancelled">1<`, rowOf(t, body, "media"), "%s: a queue with only a cancelled job is listed", p)
 		}
+	})
+}
+
+// configured is the queues configuration of the tests of configured
+// queues: "invoices", which has no jobs, and "mail".
+func configured() *litequeue.Options {
+	inv := litequeue.NewQueueConfig("invoices")
+	inv.Concurrency, inv.Timeout = 3, 90*time.Second
+	inv.Retry = litequeue.NewRetryPolicy(5, litequeue.Backoff{Kind: litequeue.BackoffExponential, Base: time.Second, Factor: 2, Max: time.Minute, Jitter: true})
+	return &litequeue.Options{Queues: []litequeue.QueueConfig{inv, litequeue.NewQueueConfig("mail")}}
+}
+
+func TestConfiguredQueuesWithoutJobsAreListedWithTheirConfiguration(t *testing.T) {
+	onBothBackends(t, configured, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		_, err := f.q.Enqueue(ctx, Resize{Image: "x.png"}, nil)
+		require.NoError(t, err)
+		d := serve(t, web.Handler(f.q, &web.Options{RefreshInterval: -1}))
+		for _, p := range []string{"/", "/queues"} {
+			_, body, _ := d.get(p)
+			require.Regexp(t, `data-live="invoices/ready">0<`, rowOf(t, body, "invoices"), "%s lists a configured queue without jobs", p)
+			rowOf(t, body, "mail")
+			require.Regexp(t, `data-live="media/ready">1<`, rowOf(t, body, "media"), "%s", p)
+		}
+		_, body, _ := d.get("/queues")
+		require.Contains(t, rowOf(t, body, "invoices"), `href="/queue?name=invoices"`, "the queues page links each queue's page")
+
+		body = d.open("/queue?name=invoices")
+		for _, want := range []string{
+			"<dt>Concurrency</dt><dd>3 handlers at once per process</dd>",
+			"5 attempts, exponential waits from 1s, ×2 each time, at most 1m0s, with full jitter",
+			"<dt>Timeout</dt><dd>1m30s per attempt</dd>",
+			"<dt>Visibility timeout</dt><dd>30s",
+			`<span class="state active">active</span>`,
+			"As configured in this process",
+		} {
+			require.Contains(t, body, want)
+		}
+		require.Contains(t, body, `href="/plan?policy=%7B%22max_attempts%22%3A5`, "the policy links its plan")
+
+		// Pause from the queue's own page: the page says so.
+		d.act("/queues/pause", url.Values{"queue": {"invoices"}})
+		body = d.open("/queue?name=invoices")
+		require.Contains(t, body, `<span class="state paused">paused</span>`)
+		require.Contains(t, body, "Resume")
+
+		// A queue known only by its jobs: the defaults, said to be so.
+		body = d.open("/queue?name=media")
+		require.Contains(t, body, "1 attempt: no retries")
+		require.Contains(t, body, "<dt>Concurrency</dt><dd>10 handlers at once per process</dd>")
+		require.Contains(t, body, "has no entry for the queue")
+
+		code, body, _ := d.get("/queue?name=nosuch")
+		require.Equal(t, http.StatusNotFound, code)
+		require.Contains(t, body, "no queue &#34;nosuch&#34;")
+		code, _, _ = d.get("/queue")
+		require.Equal(t, http.StatusBadRequest, code)
 	})
 }

@@ -72,6 +72,15 @@ var funcs = template.FuncMap{
 		return cutAtRuneStart(s, n) + "…"
 	},
 	"join": strings.Join,
+	// query is the URL query of the pairs of key and value kv (an odd
+	// one out is dropped).
+	"query": func(kv ...string) url.Values {
+		v := url.Values{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			v.Set(kv[i], kv[i+1])
+		}
+		return v
+	},
 	// firstLine is the first line of s, from its first maxShownText bytes.
 	"firstLine": func(s string) string {
 		s = cutAtRuneStart(s, maxShownText)
@@ -174,7 +183,7 @@ func fmtDur(d time.Duration) string {
 func parsePages() map[string]*template.Template {
 	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/forms.html"))
 	out := map[string]*template.Template{}
-	for _, name := range []string{"overview", "jobs", "job", "dead", "queues", "schedules", "schedule", "remove", "plan", "confirm", "error", "login"} {
+	for _, name := range []string{"overview", "jobs", "job", "dead", "queues", "queue", "schedules", "schedule", "remove", "plan", "confirm", "error", "login"} {
 		t := template.Must(base.Clone())
 		out[name] = template.Must(t.ParseFS(templateFS, "templates/"+name+".html"))
 	}

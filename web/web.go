@@ -162,6 +162,7 @@ func (s *server) routes() {
 	m.HandleFunc("GET /jobs/{id}/progress", s.progress)
 	m.HandleFunc("GET /dead", s.dead)
 	m.HandleFunc("GET /queues", s.queues)
+	m.HandleFunc("GET /queue", s.queue)
 	m.HandleFunc("GET /schedules", s.schedules)
 	m.HandleFunc("GET /schedules/{name...}", s.schedule)
 	m.HandleFunc("GET /plan", s.plan)
