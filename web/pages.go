@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -49,12 +50,8 @@ type page struct {
 }
 
 var funcs = template.FuncMap{
-	"time": func(t time.Time) string {
-		if t.IsZero() {
-			return "—"
-		}
-		return t.UTC().Format("2006-01-02 15:04:05.000 UTC")
-	},
+	"time":  absTime, // replaced by each server's relTime (see parsePages)
+	"human": human,
 	"dur": fmtDur,
 	"json": func(b json.RawMessage) string {
 		var out bytes.Buffer
@@ -96,13 +93,6 @@ var funcs = template.FuncMap{
 	"scheduleURL": scheduleURL,
 	"post":        newPostForm,
 	"percent":     percent,
-	// until says how far t is from now: "in 5m" or "3m ago".
-	"until": func(now, t time.Time) string {
-		if t.IsZero() {
-			return ""
-		}
-		return humantime.Rel(t, now)
-	},
 	// zoned shows t in the IANA zone tz, "" when tz is UTC or unknown.
 	"zoned": func(t time.Time, tz string) string {
 		if t.IsZero() || tz == "" || tz == "UTC" {
@@ -180,8 +170,53 @@ func fmtDur(d time.Duration) string {
 	return fmt.Sprintf("%.1fd", d.Hours()/24)
 }
 
-func parsePages() map[string]*template.Template {
-	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/forms.html"))
+// absTime shows t as an absolute UTC time to the millisecond, "—" for the
+// zero time.
+func absTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05.000 UTC")
+}
+
+// relTime is the template function "time": t relative to now ("3m ago",
+// "in 2h", "now") in a <time> element whose title, shown on hover, is the
+// absolute UTC time (see absTime), and whose datetime attribute is t in
+// RFC 3339; "—" for the zero time.
+func relTime(t, now time.Time) template.HTML {
+	if t.IsZero() {
+		return "—"
+	}
+	return template.HTML(`<time datetime="` + t.UTC().Format(time.RFC3339Nano) + `" title="` + absTime(t) + `">` +
+		template.HTMLEscapeString(humantime.Rel(t, now)) + `</time>`)
+}
+
+// humanWords are the stored enum values a page shows in other words;
+// other values are shown with their underscores as spaces (see human).
+var humanWords = map[string]string{
+	"give_up":   "gave up",
+	"retry":     "retried",
+	"permanent": "failed permanently",
+	"snooze":    "snoozed",
+}
+
+// human is the template function "human": an enum value (a decision, a
+// schedule event's type, an outcome) in words: "give_up" is "gave up".
+func human(v any) string {
+	s := fmt.Sprint(v)
+	if w, ok := humanWords[s]; ok {
+		return w
+	}
+	return strings.ReplaceAll(s, "_", " ")
+}
+
+// parsePages parses the page templates, with the template function "time"
+// showing times relative to now() (the queue's clock; see relTime).
+func parsePages(now func() time.Time) map[string]*template.Template {
+	fm := template.FuncMap{}
+	maps.Copy(fm, funcs)
+	fm["time"] = func(t time.Time) template.HTML { return relTime(t, now()) }
+	base := template.Must(template.New("layout.html").Funcs(fm).ParseFS(templateFS, "templates/layout.html", "templates/forms.html"))
 	out := map[string]*template.Template{}
 	for _, name := range []string{"overview", "jobs", "job", "dead", "queues", "queue", "schedules", "schedule", "remove", "plan", "confirm", "error", "login"} {
 		t := template.Must(base.Clone())

@@ -45,7 +45,7 @@ func viewOf(p litequeue.Progress) progressView {
 	v := progressView{State: string(p.State)}
 	if !p.UpdatedAt.IsZero() {
 		v.Has, v.Fraction, v.Percent, v.Message = true, p.Fraction, percent(p.Fraction), p.Message
-		v.Updated = funcs["time"].(func(time.Time) string)(p.UpdatedAt)
+		v.Updated = absTime(p.UpdatedAt)
 	}
 	return v
 }

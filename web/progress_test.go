@@ -83,7 +83,7 @@ func TestJobPageShowsProgressAndOutputEscaped(t *testing.T) {
 	require.Contains(t, body, `<progress max="1" value="0.42" aria-label="progress">42%</progress> <span class="pct">42%</span>`)
 	require.Contains(t, body, `<p class="msg">step 2 of 5: &lt;script&gt;alert(&#34;p&#34;)&lt;/script&gt;</p>`)
 	require.NotContains(t, body, "<script>alert")
-	require.Contains(t, body, "Reported <span class=\"updated\">2026-03-01 12:00:00.000 UTC</span>", "the report's time, from the queue's clock")
+	require.Contains(t, body, `Reported <span class="updated"><time datetime="2026-03-01T12:00:00Z" title="2026-03-01 12:00:00.000 UTC">now</time></span>`, "the report's time, from the queue's clock")
 	require.NotContains(t, body, "<h2>Output</h2>", "no output while it runs")
 
 	close(steps)

@@ -1,0 +1,63 @@
+package web_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/web"
+)
+
+// TestOperatorsRoundTwoInABrowser walks the views and actions of issue 37
+// in Chromium, on a SQLite file.
+func TestOperatorsRoundTwoInABrowser(t *testing.T) {
+	ctx := browser(t)
+	shots := t.TempDir()
+	f := openFixture(t, configured())
+	dead := makeDead(t, f, "smtp: 550 mailbox unavailable", "smtp: 550 mailbox unavailable", "timeout after 3s")
+	bg := context.Background()
+	later, err := f.q.Enqueue(bg, Email{To: "later@example.com"}, &litequeue.EnqueueOptions{Delay: 2 * time.Hour})
+	require.NoError(t, err)
+	img, err := f.q.Enqueue(bg, Resize{Image: "x.png"}, nil)
+	require.NoError(t, err)
+	_, err = f.q.Cancel(bg, img)
+	require.NoError(t, err)
+	f.clock.Add(3 * time.Minute)
+	// Live refresh off: what the pages show, the server rendered.
+	srv := serve(t, web.Handler(f.q, &web.Options{RefreshInterval: -1}))
+	text := func(sel string) string { return run(t, ctx, chromedp.Text(chromedp.CSS(sel))) }
+
+	t.Run("badge, cancelled counts and configured queues", func(t *testing.T) {
+		step(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("table.counts")))
+		require.Equal(t, "3", text(`nav .badge`), "the dead-letter badge, without a live stream")
+		require.True(t, run(t, ctx, chromedp.Evaluate[bool](`getComputedStyle(document.querySelector("nav .badge")).display !== "none"`)))
+		require.Equal(t, "1", text(`[data-live="media/cancelled"]`))
+		require.Equal(t, "0", text(`[data-live="invoices/ready"]`), "a configured queue without jobs")
+		shoot(t, ctx, shots, "overview-round-two.png")
+	})
+
+	t.Run("a queue's configuration", func(t *testing.T) {
+		step(t, ctx, chromedp.Navigate(srv.URL+"/queues"), chromedp.WaitVisible(chromedp.CSS("table.queues")))
+		clickAndLoad(t, ctx, `a[href="/queue?name=invoices"]`)
+		require.Contains(t, text("dl.config"), "3 handlers at once per process")
+		require.Contains(t, text("dl.config"), "5 attempts, exponential waits from 1s")
+		require.Contains(t, text("dl.config"), "1m30s per attempt")
+		clickAndLoad(t, ctx, `dl.config a[href^="/plan?"]`)
+		require.Contains(t, text("main"), "5 attempts", "the plan page of the queue's own policy")
+	})
+
+	t.Run("relative times, absolute on hover", func(t *testing.T) {
+		step(t, ctx, chromedp.Navigate(srv.URL+"/jobs/"+itoa(later)), chromedp.WaitVisible(chromedp.CSS("dl.facts")))
+		due := `//dt[text()="Due"]/following-sibling::dd[1]/time`
+		require.Equal(t, "in 1h57m", run(t, ctx, chromedp.Text(chromedp.Search(due))))
+		require.Equal(t, "2026-03-01 14:00:00.000 UTC", run(t, ctx, chromedp.AttributeValue(chromedp.Search(due), "title")).Value)
+		enq := `//dt[text()="Enqueued"]/following-sibling::dd[1]/time`
+		require.Equal(t, "3m ago", run(t, ctx, chromedp.Text(chromedp.Search(enq))))
+		step(t, ctx, chromedp.Navigate(srv.URL+"/jobs/"+itoa(dead[0])), chromedp.WaitVisible(chromedp.CSS("table.attempts")))
+		require.Equal(t, "gave up", text("table.attempts tbody td:nth-child(4)"), "the decision in words")
+	})
+}
