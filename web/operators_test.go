@@ -2,9 +2,14 @@ package web_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
+	"html"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,4 +146,40 @@ func TestConfiguredQueuesWithoutJobsAreListedWithTheirConfiguration(t *testing.T
 		code, _, _ = d.get("/queue")
 		require.Equal(t, http.StatusBadRequest, code)
 	})
+}
+
+// The sign-in page of an embedded dashboard does not talk about lqinspect's
+// flag; the hint is the application's to set. The session cookie is an id
+// and a MAC, new at each sign-in, holding neither the token nor its hash.
+func TestSignInHintAndSessionCookie(t *testing.T) {
+	f := newFixture(t, nil)
+	d := serve(t, web.Handler(f.q, &web.Options{Token: testToken}))
+	code, body, _ := d.get("/")
+	require.Equal(t, http.StatusUnauthorized, code)
+	require.NotContains(t, body, "--token")
+	require.Contains(t, body, html.EscapeString(web.DefaultSignInHint))
+
+	hinted := serve(t, web.Handler(f.q, &web.Options{Token: testToken, SignInHint: "Ask <ops> for the token."}))
+	_, body, _ = hinted.get("/")
+	require.Contains(t, body, `<p class="hint">Ask &lt;ops&gt; for the token.</p>`, "the hint, escaped")
+
+	d.c = &http.Client{CheckRedirect: d.c.CheckRedirect}
+	_, first := signIn(t, d, testToken)
+	_, second := signIn(t, d, testToken)
+	require.Len(t, first, 1)
+	require.Len(t, second, 1)
+	require.NotEqual(t, first[0].Value, second[0].Value, "each sign-in is its own session")
+	sum := sha256.Sum256([]byte(testToken))
+	for _, c := range []*http.Cookie{first[0], second[0]} {
+		parts := strings.Split(c.Value, ".")
+		require.Len(t, parts, 3, "issued.id.mac: %s", c.Value)
+		require.NotContains(t, c.Value, testToken)
+		require.NotContains(t, c.Value, hex.EncodeToString(sum[:]))
+		require.NotContains(t, c.Value, base64.RawURLEncoding.EncodeToString(sum[:]))
+		require.Equal(t, http.StatusOK, withCookie(t, d, "/jobs", c))
+		// Another session id under the same MAC opens nothing.
+		forged := *c
+		forged.Value = parts[0] + "." + strings.Repeat("A", len(parts[1])) + "." + parts[2]
+		require.Equal(t, http.StatusUnauthorized, withCookie(t, d, "/jobs", &forged))
+	}
 }

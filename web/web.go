@@ -64,6 +64,11 @@ type Options struct {
 	// then only requests for the dashboard's own host names are answered
 	// (see AllowedHosts).
 	Token string
+	// SignInHint is what the sign-in page says about where the token
+	// comes from, as plain text. Default: that it is the token the
+	// application gave the dashboard (Options.Token). lqinspect serve
+	// says it was set with its --token flag or environment variable.
+	SignInHint string
 	// AllowedHosts are the host names, besides IP addresses, localhost and
 	// names under .localhost, that the dashboard answers to when it has no
 	// Token: a request whose Host header (or, for a request that may
@@ -96,6 +101,9 @@ type Options struct {
 	// request. Default: discard.
 	Logger *slog.Logger
 }
+
+// DefaultSignInHint is the default Options.SignInHint.
+const DefaultSignInHint = "Use the access token the application gave this dashboard when it mounted it (web.Options.Token in its code or configuration)."
 
 // DefaultRefreshInterval is the default Options.RefreshInterval.
 const DefaultRefreshInterval = 2 * time.Second
@@ -138,6 +146,9 @@ func Handler(q *litequeue.Queue, opts *Options) http.Handler {
 	if s.opts.PageSize <= 0 {
 		s.opts.PageSize = 50
 	}
+	if s.opts.SignInHint == "" {
+		s.opts.SignInHint = DefaultSignInHint
+	}
 	if s.opts.Logger == nil {
 		s.opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -147,7 +158,7 @@ func Handler(q *litequeue.Queue, opts *Options) http.Handler {
 	s.logins = newLimiter(loginBurst, loginEvery, loginTableMax)
 	s.live = newLiveHub(s)
 	s.cop = http.NewCrossOriginProtection()
-	s.pages = parsePages()
+	s.pages = parsePages(q.Now)
 	sub, _ := fs.Sub(staticFS, "static")
 	s.static = http.FileServerFS(sub)
 	s.routes()
@@ -222,7 +233,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r2.Body = http.MaxBytesReader(w, r2.Body, maxBodyBytes)
 	}
 	if s.opts.Token != "" && !s.authorized(r2) && p != "/login" && !strings.HasPrefix(p, "/static/") {
-		s.render(w, r2, http.StatusUnauthorized, "login", &page{Title: "Sign in"})
+		s.render(w, r2, http.StatusUnauthorized, "login", &page{Title: "Sign in", Data: s.opts.SignInHint})
 		return
 	}
 	if name, ok := strings.CutPrefix(p, "/schedules/"); ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
