@@ -52,7 +52,7 @@ type page struct {
 var funcs = template.FuncMap{
 	"time":  absTime, // replaced by each server's relTime (see parsePages)
 	"human": human,
-	"dur": fmtDur,
+	"dur":   fmtDur,
 	"json": func(b json.RawMessage) string {
 		var out bytes.Buffer
 		if err := json.Indent(&out, b, "", "  "); err != nil {
