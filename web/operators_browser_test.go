@@ -60,4 +60,50 @@ func TestOperatorsRoundTwoInABrowser(t *testing.T) {
 		step(t, ctx, chromedp.Navigate(srv.URL+"/jobs/"+itoa(dead[0])), chromedp.WaitVisible(chromedp.CSS("table.attempts")))
 		require.Equal(t, "gave up", text("table.attempts tbody td:nth-child(4)"), "the decision in words")
 	})
+
+	t.Run("deleting a dead letter asks first", func(t *testing.T) {
+		u := srv.URL + "/jobs/" + itoa(dead[2])
+		step(t, ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("dl.facts")))
+		clickAndLoad(t, ctx, `div.actions button.danger`)
+		require.Equal(t, "Delete dead letter "+itoa(dead[2])+"?", text("h1"))
+		shoot(t, ctx, shots, "confirm-delete.png")
+		clickAndLoad(t, ctx, `form.confirm a.button-link`)
+		require.Equal(t, u, run(t, ctx, chromedp.Evaluate[string](`location.href`)), "Keep it: back to the job")
+		clickAndLoad(t, ctx, `div.actions button.danger`)
+		clickAndLoad(t, ctx, `form.confirm button[type=submit]`)
+		require.Contains(t, text("p.flash"), "Job "+itoa(dead[2])+" deleted.")
+		_, err := f.q.Job(bg, dead[2])
+		require.ErrorIs(t, err, litequeue.ErrNotFound)
+	})
+
+	t.Run("cancelling a running job asks first", func(t *testing.T) {
+		started := make(chan struct{}, 1)
+		litequeue.Register(f.q, func(ctx context.Context, d *litequeue.Delivery[Resize]) error {
+			started <- struct{}{}
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		id, err := f.q.Enqueue(bg, Resize{Image: "slow.png"}, nil)
+		require.NoError(t, err)
+		require.NoError(t, f.q.Start(bg))
+		t.Cleanup(func() { f.q.Stop(bg) })
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the job did not start")
+		}
+		step(t, ctx, chromedp.Navigate(srv.URL+"/jobs/"+itoa(id)), chromedp.WaitVisible(chromedp.CSS("dl.facts")))
+		require.Equal(t, "Cancel…", text(`div.actions button.danger`))
+		clickAndLoad(t, ctx, `div.actions button.danger`)
+		require.Equal(t, "Cancel running job "+itoa(id)+"?", text("h1"))
+		j, err := f.q.Job(bg, id)
+		require.NoError(t, err)
+		require.Equal(t, litequeue.StateRunning, j.State, "still running while the page asks")
+		clickAndLoad(t, ctx, `form.confirm button[type=submit]`)
+		require.Contains(t, text("p.flash"), "Job "+itoa(id)+" cancelled.")
+		j, err = f.q.Job(bg, id)
+		require.NoError(t, err)
+		require.Equal(t, litequeue.StateCancelled, j.State)
+		require.NoError(t, f.q.Stop(bg))
+	})
 }

@@ -183,3 +183,26 @@ func TestSignInHintAndSessionCookie(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, withCookie(t, d, "/jobs", &forged))
 	}
 }
+
+// Deleting a dead letter asks first; the confirmation's form does it, and
+// its other link keeps the job.
+func TestDeletingADeadLetterAsksFirst(t *testing.T) {
+	onBothBackends(t, noOptions, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		dead := makeDead(t, f, "boom")[0]
+		d := serve(t, web.Handler(f.q, nil))
+		body := d.open("/jobs/" + itoa(dead))
+		require.Contains(t, body, ">Delete…</button>")
+		code, body, _ := d.send("/jobs/"+itoa(dead)+"/delete", nil)
+		require.Equal(t, http.StatusOK, code)
+		require.Contains(t, body, "Delete dead letter "+itoa(dead)+"?")
+		require.Contains(t, body, `<a class="button-link" href="/jobs/`+itoa(dead)+`">Keep it</a>`)
+		j, err := f.q.Job(ctx, dead)
+		require.NoError(t, err)
+		require.Equal(t, litequeue.StateDead, j.State, "nothing deleted before the confirmation")
+		loc, _ := d.act("/jobs/"+itoa(dead)+"/delete", url.Values{"confirm": {"yes"}})
+		require.Contains(t, loc, "/jobs?done=job-deleted")
+		_, err = f.q.Job(ctx, dead)
+		require.ErrorIs(t, err, litequeue.ErrNotFound)
+	})
+}

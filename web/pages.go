@@ -218,7 +218,7 @@ func parsePages(now func() time.Time) map[string]*template.Template {
 	fm["time"] = func(t time.Time) template.HTML { return relTime(t, now()) }
 	base := template.Must(template.New("layout.html").Funcs(fm).ParseFS(templateFS, "templates/layout.html", "templates/forms.html"))
 	out := map[string]*template.Template{}
-	for _, name := range []string{"overview", "jobs", "job", "dead", "queues", "queue", "schedules", "schedule", "remove", "plan", "confirm", "error", "login"} {
+	for _, name := range []string{"overview", "jobs", "job", "dead", "queues", "queue", "schedules", "schedule", "remove", "jobconfirm", "plan", "confirm", "error", "login"} {
 		t := template.Must(base.Clone())
 		out[name] = template.Must(t.ParseFS(templateFS, "templates/"+name+".html"))
 	}
@@ -374,7 +374,9 @@ func (s *server) dead(w http.ResponseWriter, r *http.Request) {
 }
 
 // jobAction runs requeue, cancel or delete on one job, then goes back to it
-// (or to the jobs list when it is gone).
+// (or to the jobs list when it is gone). Cancelling a running job and
+// deleting a dead letter first show a confirmation page (see
+// confirmJobAction) unless the form says confirm=yes.
 func (s *server) jobAction(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
@@ -383,8 +385,14 @@ func (s *server) jobAction(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	back := fmt.Sprintf("%s/jobs/%d", rootOf(r), id)
+	a := r.PathValue("action")
+	if _, ok := jobConfirmations[a]; ok && r.PostFormValue("confirm") != "yes" {
+		if s.confirmJobAction(w, r, a, id) {
+			return
+		}
+	}
 	var code string
-	switch a := r.PathValue("action"); a {
+	switch a {
 	case "requeue":
 		_, err = s.q.Requeue(ctx, id)
 		code = "job-requeued"
@@ -399,6 +407,52 @@ func (s *server) jobAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.finishAction(w, r, err, back, flashValues(code, id, 0, ""), "job_id", id)
+}
+
+// jobConfirm is what the confirmation of one job's action says: the
+// question, what it does, the button, and the link that keeps the job.
+type jobConfirm struct {
+	State                        litequeue.State // the state the action asks a confirmation in
+	Question, Effect, Verb, Keep string
+}
+
+// jobConfirmations are the actions on one job that ask first, in the state
+// they ask in: stopping a running handler, deleting a dead letter.
+var jobConfirmations = map[string]jobConfirm{
+	"cancel": {State: litequeue.StateRunning, Question: "Cancel running job %d?",
+		Effect: "Its handler is stopped now (its context is cancelled with ErrJobCancelled), whatever it was doing; the job becomes cancelled and is not retried. It stays listed, and can be requeued from its page.",
+		Verb:   "Cancel the job", Keep: "Keep it running"},
+	"delete": {State: litequeue.StateDead, Question: "Delete dead letter %d?",
+		Effect: "The job and its attempts' history are deleted for good: it can no longer be inspected or requeued.",
+		Verb:   "Delete", Keep: "Keep it"},
+}
+
+type jobConfirmData struct {
+	jobConfirm
+	Action string
+	Job    litequeue.JobInfo
+}
+
+// confirmJobAction shows the confirmation of action on job id when the job
+// is in the state that asks one, and reports whether it answered r (the
+// confirmation, or the error page when the job cannot be read); false lets
+// the action run.
+func (s *server) confirmJobAction(w http.ResponseWriter, r *http.Request, action string, id int64) bool {
+	c := jobConfirmations[action]
+	j, err := s.q.Job(r.Context(), id)
+	if errors.Is(err, litequeue.ErrNotFound) {
+		return false // the action says so
+	}
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return true
+	}
+	if j.State != c.State {
+		return false
+	}
+	c.Question = fmt.Sprintf(c.Question, id)
+	s.render(w, r, http.StatusOK, "jobconfirm", &page{Title: "Confirm", Nav: "jobs", Data: jobConfirmData{jobConfirm: c, Action: action, Job: j}})
+	return true
 }
 
 // bulkActions are the bulk actions and the states each applies to.
