@@ -52,3 +52,22 @@ func (q *Queue) QueueConfigs() []QueueConfig {
 	}
 	return out
 }
+
+// RequeueCancelled moves cancelled jobs back to ready, due now, with their
+// attempts reset (their history is kept), and returns how many moved, as
+// Requeue does for dead letters. It is all or nothing: an unknown id
+// (ErrNotFound), a job that is not cancelled (ErrWrongState), or a job whose
+// idempotency key is now held by a live job (ErrDuplicate) moves nothing,
+// and the error names the id. A handler of the job that ignored its
+// cancellation and still runs cannot record an outcome: its lease is gone.
+func (q *Queue) RequeueCancelled(ctx context.Context, ids ...int64) (int, error) {
+	if err := q.writable(); err != nil {
+		return 0, err
+	}
+	moved, err := q.store.RequeueCancelled(ctx, ids, unixNanos(q.clock))
+	if err != nil {
+		return 0, wrapf("litequeue: %w", err)
+	}
+	q.afterRequeue(moved)
+	return len(moved), nil
+}

@@ -106,4 +106,15 @@ func TestOperatorsRoundTwoInABrowser(t *testing.T) {
 		require.Equal(t, litequeue.StateCancelled, j.State)
 		require.NoError(t, f.q.Stop(bg))
 	})
+
+	t.Run("retry a cancelled job", func(t *testing.T) {
+		step(t, ctx, chromedp.Navigate(srv.URL+"/jobs/"+itoa(img)), chromedp.WaitVisible(chromedp.CSS("dl.facts")))
+		require.Equal(t, "cancelled", text("h1 .state"))
+		clickAndLoad(t, ctx, `form[action$="/retry"] button`)
+		require.Contains(t, text("p.flash"), "Job "+itoa(img)+" requeued")
+		require.Equal(t, "ready", text("h1 .state"))
+		j, err := f.q.Job(bg, img)
+		require.NoError(t, err)
+		require.Equal(t, litequeue.StateReady, j.State)
+	})
 }

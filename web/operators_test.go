@@ -206,3 +206,40 @@ func TestDeletingADeadLetterAsksFirst(t *testing.T) {
 		require.ErrorIs(t, err, litequeue.ErrNotFound)
 	})
 }
+
+// A cancelled job is retried from its page: ready again, attempts reset,
+// and it runs; a job that is not cancelled is refused with a reason.
+func TestRetryACancelledJob(t *testing.T) {
+	onBothBackends(t, noOptions, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		id, err := f.q.Enqueue(ctx, Email{To: "later"}, &litequeue.EnqueueOptions{Delay: time.Hour})
+		require.NoError(t, err)
+		_, err = f.q.Cancel(ctx, id)
+		require.NoError(t, err)
+		d := serve(t, web.Handler(f.q, nil))
+		body := d.open("/jobs/" + itoa(id))
+		require.Contains(t, body, `action="/jobs/`+itoa(id)+`/retry"`)
+		loc, body := d.act("/jobs/"+itoa(id)+"/retry", nil)
+		require.Contains(t, loc, "/jobs/"+itoa(id)+"?done=job-retried")
+		require.Contains(t, body, `<span class="state ready" data-job-state>ready</span>`)
+		j, err := f.q.Job(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, litequeue.StateReady, j.State)
+		require.Equal(t, 0, j.Attempt)
+		require.True(t, j.FinishedAt.IsZero())
+
+		code, body, _ := d.send("/jobs/"+itoa(id)+"/retry", nil)
+		require.Equal(t, http.StatusConflict, code, "a ready job is not retried")
+		require.Contains(t, body, "not cancelled")
+
+		done := make(chan struct{})
+		litequeue.Register(f.q, func(ctx context.Context, d *litequeue.Delivery[Email]) error { close(done); return nil })
+		require.NoError(t, f.q.Start(ctx))
+		t.Cleanup(func() { f.q.Stop(ctx) })
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the retried job did not run")
+		}
+	})
+}

@@ -373,7 +373,8 @@ func (s *server) dead(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "dead", &page{Title: "Dead letters", Nav: "dead", Data: d})
 }
 
-// jobAction runs requeue, cancel or delete on one job, then goes back to it
+// jobAction runs requeue (a dead letter), retry (a cancelled job), cancel
+// or delete on one job, then goes back to it
 // (or to the jobs list when it is gone). Cancelling a running job and
 // deleting a dead letter first show a confirmation page (see
 // confirmJobAction) unless the form says confirm=yes.
@@ -396,6 +397,9 @@ func (s *server) jobAction(w http.ResponseWriter, r *http.Request) {
 	case "requeue":
 		_, err = s.q.Requeue(ctx, id)
 		code = "job-requeued"
+	case "retry":
+		_, err = s.q.RequeueCancelled(ctx, id)
+		code = "job-retried"
 	case "cancel":
 		_, err = s.q.Cancel(ctx, id) // a running job's handler is stopped too
 		code = "job-cancelled"       // kept: back to it
@@ -403,7 +407,7 @@ func (s *server) jobAction(w http.ResponseWriter, r *http.Request) {
 		_, err = s.q.DeleteJobs(ctx, litequeue.JobQuery{IDs: []int64{id}})
 		code, back = "job-deleted", rootOf(r)+"/jobs"
 	default:
-		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no action %q; use requeue, cancel or delete", a))
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no action %q; use requeue, retry, cancel or delete", a))
 		return
 	}
 	s.finishAction(w, r, err, back, flashValues(code, id, 0, ""), "job_id", id)

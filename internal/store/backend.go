@@ -210,6 +210,10 @@ type Dashboard interface {
 	// finished rows; capped is true when at least limit such rows exist in
 	// all (the counts are then among the latest limit).
 	FinishedCounts(ctx context.Context, st State, limit int) (counts map[string]int, capped bool, err error)
+	// RequeueCancelled makes cancelled rows pending, due at now, attempts
+	// reset, all or nothing, as Requeue does for dead rows (ErrNotFound,
+	// ErrWrongState for a row that is not cancelled, *DuplicateError).
+	RequeueCancelled(ctx context.Context, ids []int64, now int64) ([]Moved, error)
 }
 
 // Testing is what the test kit (litequeuetest) needs beyond Backend. It is
