@@ -71,3 +71,21 @@ func (q *Queue) RequeueCancelled(ctx context.Context, ids ...int64) (int, error)
 	q.afterRequeue(moved)
 	return len(moved), nil
 }
+
+// RunNow makes a waiting job due now: a scheduled job, or one waiting out
+// the backoff before its next attempt, becomes ready at once and keeps its
+// attempt count and history; a process running its queue claims it as it
+// would any ready job (in this process at once; on PostgreSQL the others
+// are notified). A job that is ready already is left as it is. An unknown
+// id is ErrNotFound; a running or finished job is ErrWrongState.
+func (q *Queue) RunNow(ctx context.Context, id int64) error {
+	if err := q.writable(); err != nil {
+		return err
+	}
+	m, err := q.store.RunNow(ctx, id, unixNanos(q.clock))
+	if err != nil {
+		return wrapf("litequeue: %w", err)
+	}
+	q.wake(m.Queue)
+	return nil
+}

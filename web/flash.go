@@ -26,6 +26,7 @@ type flash struct {
 var flashes = map[string]flash{
 	"job-requeued":       {format: "Job %d requeued.", job: true},
 	"job-cancelled":      {format: "Job %d cancelled.", job: true},
+	"job-run-now":        {format: "Job %d is due now: a worker of its queue starts it as soon as one is free.", job: true},
 	"job-retried":        {format: "Job %d requeued: it is ready to run again, from its first attempt.", job: true},
 	"job-deleted":        {format: "Job %d deleted.", job: true},
 	"bulk-requeue":       {format: "Requeue: %d jobs.", n: true},

@@ -117,4 +117,16 @@ func TestOperatorsRoundTwoInABrowser(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, litequeue.StateReady, j.State)
 	})
+
+	t.Run("run a scheduled job now", func(t *testing.T) {
+		step(t, ctx, chromedp.Navigate(srv.URL+"/jobs/"+itoa(later)), chromedp.WaitVisible(chromedp.CSS("dl.facts")))
+		require.Equal(t, "scheduled", text("h1 .state"))
+		clickAndLoad(t, ctx, `form[action$="/run"] button`)
+		require.Contains(t, text("p.flash"), "Job "+itoa(later)+" is due now")
+		require.Equal(t, "ready", text("h1 .state"))
+		j, err := f.q.Job(bg, later)
+		require.NoError(t, err)
+		require.Equal(t, litequeue.StateReady, j.State)
+		require.Equal(t, f.clock.Now(), j.VisibleAt.UTC(), "due now, on the queue's clock")
+	})
 }

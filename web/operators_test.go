@@ -243,3 +243,48 @@ func TestRetryACancelledJob(t *testing.T) {
 		}
 	})
 }
+
+// "Run now" makes a scheduled job, and one waiting out a retry's backoff,
+// due at once; it then runs, its attempts kept.
+func TestRunNowAScheduledOrBackingOffJob(t *testing.T) {
+	onBothBackends(t, noOptions, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		later, err := f.q.Enqueue(ctx, Email{To: "later"}, &litequeue.EnqueueOptions{Delay: time.Hour})
+		require.NoError(t, err)
+		flaky, err := f.q.Enqueue(ctx, Flaky{}, nil)
+		require.NoError(t, err)
+		ran := make(chan int64, 4)
+		litequeue.Register(f.q, func(ctx context.Context, d *litequeue.Delivery[Email]) error { ran <- d.ID; return nil })
+		litequeue.Register(f.q, func(ctx context.Context, d *litequeue.Delivery[Flaky]) error {
+			if d.Attempt == 1 {
+				return errors.New("503")
+			}
+			ran <- d.ID
+			return nil
+		})
+		require.NoError(t, f.q.Start(ctx))
+		t.Cleanup(func() { f.q.Stop(ctx) })
+		f.waitEvent(t, litequeue.EventRetrying, flaky)
+
+		d := serve(t, web.Handler(f.q, nil))
+		for _, id := range []int64{later, flaky} {
+			j, err := f.q.Job(ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, litequeue.StateScheduled, j.State)
+			body := d.open("/jobs/" + itoa(id))
+			require.Contains(t, body, `action="/jobs/`+itoa(id)+`/run"`)
+			code, body, h := d.send("/jobs/"+itoa(id)+"/run", nil)
+			require.Equal(t, http.StatusSeeOther, code, body)
+			require.Contains(t, h.Get("Location"), "/jobs/"+itoa(id)+"?done=job-run-now")
+			select {
+			case got := <-ran:
+				require.Equal(t, id, got)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("job %d did not run after Run now (the clock did not move)", id)
+			}
+			f.waitEvent(t, litequeue.EventSucceeded, id)
+		}
+		code, body, _ := d.send("/jobs/"+itoa(later)+"/run", nil)
+		require.Equal(t, http.StatusNotFound, code, "a succeeded job is gone: %s", body)
+	})
+}

@@ -334,7 +334,7 @@ func (s *server) job(w http.ResponseWriter, r *http.Request) {
 	}
 	j, err := s.q.Job(r.Context(), id)
 	if errors.Is(err, litequeue.ErrNotFound) {
-		s.fail(w, r, http.StatusNotFound, fmt.Errorf("job %d does not exist: it may have succeeded (succeeded jobs are deleted unless CompletedRetention keeps them), been cancelled or purged", id))
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("job %d does not exist: it may have succeeded (succeeded jobs are deleted unless CompletedRetention keeps them), or been deleted or purged", id))
 		return
 	}
 	if err != nil {
@@ -373,8 +373,8 @@ func (s *server) dead(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "dead", &page{Title: "Dead letters", Nav: "dead", Data: d})
 }
 
-// jobAction runs requeue (a dead letter), retry (a cancelled job), cancel
-// or delete on one job, then goes back to it
+// jobAction runs run (now: a scheduled job), requeue (a dead letter),
+// retry (a cancelled job), cancel or delete on one job, then goes back to it
 // (or to the jobs list when it is gone). Cancelling a running job and
 // deleting a dead letter first show a confirmation page (see
 // confirmJobAction) unless the form says confirm=yes.
@@ -397,6 +397,9 @@ func (s *server) jobAction(w http.ResponseWriter, r *http.Request) {
 	case "requeue":
 		_, err = s.q.Requeue(ctx, id)
 		code = "job-requeued"
+	case "run":
+		err = s.q.RunNow(ctx, id)
+		code = "job-run-now"
 	case "retry":
 		_, err = s.q.RequeueCancelled(ctx, id)
 		code = "job-retried"
@@ -407,7 +410,7 @@ func (s *server) jobAction(w http.ResponseWriter, r *http.Request) {
 		_, err = s.q.DeleteJobs(ctx, litequeue.JobQuery{IDs: []int64{id}})
 		code, back = "job-deleted", rootOf(r)+"/jobs"
 	default:
-		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no action %q; use requeue, retry, cancel or delete", a))
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no action %q; use run, requeue, retry, cancel or delete", a))
 		return
 	}
 	s.finishAction(w, r, err, back, flashValues(code, id, 0, ""), "job_id", id)

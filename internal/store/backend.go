@@ -214,6 +214,12 @@ type Dashboard interface {
 	// reset, all or nothing, as Requeue does for dead rows (ErrNotFound,
 	// ErrWrongState for a row that is not cancelled, *DuplicateError).
 	RequeueCancelled(ctx context.Context, ids []int64, now int64) ([]Moved, error)
+	// RunNow makes the pending row id due at now (its VisibleAt), keeping
+	// its attempt count: a scheduled row, or one waiting out a retry's
+	// backoff, becomes claimable. A row due already is left as it is.
+	// ErrNotFound for an unknown id, ErrWrongState for a row that is not
+	// pending (running or finished).
+	RunNow(ctx context.Context, id, now int64) (Moved, error)
 }
 
 // Testing is what the test kit (litequeuetest) needs beyond Backend. It is
