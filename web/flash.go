@@ -33,6 +33,7 @@ var flashes = map[string]flash{
 	"bulk-cancel":        {format: "Cancel: %d jobs.", n: true},
 	"bulk-delete":        {format: "Delete: %d jobs.", n: true},
 	"group-requeued":     {format: "Requeued %d dead letters.", n: true},
+	"group-deleted":      {format: "Deleted %d dead letters, with their history.", n: true},
 	"queue-paused":       {format: "Queue %q paused: no process starts its jobs until it is resumed; handlers already running finish, and new jobs wait.", name: true},
 	"queue-resumed":      {format: "Queue %q resumed: its jobs run again.", name: true},
 	"schedule-paused":    {format: "Schedule %q paused: it enqueues nothing until resumed (the runs that pass meanwhile are not made up).", name: true},

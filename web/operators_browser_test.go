@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
@@ -128,5 +129,27 @@ func TestOperatorsRoundTwoInABrowser(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, litequeue.StateReady, j.State)
 		require.Equal(t, f.clock.Now(), j.VisibleAt.UTC(), "due now, on the queue's clock")
+	})
+
+	t.Run("open a dead-letter group's jobs, then delete the group", func(t *testing.T) {
+		row := `//table[contains(@class,"groups")]//tr[td/code[starts-with(text(),"smtp")]]`
+		step(t, ctx, chromedp.Navigate(srv.URL+"/dead"), chromedp.WaitVisible(chromedp.CSS("table.groups")))
+		run(t, ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.Search(row+`//a[text()="jobs"]`))))
+		require.Contains(t, text("p.group-note"), "Dead letters whose error is like")
+		require.Equal(t, 2, run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("table.jobs tbody tr").length`)))
+		require.Equal(t, []string{itoa(dead[1]), itoa(dead[0])}, run(t, ctx, chromedp.Evaluate[[]string](
+			`[...document.querySelectorAll("table.jobs tbody tr td.n a")].map(a => a.textContent)`)), "the group's jobs, newest first")
+		shoot(t, ctx, shots, "dead-group-jobs.png")
+		clickAndLoad(t, ctx, `p.group-note a`)
+		run(t, ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.Search(row+`//button[text()="Delete group…"]`))))
+		require.Equal(t, "Delete dead letters?", text("h1"))
+		clickAndLoad(t, ctx, `form.confirm button[type=submit]`)
+		require.Contains(t, text("p.flash"), "Deleted 2 dead letters")
+		require.Equal(t, "0", run(t, ctx, chromedp.Evaluate[string](`document.querySelector("nav .badge").textContent`)))
+		require.True(t, run(t, ctx, chromedp.Evaluate[bool](`getComputedStyle(document.querySelector("nav .badge")).display === "none"`)), "a zero badge is hidden")
+		for _, id := range dead[:2] {
+			_, err := f.q.Job(bg, id)
+			require.ErrorIs(t, err, litequeue.ErrNotFound)
+		}
 	})
 }

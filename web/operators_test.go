@@ -6,9 +6,12 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"html"
 	"net/http"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -288,3 +291,71 @@ func TestRunNowAScheduledOrBackingOffJob(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, code, "a succeeded job is gone: %s", body)
 	})
 }
+
+// A dead-letter group opens as a jobs list of exactly its dead letters,
+// paged; "Delete group…" asks, then deletes the whole group and nothing
+// else.
+func TestDeadLetterGroupJobsAndDelete(t *testing.T) {
+	onBothBackends(t, noOptions, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		var msgs []string
+		for i := range 5 {
+			msgs = append(msgs, fmt.Sprintf("smtp: 550 mailbox %d unavailable", i))
+		}
+		msgs = append(msgs, "timeout after 3s", "timeout after 9s")
+		ids := makeDead(t, f, msgs...)
+		d := serve(t, web.Handler(f.q, &web.Options{PageSize: 2}))
+		body := d.open("/dead")
+		key := litequeue.NormalizeError(msgs[0])
+		m := groupLinkRE.FindStringSubmatch(body)
+		require.NotNil(t, m, "the group links its jobs")
+		groupURL := html.UnescapeString(m[1])
+		gu, err := url.Parse(groupURL)
+		require.NoError(t, err)
+		require.Equal(t, url.Values{"group": {key}}, gu.Query())
+
+		// The group's jobs, two a page, newest first, through Older.
+		var walked []int64
+		for u := groupURL; u != ""; {
+			body = d.open(u)
+			require.Contains(t, body, "Dead letters whose error is like")
+			for _, m := range jobLinkRE.FindAllStringSubmatch(body, -1) {
+				id, _ := strconv.ParseInt(m[1], 10, 64)
+				walked = append(walked, id)
+			}
+			u = ""
+			if m := olderRE.FindStringSubmatch(body); m != nil {
+				u = html.UnescapeString(m[1])
+				require.Contains(t, u, "group=", "Older keeps the group")
+			}
+		}
+		require.Equal(t, []int64{ids[4], ids[3], ids[2], ids[1], ids[0]}, walked)
+
+		// Delete the group: a confirmation first, then the group goes.
+		code, body, _ := d.send("/dead/delete", url.Values{"key": {key}, "count": {"5"}})
+		require.Equal(t, http.StatusOK, code)
+		require.Contains(t, body, "Delete")
+		require.Contains(t, body, `action="/dead/delete"`)
+		n, err := f.q.CountJobs(ctx, litequeue.JobQuery{States: []litequeue.State{litequeue.StateDead}}, 0)
+		require.NoError(t, err)
+		require.Equal(t, 7, n, "nothing deleted before the confirmation")
+		loc, body := d.act("/dead/delete", url.Values{"key": {key}, "confirm": {"yes"}})
+		require.Contains(t, loc, "done=group-deleted")
+		require.Contains(t, body, "Deleted 5 dead letters")
+		n, err = f.q.CountJobs(ctx, litequeue.JobQuery{States: []litequeue.State{litequeue.StateDead}}, 0)
+		require.NoError(t, err)
+		require.Equal(t, 2, n, "the other group stays")
+		for _, id := range ids[:5] {
+			_, err := f.q.Job(ctx, id)
+			require.ErrorIs(t, err, litequeue.ErrNotFound)
+		}
+		code, _, _ = d.send("/dead/purge", url.Values{"key": {key}})
+		require.Equal(t, http.StatusNotFound, code)
+	})
+}
+
+var (
+	jobLinkRE   = regexp.MustCompile(`<td class="n"><a href="/jobs/(\d+)">`)
+	olderRE     = regexp.MustCompile(`<a class="button-link" href="([^"]*)">Older →</a>`)
+	groupLinkRE = regexp.MustCompile(`<a class="button-link" href="([^"]*)" title="List this group's dead letters">jobs</a>`)
+)

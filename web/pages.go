@@ -69,12 +69,14 @@ var funcs = template.FuncMap{
 		return cutAtRuneStart(s, n) + "…"
 	},
 	"join": strings.Join,
-	// query is the URL query of the pairs of key and value kv (an odd
-	// one out is dropped).
+	// query is the URL query of the pairs of key and value kv, without
+	// the empty values (an odd one out is dropped).
 	"query": func(kv ...string) url.Values {
 		v := url.Values{}
 		for i := 0; i+1 < len(kv); i += 2 {
-			v.Set(kv[i], kv[i+1])
+			if kv[i+1] != "" {
+				v.Set(kv[i], kv[i+1])
+			}
 		}
 		return v
 	},
@@ -307,7 +309,12 @@ func (s *server) jobs(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
-	pg, err := s.q.ListJobs(r.Context(), f.query(), litequeue.PageRequest{Before: before, Limit: s.opts.PageSize})
+	var pg litequeue.JobPage
+	if f.Group != "" {
+		pg, err = s.q.ListDeadGroup(r.Context(), f.Group, f.query(), litequeue.PageRequest{Before: before, Limit: s.opts.PageSize})
+	} else {
+		pg, err = s.q.ListJobs(r.Context(), f.query(), litequeue.PageRequest{Before: before, Limit: s.opts.PageSize})
+	}
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
@@ -567,8 +574,15 @@ func narrowStates(asked []litequeue.State, want ...litequeue.State) []litequeue.
 	return out
 }
 
-// requeueGroup requeues a dead-letter group after a confirmation.
+// requeueGroup requeues (POST /dead/requeue) or deletes (POST
+// /dead/delete) a dead-letter group after a confirmation.
 func (s *server) requeueGroup(w http.ResponseWriter, r *http.Request) {
+	a := r.PathValue("action")
+	if a != "requeue" && a != "delete" {
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no dead-letter group action %q; use requeue or delete", a))
+		return
+	}
+	del := a == "delete"
 	key := r.PostFormValue("key")
 	f, err := deadFilterFrom(r.PostForm)
 	if err != nil {
@@ -583,18 +597,28 @@ func (s *server) requeueGroup(w http.ResponseWriter, r *http.Request) {
 	if r.PostFormValue("confirm") != "yes" {
 		d := confirmData{Action: "requeue", Verb: "Requeue", States: "dead letters", Group: key,
 			Filter: jobFilter{Queue: gq.Queue, Kind: gq.Kind}, Describe: "every dead letter whose error is like"}
+		if del {
+			d.Action, d.Verb, d.Describe = "delete", "Delete", "for good, with its history, every dead letter whose error is like"
+		}
 		d.Count, _ = strconv.Atoi(r.PostFormValue("count"))
 		s.render(w, r, http.StatusOK, "confirm", &page{Title: "Confirm", Nav: "dead", Data: d})
 		return
 	}
-	n, err := s.q.RequeueGroup(r.Context(), key, gq)
+	var n int
+	verb, code := "requeue", "group-requeued"
+	if del {
+		verb, code = "delete", "group-deleted"
+		n, err = s.q.DeleteDeadGroup(r.Context(), key, gq)
+	} else {
+		n, err = s.q.RequeueGroup(r.Context(), key, gq)
+	}
 	if err != nil {
-		s.fail(w, r, http.StatusConflict, fmt.Errorf("requeue stopped after %d jobs: %w", n, err))
+		s.fail(w, r, http.StatusConflict, fmt.Errorf("%s stopped after %d jobs: %w", verb, n, err))
 		return
 	}
-	s.opts.Logger.Info("litequeue/web: requeue group", "key", key, "jobs", n)
+	s.opts.Logger.Info("litequeue/web: "+verb+" group", "key", key, "jobs", n)
 	back := link(rootOf(r), "/dead", jobFilter{Queue: gq.Queue, Kind: gq.Kind}.DeadValues())
-	redirectDone(w, r, string(back), flashValues("group-requeued", 0, n, ""))
+	redirectDone(w, r, string(back), flashValues(code, 0, n, ""))
 }
 
 // countLimit bounds the live counts of the overview and the live refresh:

@@ -196,7 +196,7 @@ func (s *server) routes() {
 	m.HandleFunc("POST /login", s.login)
 	m.HandleFunc("POST /jobs/{id}/{action}", s.action(s.jobAction))
 	m.HandleFunc("POST /bulk", s.action(s.bulk))
-	m.HandleFunc("POST /dead/requeue", s.action(s.requeueGroup))
+	m.HandleFunc("POST /dead/{action}", s.action(s.requeueGroup))
 	m.HandleFunc("POST /queues/{action}", s.action(s.queueAction))
 	m.HandleFunc("POST /schedules/{action}", s.action(s.scheduleAction))
 	s.mux = m
