@@ -176,6 +176,17 @@ func (q *Queue) DeleteDeadGroup(ctx context.Context, key string, f JobQuery) (in
 	if key == "" {
 		return 0, fmt.Errorf("litequeue: delete dead group: no group key given (use a DeadGroup.Key): %w", ErrInvalidJob)
 	}
+	return q.eachOfDeadGroup(ctx, key, f, "delete dead group", func(ids []int64) (int, error) {
+		return q.DeleteJobs(ctx, JobQuery{IDs: ids, States: []State{StateDead}})
+	})
+}
+
+// eachOfDeadGroup reads every dead letter f selects (f.States is
+// ignored), in chunks from the newest, and calls act with the ids of each
+// chunk's dead letters whose normalised error message is key; it returns
+// the sum of what act returns, and stops at the first error (what names
+// the operation in a read's error).
+func (q *Queue) eachOfDeadGroup(ctx context.Context, key string, f JobQuery, what string, act func(ids []int64) (int, error)) (int, error) {
 	sq, ok, err := deadQuery(f, unixNanos(q.clock))
 	if err != nil || !ok {
 		return 0, err
@@ -187,7 +198,7 @@ func (q *Queue) DeleteDeadGroup(ctx context.Context, key string, f JobQuery) (in
 	for {
 		msgs, err := q.store.DeadBefore(ctx, sq, cursor, chunk)
 		if err != nil {
-			return total, wrapf("litequeue: delete dead group: %w", err)
+			return total, wrapf("litequeue: "+what+": %w", err)
 		}
 		var ids []int64
 		for _, m := range msgs {
@@ -196,7 +207,7 @@ func (q *Queue) DeleteDeadGroup(ctx context.Context, key string, f JobQuery) (in
 			}
 		}
 		if len(ids) > 0 {
-			n, err := q.DeleteJobs(ctx, JobQuery{IDs: ids, States: []State{StateDead}})
+			n, err := act(ids)
 			total += n
 			if err != nil {
 				return total, err

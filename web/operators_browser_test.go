@@ -108,26 +108,27 @@ func TestOperatorsRoundTwoInABrowser(t *testing.T) {
 		require.NoError(t, f.q.Stop(bg))
 	})
 
-	t.Run("retry a cancelled job", func(t *testing.T) {
-		step(t, ctx, chromedp.Navigate(srv.URL+"/jobs/"+itoa(img)), chromedp.WaitVisible(chromedp.CSS("dl.facts")))
-		require.Equal(t, "cancelled", text("h1 .state"))
-		clickAndLoad(t, ctx, `form[action$="/retry"] button`)
-		require.Contains(t, text("p.flash"), "Job "+itoa(img)+" requeued")
+	// readyAfter opens job id's page (the job in state from), clicks the
+	// button of action, requires the flash message flash and the job ready,
+	// and returns the job as stored.
+	readyAfter := func(t *testing.T, id int64, from, action, flash string) litequeue.JobInfo {
+		step(t, ctx, chromedp.Navigate(srv.URL+"/jobs/"+itoa(id)), chromedp.WaitVisible(chromedp.CSS("dl.facts")))
+		require.Equal(t, from, text("h1 .state"))
+		clickAndLoad(t, ctx, `form[action$="/`+action+`"] button`)
+		require.Contains(t, text("p.flash"), flash)
 		require.Equal(t, "ready", text("h1 .state"))
-		j, err := f.q.Job(bg, img)
+		j, err := f.q.Job(bg, id)
 		require.NoError(t, err)
 		require.Equal(t, litequeue.StateReady, j.State)
+		return j
+	}
+
+	t.Run("retry a cancelled job", func(t *testing.T) {
+		readyAfter(t, img, "cancelled", "retry", "Job "+itoa(img)+" requeued")
 	})
 
 	t.Run("run a scheduled job now", func(t *testing.T) {
-		step(t, ctx, chromedp.Navigate(srv.URL+"/jobs/"+itoa(later)), chromedp.WaitVisible(chromedp.CSS("dl.facts")))
-		require.Equal(t, "scheduled", text("h1 .state"))
-		clickAndLoad(t, ctx, `form[action$="/run"] button`)
-		require.Contains(t, text("p.flash"), "Job "+itoa(later)+" is due now")
-		require.Equal(t, "ready", text("h1 .state"))
-		j, err := f.q.Job(bg, later)
-		require.NoError(t, err)
-		require.Equal(t, litequeue.StateReady, j.State)
+		j := readyAfter(t, later, "scheduled", "run", "Job "+itoa(later)+" is due now")
 		require.Equal(t, f.clock.Now(), j.VisibleAt.UTC(), "due now, on the queue's clock")
 	})
 
