@@ -359,3 +359,50 @@ var (
 	olderRE     = regexp.MustCompile(`<a class="button-link" href="([^"]*)">Older →</a>`)
 	groupLinkRE = regexp.MustCompile(`<a class="button-link" href="([^"]*)" title="List this group's dead letters">jobs</a>`)
 )
+
+// The new actions (run now, retry, delete a group, and the confirmations)
+// are refused read-only, forged, and on GET, and change nothing; the new
+// pages are read-only too.
+func TestNewActionsAreRefusedReadOnlyAndWithoutCSRF(t *testing.T) {
+	f := openFixture(t, configured())
+	ctx := context.Background()
+	deadID := makeDead(t, f, "boom 1")[0]
+	later, err := f.q.Enqueue(ctx, Email{To: "later"}, &litequeue.EnqueueOptions{Delay: time.Hour})
+	require.NoError(t, err)
+	gone, err := f.q.Enqueue(ctx, Email{To: "gone"}, &litequeue.EnqueueOptions{Delay: time.Hour})
+	require.NoError(t, err)
+	_, err = f.q.Cancel(ctx, gone)
+	require.NoError(t, err)
+	key := litequeue.NormalizeError("boom 1")
+	actions := []struct {
+		path string
+		form url.Values
+	}{
+		{"/jobs/" + itoa(later) + "/run", nil},
+		{"/jobs/" + itoa(gone) + "/retry", nil},
+		{"/jobs/" + itoa(deadID) + "/delete", url.Values{"confirm": {"yes"}}},
+		{"/dead/delete", url.Values{"key": {key}, "confirm": {"yes"}}},
+	}
+	ro := serve(t, web.Handler(f.q, &web.Options{ReadOnly: true}))
+	ro.requireReadOnly("/queue?name=invoices", "/jobs/"+itoa(later), "/jobs/"+itoa(gone), "/jobs/"+itoa(deadID), "/dead",
+		"/jobs?"+url.Values{"group": {key}}.Encode())
+	rw := serve(t, web.Handler(f.q, nil))
+	rw.open("/dead")
+	for _, a := range actions {
+		code, _, _ := ro.post(a.path, withToken(a.form, strings.Repeat("0", 64)), "")
+		require.Equal(t, http.StatusForbidden, code, "read-only %s", a.path)
+		rw.requireForgeriesRefused(a.path, a.form)
+		code, _, _ = rw.get(a.path)
+		require.Equal(t, http.StatusMethodNotAllowed, code, "%s on GET", a.path)
+	}
+	for id, st := range map[int64]litequeue.State{later: litequeue.StateScheduled, gone: litequeue.StateCancelled, deadID: litequeue.StateDead} {
+		require.Equal(t, st, state(t, f.q, id), "job %d unchanged", id)
+	}
+}
+
+func state(t *testing.T, q *litequeue.Queue, id int64) litequeue.State {
+	t.Helper()
+	j, err := q.Job(context.Background(), id)
+	require.NoError(t, err)
+	return j.State
+}
