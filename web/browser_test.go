@@ -399,6 +399,9 @@ func TestQueuesSchedulesAndProgressInABrowser(t *testing.T) {
 		<-acks
 		value("80%")
 		require.Equal(t, "writing the summary", run(t, ctx, chromedp.Text(chromedp.CSS(".progress-box .msg"))))
+		require.Equal(t, "now", run(t, ctx, chromedp.Text(chromedp.CSS(".progress-box .updated time"))), "the report's time, relative")
+		require.Equal(t, "2026-03-01 12:00:00.000 UTC", run(t, ctx, chromedp.AttributeValue(chromedp.CSS(".progress-box .updated time"), "title")).Value,
+			"the absolute time on hover, set by the live update too")
 		require.Equal(t, "1", run(t, ctx, chromedp.Evaluate[string](`String(performance.getEntriesByType("navigation").length)`)), "no reload")
 		require.Equal(t, "undefined", run(t, ctx, chromedp.Evaluate[string](`typeof window.__xss`)), "no injected script ran")
 		shoot(t, ctx, shots, "job-progress.png")
