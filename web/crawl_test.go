@@ -352,7 +352,7 @@ func checkLink(t *testing.T, p crawlPage, l crawlLink, counts map[string]int) {
 	case l.href.Path == "/jobs" && q.Has("group"):
 		require.Subset(t, []string{"group", "queue", "kind", "before"}, keys(q), "%s: %q", p.url, l.text)
 		if l.text != "Older →" && l.text != "Newest" {
-			require.Equal(t, "jobs", l.text, "%s: a dead-letter group's jobs", p.url)
+			require.Equal(t, "Open jobs", l.text, "%s: a dead-letter group's jobs", p.url)
 			require.Equal(t, here.Get("queue"), q.Get("queue"), "%s: the group's link keeps the queue filter", p.url)
 			require.Equal(t, here.Get("kind"), q.Get("kind"), "%s: the group's link keeps the kind filter", p.url)
 		}

@@ -47,6 +47,7 @@ func TestOperatorsRoundTwoInABrowser(t *testing.T) {
 		require.Contains(t, text("dl.config"), "3 handlers at once per process")
 		require.Contains(t, text("dl.config"), "5 attempts, exponential waits from 1s")
 		require.Contains(t, text("dl.config"), "1m30s per attempt")
+		shoot(t, ctx, shots, "queue.png")
 		clickAndLoad(t, ctx, `dl.config a[href^="/plan?"]`)
 		require.Contains(t, text("main"), "5 attempts", "the plan page of the queue's own policy")
 	})
@@ -135,7 +136,8 @@ func TestOperatorsRoundTwoInABrowser(t *testing.T) {
 	t.Run("open a dead-letter group's jobs, then delete the group", func(t *testing.T) {
 		row := `//table[contains(@class,"groups")]//tr[td/code[starts-with(text(),"smtp")]]`
 		step(t, ctx, chromedp.Navigate(srv.URL+"/dead"), chromedp.WaitVisible(chromedp.CSS("table.groups")))
-		run(t, ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.Search(row+`//a[text()="jobs"]`))))
+		shoot(t, ctx, shots, "dead-groups.png")
+		run(t, ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.Search(row+`//a[text()="Open jobs"]`))))
 		require.Contains(t, text("p.group-note"), "Dead letters whose error is like")
 		require.Equal(t, 2, run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("table.jobs tbody tr").length`)))
 		require.Equal(t, []string{itoa(dead[1]), itoa(dead[0])}, run(t, ctx, chromedp.Evaluate[[]string](

@@ -357,7 +357,7 @@ func TestDeadLetterGroupJobsAndDelete(t *testing.T) {
 var (
 	jobLinkRE   = regexp.MustCompile(`<td class="n"><a href="/jobs/(\d+)">`)
 	olderRE     = regexp.MustCompile(`<a class="button-link" href="([^"]*)">Older →</a>`)
-	groupLinkRE = regexp.MustCompile(`<a class="button-link" href="([^"]*)" title="List this group's dead letters">jobs</a>`)
+	groupLinkRE = regexp.MustCompile(`<a class="button-link" href="([^"]*)" title="List this group's dead letters">Open jobs</a>`)
 )
 
 // The new actions (run now, retry, delete a group, and the confirmations)
