@@ -52,6 +52,15 @@ func TestOperatorsRoundTwoInABrowser(t *testing.T) {
 		require.Contains(t, text("main"), "5 attempts", "the plan page of the queue's own policy")
 	})
 
+	t.Run("the retry plans of the queues' own policies", func(t *testing.T) {
+		step(t, ctx, chromedp.Navigate(srv.URL+"/plan"), chromedp.WaitVisible(chromedp.CSS("svg.chart")))
+		require.Equal(t, "invoices", text(`p.plan-queues a[aria-current]`), "the first configured queue's policy")
+		require.Contains(t, text("main"), "5 attempts")
+		clickAndLoad(t, ctx, `p.plan-queues a:not([aria-current])`)
+		require.Equal(t, "mail", text(`p.plan-queues a[aria-current]`))
+		require.Contains(t, text("main"), "1 attempt: the job never retries")
+	})
+
 	t.Run("relative times, absolute on hover", func(t *testing.T) {
 		step(t, ctx, chromedp.Navigate(srv.URL+"/jobs/"+itoa(later)), chromedp.WaitVisible(chromedp.CSS("dl.facts")))
 		due := `//dt[text()="Due"]/following-sibling::dd[1]/time`

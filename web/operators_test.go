@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
@@ -405,4 +406,26 @@ func state(t *testing.T, q *litequeue.Queue, id int64) litequeue.State {
 	j, err := q.Job(context.Background(), id)
 	require.NoError(t, err)
 	return j.State
+}
+
+// The retry plan page starts from the first configured queue's own policy
+// and links every configured queue's; a policy asked for is shown as asked.
+func TestPlanPageStartsFromTheQueuesOwnPolicies(t *testing.T) {
+	f := openFixture(t, configured())
+	d := serve(t, web.Handler(f.q, nil))
+	_, body, _ := d.get("/plan")
+	require.Contains(t, body, "5 attempts; the longest time", "the invoices queue's policy (configured first)")
+	require.Contains(t, body, `>invoices</a>`)
+	require.Contains(t, body, `>mail</a>`)
+	require.Regexp(t, `aria-current="true">invoices<`, body)
+	noRetry, err := json.Marshal(litequeue.NoRetry())
+	require.NoError(t, err)
+	_, body, _ = d.get("/plan?" + url.Values{"policy": {string(noRetry)}}.Encode())
+	require.Contains(t, body, "1 attempt: the job never retries")
+	require.Regexp(t, `aria-current="true">mail<`, body, "the mail queue's policy is that one")
+
+	plain := serve(t, web.Handler(openFixture(t, nil).q, nil))
+	_, body, _ = plain.get("/plan")
+	require.NotContains(t, body, "policies of this process's queues", "no configured queue: the example")
+	require.Contains(t, body, "6 attempts")
 }
