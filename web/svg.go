@@ -130,7 +130,7 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if d.Policy == "" {
-			d.Policy, asked = string(b), &c.Retry // no policy asked: the first configured queue's
+			d.Policy, asked = string(b), &c.Retry // no policy asked: the first configured queue's (by name)
 		}
 		d.Queues = append(d.Queues, planQueue{Name: c.Name, Plan: url.Values{"policy": {string(b)}}, Current: asked != nil && *asked == c.Retry})
 	}

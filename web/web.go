@@ -1,8 +1,10 @@
 // Package web serves a litequeue dashboard: an http.Handler with server-rendered
 // pages (overview, jobs, job detail with live progress and output, dead
-// letters grouped by error, queues with pause and resume, schedules with
-// their next runs and history, a retry plan explorer), live counters over
-// server-sent events, and bulk actions.
+// letters grouped by error with each group's jobs, queues with pause and
+// resume and each queue's configuration, schedules with their next runs and
+// history, a retry plan explorer), live counters over server-sent events,
+// and actions on one job (run now, retry, requeue, cancel, delete), on a
+// dead-letter group and in bulk; the destructive ones ask first.
 //
 // Mount it in an application's own mux, next to its other handlers:
 //
