@@ -209,37 +209,9 @@ func (q *Queue) RequeueGroup(ctx context.Context, key string, f JobQuery) (int, 
 	if err := q.writable(); err != nil {
 		return 0, err
 	}
-	sq, ok, err := deadQuery(f, unixNanos(q.clock))
-	if err != nil || !ok {
-		return 0, err
-	}
-	const chunk = bulkChunk * 4
-	cursor := int64(1<<63 - 1)
-	total := 0
-	keys := normalizer{}
-	for {
-		msgs, err := q.store.DeadBefore(ctx, sq, cursor, chunk)
-		if err != nil {
-			return total, wrapf("litequeue: requeue dead group: %w", err)
-		}
-		var ids []int64
-		for _, m := range msgs {
-			if keys.key(m.Message) == key {
-				ids = append(ids, m.ID)
-			}
-		}
-		if len(ids) > 0 {
-			n, err := q.RequeueJobs(ctx, JobQuery{IDs: ids})
-			total += n
-			if err != nil {
-				return total, err
-			}
-		}
-		if len(msgs) < chunk {
-			return total, nil
-		}
-		cursor = msgs[len(msgs)-1].ID
-	}
+	return q.eachOfDeadGroup(ctx, key, f, "requeue dead group", func(ids []int64) (int, error) {
+		return q.RequeueJobs(ctx, JobQuery{IDs: ids})
+	})
 }
 
 // RequeueDeadGroup moves the dead letters f selects whose normalised error

@@ -251,6 +251,14 @@ func (f *faultStore) Requeue(ctx context.Context, ids []int64, now int64) ([]sto
 	return guarded(f, func() ([]store.Moved, error) { return f.Backend.Requeue(ctx, ids, now) })
 }
 
+func (f *faultStore) RequeueCancelled(ctx context.Context, ids []int64, now int64) ([]store.Moved, error) {
+	return guarded(f, func() ([]store.Moved, error) { return f.Backend.RequeueCancelled(ctx, ids, now) })
+}
+
+func (f *faultStore) RunNow(ctx context.Context, id, now int64) (store.Moved, error) {
+	return guarded(f, func() (store.Moved, error) { return f.Backend.RunNow(ctx, id, now) })
+}
+
 func (f *faultStore) RequeueWhere(ctx context.Context, df store.DeadFilter, now int64) ([]store.Moved, error) {
 	return guarded(f, func() ([]store.Moved, error) { return f.Backend.RequeueWhere(ctx, df, now) })
 }

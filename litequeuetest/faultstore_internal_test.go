@@ -22,13 +22,13 @@ import (
 // method added to either interface fails this test until it is put in one
 // of the two lists.
 var (
-	storeReads = []string{"Close", "Count", "DeadBefore", "Flush", "History", "Holds", "Job", "Jobs",
+	storeReads = []string{"Close", "Count", "DeadBefore", "FinishedCounts", "Flush", "History", "Holds", "Job", "Jobs",
 		"LatestDead", "LoadOf", "NextDue", "OldestCompleted", "Paused", "Progress", "ScheduleHistory",
 		"Schedules", "Search", "Stats", "Summaries", "Watch", "WhichCancelled"}
 	storeWrites = []string{"AddHistory", "Bulk", "Bury", "Cancel", "Claim", "Complete", "CompleteTx",
 		"Extend", "FireSchedule", "Insert", "InsertClaim", "InsertRunning", "Pause", "PauseSchedule",
 		"PurgeCancelled", "PurgeCompleted", "PurgeDead", "Release", "RemoveSchedule", "Report", "Requeue",
-		"RequeueWhere", "Resume", "Retry", "Snooze", "TriggerSchedule", "UpsertSchedule"}
+		"RequeueCancelled", "RequeueWhere", "Resume", "Retry", "RunNow", "Snooze", "TriggerSchedule", "UpsertSchedule"}
 )
 
 // Every write of the store fails while a write fault is armed, without

@@ -181,6 +181,17 @@ func (s *pgStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 
 // Requeue implements store.Admin.
 func (s *pgStore) Requeue(ctx context.Context, ids []int64, now int64) ([]store.Moved, error) {
+	return s.requeueFrom(ctx, ids, now, 3)
+}
+
+// RequeueCancelled implements store.Dashboard.
+func (s *pgStore) RequeueCancelled(ctx context.Context, ids []int64, now int64) ([]store.Moved, error) {
+	return s.requeueFrom(ctx, ids, now, 4)
+}
+
+// requeueFrom makes the rows of state from pending, as Requeue does for
+// dead ones (from 3).
+func (s *pgStore) requeueFrom(ctx context.Context, ids []int64, now int64, from int16) ([]store.Moved, error) {
 	if err := s.writable(); err != nil {
 		return nil, err
 	}
@@ -201,8 +212,8 @@ func (s *pgStore) Requeue(ctx context.Context, ids []int64, now int64) ([]store.
 			switch {
 			case !ok:
 				return fmt.Errorf("litequeue: requeue job %d: %w", id, store.ErrNotFound)
-			case l.state != 3:
-				return fmt.Errorf("litequeue: requeue job %d: it is %s, not dead: %w", id, stateWord(l.state), store.ErrWrongState)
+			case l.state != from:
+				return fmt.Errorf("litequeue: requeue job %d: it is %s, not %s: %w", id, stateWord(l.state), stateWord(from), store.ErrWrongState)
 			}
 			if l.key.Valid {
 				if other, ok := keyOwner[l.key.String]; ok && other != id {
@@ -244,7 +255,7 @@ func (s *pgStore) Requeue(ctx context.Context, ids []int64, now int64) ([]store.
 				return fmt.Errorf("litequeue: requeue job %d: %w", id, err)
 			}
 		}
-		if _, err := tx.ExecContext(ctx, s.q(requeueSQL), now, ids); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q(requeueSQL), now, ids, from); err != nil {
 			return err
 		}
 		seen := map[int64]bool{}

@@ -183,7 +183,7 @@ FROM lq_jobs GROUP BY queue ORDER BY queue`
 	lockForAdminSQL = `SELECT id, state, queue, kind, idem_key FROM lq_jobs WHERE id = ANY ($1) FOR UPDATE`
 
 	requeueSQL = `UPDATE lq_jobs SET state = 0, attempt = 0, snoozes = 0, visible_at = $1, lease = NULL,
-    finished_at = NULL, dead_reason = NULL WHERE id = ANY ($2) AND state = 3`
+    finished_at = NULL, dead_reason = NULL WHERE id = ANY ($2) AND state = $3`
 
 	// deleteWithHistorySQL wraps a DELETE … RETURNING id of jobs (%s) so that
 	// their history goes with them; it answers how many jobs it deleted.

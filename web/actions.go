@@ -14,13 +14,13 @@ import (
 // or a redirect back to the page the form was on, with a flash message.
 
 // actionFailed answers an action the queue refused with the error page:
-// 404 Not Found when the schedule it names does not exist, 400 Bad Request
+// 404 Not Found when the job or schedule it names does not exist, 400 Bad Request
 // when the queue refuses the name given (an empty queue name, say), 409
 // Conflict for anything else (the queue is closed or read-only, the store
 // failed, the job is no longer in a state the action applies to).
 func (s *server) actionFailed(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
-	case errors.Is(err, litequeue.ErrScheduleNotFound):
+	case errors.Is(err, litequeue.ErrScheduleNotFound), errors.Is(err, litequeue.ErrNotFound):
 		s.fail(w, r, http.StatusNotFound, err)
 	case errors.Is(err, litequeue.ErrInvalidJob):
 		s.fail(w, r, http.StatusBadRequest, err)

@@ -280,7 +280,7 @@ func TestJobTimelineInABrowser(t *testing.T) {
 	table := run(t, ctx, chromedp.Text(chromedp.CSS("table.attempts")))
 	require.Contains(t, table, "1.5s")
 	require.Contains(t, table, "30s")
-	require.Contains(t, table, "give_up")
+	require.Contains(t, table, "gave up", "the decision in words")
 	shoot(t, ctx, t.TempDir(), "job-retries.png")
 }
 
@@ -357,7 +357,8 @@ func TestQueuesSchedulesAndProgressInABrowser(t *testing.T) {
 	t.Run("trigger a schedule", func(t *testing.T) {
 		step(t, ctx, chromedp.Navigate(srv.URL+"/schedules"), chromedp.WaitVisible(chromedp.CSS("table.schedules")))
 		row := `//table[contains(@class,"schedules")]//tr[th/a[text()="` + nightly + `"]]`
-		require.Contains(t, run(t, ctx, chromedp.Text(chromedp.Search(row))), "2026-03-02 02:00:00.000 UTC")
+		require.Contains(t, run(t, ctx, chromedp.Text(chromedp.Search(row))), "in 14h")
+		require.Equal(t, "2026-03-02 02:00:00.000 UTC", run(t, ctx, chromedp.AttributeValue(chromedp.Search(row+`//time`), "title")).Value, "the absolute time on hover")
 		shoot(t, ctx, shots, "schedules.png")
 		run(t, ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.Search(row+`//button[text()="Trigger now"]`))))
 		flash := run(t, ctx, chromedp.Text(chromedp.CSS("p.flash")))
@@ -398,6 +399,9 @@ func TestQueuesSchedulesAndProgressInABrowser(t *testing.T) {
 		<-acks
 		value("80%")
 		require.Equal(t, "writing the summary", run(t, ctx, chromedp.Text(chromedp.CSS(".progress-box .msg"))))
+		require.Equal(t, "now", run(t, ctx, chromedp.Text(chromedp.CSS(".progress-box .updated time"))), "the report's time, relative")
+		require.Equal(t, "2026-03-01 12:00:00.000 UTC", run(t, ctx, chromedp.AttributeValue(chromedp.CSS(".progress-box .updated time"), "title")).Value,
+			"the absolute time on hover, set by the live update too")
 		require.Equal(t, "1", run(t, ctx, chromedp.Evaluate[string](`String(performance.getEntriesByType("navigation").length)`)), "no reload")
 		require.Equal(t, "undefined", run(t, ctx, chromedp.Evaluate[string](`typeof window.__xss`)), "no injected script ran")
 		shoot(t, ctx, shots, "job-progress.png")

@@ -3,6 +3,8 @@ package web_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/url"
 	"strconv"
 	"testing"
 	"time"
@@ -42,7 +44,14 @@ func TestCancelARunningJobFromTheJobPage(t *testing.T) {
 	jobURL := "/jobs/" + itoa(id)
 	body := d.open(jobURL)
 	require.Contains(t, body, `action="/jobs/`+itoa(id)+`/cancel"`)
-	loc, _ := d.act(jobURL+"/cancel", nil)
+	code, body, _ := d.send(jobURL+"/cancel", nil)
+	require.Equal(t, http.StatusOK, code, "a running job: a confirmation first")
+	require.Contains(t, body, "Cancel running job "+itoa(id)+"?")
+	require.Contains(t, body, `<input type="hidden" name="confirm" value="yes">`)
+	j, err := f.q.Job(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, litequeue.StateRunning, j.State, "nothing done before the confirmation")
+	loc, _ := d.act(jobURL+"/cancel", url.Values{"confirm": {"yes"}})
 	require.Contains(t, loc, "/jobs/"+itoa(id)+"?done=")
 	select {
 	case cause := <-causes:
@@ -50,7 +59,7 @@ func TestCancelARunningJobFromTheJobPage(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the handler was not stopped")
 	}
-	j, err := f.q.Job(ctx, id)
+	j, err = f.q.Job(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, litequeue.StateCancelled, j.State)
 	_, body, _ = d.get(jobURL)

@@ -87,6 +87,7 @@ var (
 	filterRE  = regexp.MustCompile(`<input name="(queue|kind)" value="([^"]*)"`)
 	stateSel  = regexp.MustCompile(`<option selected>(\w+)</option>`)
 	searchRE  = regexp.MustCompile(`<input name="q" type="search" value="([^"]*)"`)
+	groupRE   = regexp.MustCompile(`<input type="hidden" name="group" value="([^"]*)">`)
 	postForms = regexp.MustCompile(`(?s)<form method="post" action="([^"]*)"[^>]*>(.*?)</form>`)
 	hiddenRE  = regexp.MustCompile(`<input type="hidden" name="([^"]*)" value="([^"]*)">`)
 )
@@ -138,6 +139,9 @@ func jobsFilterOf(body string) url.Values {
 	if m := searchRE.FindStringSubmatch(body); m != nil && m[1] != "" {
 		v.Set("q", html.UnescapeString(m[1]))
 	}
+	if m := groupRE.FindStringSubmatch(body); m != nil {
+		v.Set("group", html.UnescapeString(m[1]))
+	}
 	return v
 }
 
@@ -163,6 +167,25 @@ func TestEveryLinkLandsWhereItSays(t *testing.T) {
 	// expectJobs is what SearchJobs finds for a filter: the crawler's walk
 	// of the Older links must find the same jobs in the same order.
 	expectJobs := func(v url.Values) []int64 {
+		if g := v.Get("group"); g != "" {
+			// A dead-letter group: the dead letters of the filter whose
+			// error normalises to the key, newest first.
+			dead, err := f.q.Jobs(ctx, litequeue.JobFilter{Queue: v.Get("queue"), Kind: v.Get("kind"), States: []litequeue.State{litequeue.StateDead}})
+			require.NoError(t, err)
+			var ids []int64
+			for _, j := range dead {
+				msg := j.LastError
+				if msg == "" {
+					msg = j.DeadReason
+				}
+				if litequeue.NormalizeError(msg) == g {
+					ids = append(ids, j.ID)
+				}
+			}
+			slices.Sort(ids)
+			slices.Reverse(ids)
+			return ids
+		}
 		jq := litequeue.JobQuery{Queue: v.Get("queue"), Kind: v.Get("kind"), Text: v.Get("q")}
 		if s := v.Get("state"); s != "" {
 			jq.States = []litequeue.State{litequeue.State(s)}
@@ -234,7 +257,7 @@ func TestEveryLinkLandsWhereItSays(t *testing.T) {
 		// confirmation, and a dead-letter group's (each without confirm).
 		for _, m := range postForms.FindAllStringSubmatch(p.body, -1) {
 			action := html.UnescapeString(m[1])
-			if action != "/dead/requeue" {
+			if action != "/dead/requeue" && action != "/dead/delete" {
 				continue
 			}
 			form := url.Values{}
@@ -243,8 +266,7 @@ func TestEveryLinkLandsWhereItSays(t *testing.T) {
 			}
 			checkConfirmCancel(t, d, action, form, url.Values{"queue": form["queue"], "kind": form["kind"]}, "/dead")
 		}
-		if strings.HasPrefix(u, "/jobs?") || u == "/jobs" {
-			pu, _ := url.Parse(u)
+		if pu, _ := url.Parse(u); (strings.HasPrefix(u, "/jobs?") || u == "/jobs") && !pu.Query().Has("group") {
 			filter := without(pu.Query(), "before")
 			form := url.Values{"csrf": {csrfOf(t, p.body)}, "action": {"delete"}, "scope": {"filter"}}
 			for k, vs := range filter {
@@ -314,8 +336,26 @@ func checkLink(t *testing.T, p crawlPage, l crawlLink, counts map[string]int) {
 		require.Equal(t, without(here, "before"), q, "%s: Newest keeps the filter, drops the cursor", p.url)
 	case l.text == "Clear":
 		require.Equal(t, "/jobs", l.href.String())
+	case strings.HasPrefix(l.text, "Dead letters") && l.href.Path == "/dead" && len(q) == 0:
+		// the navigation's link, with the badge's count
+		require.Regexp(t, `^Dead letters( [\d,]+\+?)?$`, l.text, "%s", p.url)
 	case navLinks[l.text] != "" && (l.href.Path == navLinks[l.text] || l.text == "Dead letters"):
 		require.Equal(t, navLinks[l.text], l.href.String(), "%s: %q", p.url, l.text)
+	case l.href.Path == "/queue":
+		require.Equal(t, []string{"name"}, keys(q), "%s: %q", p.url, l.text)
+		require.Equal(t, "details", l.text, "%s: a queue's page", p.url)
+	case l.href.Path == "/plan" && q.Has("policy"):
+		require.Equal(t, []string{"policy"}, keys(q), "%s: %q", p.url, l.text)
+	case l.text == "Back to the groups":
+		require.Equal(t, "/dead", l.href.Path, "%s", p.url)
+		require.Equal(t, without(here, "group", "before", "state"), q, "%s: back to the groups of the same filter", p.url)
+	case l.href.Path == "/jobs" && q.Has("group"):
+		require.Subset(t, []string{"group", "queue", "kind", "before"}, keys(q), "%s: %q", p.url, l.text)
+		if l.text != "Older →" && l.text != "Newest" {
+			require.Equal(t, "Open jobs", l.text, "%s: a dead-letter group's jobs", p.url)
+			require.Equal(t, here.Get("queue"), q.Get("queue"), "%s: the group's link keeps the queue filter", p.url)
+			require.Equal(t, here.Get("kind"), q.Get("kind"), "%s: the group's link keeps the kind filter", p.url)
+		}
 	case l.href.Path == "/jobs" && numErr == nil:
 		require.Subset(t, []string{"queue", "state"}, keys(q), "%s: %q", p.url, l.text)
 		if old, ok := counts[q.Encode()]; ok {
@@ -363,6 +403,9 @@ func checkLanding(t *testing.T, p crawlPage) {
 		for _, j := range p.jobs {
 			if s := q.Get("state"); s != "" {
 				require.Equal(t, s, j.state, "%s: job %d", p.url, j.id)
+			}
+			if q.Has("group") {
+				require.Equal(t, "dead", j.state, "%s: job %d of a dead-letter group", p.url, j.id)
 			}
 			if s := q.Get("queue"); s != "" {
 				require.Equal(t, s, j.queue, "%s: job %d", p.url, j.id)

@@ -184,6 +184,7 @@ func liveFrom(sums []queueRow) map[string]string {
 		m[s.Queue+"/running"] = n(s.Running) + plus(s.Capped)
 		m[s.Queue+"/completed"] = n(s.Completed) + plus(s.CompletedCapped)
 		m[s.Queue+"/dead"] = n(s.Dead) + plus(s.DeadCapped)
+		m[s.Queue+"/cancelled"] = n(s.Cancelled) + plus(s.CancelledCapped)
 		m[s.Queue+"/oldest"] = oldestWaiting(s.QueueSummary)
 		m[s.Queue+"/paused"], m[s.Queue+"/state"] = "", "active"
 		if s.Paused {

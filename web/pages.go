@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -43,16 +44,15 @@ type page struct {
 	Flash    string
 	FlashJob int64 // a job the flash message names, linked after it
 	Data     any
+	// DeadBadge is the count of dead letters the navigation's badge shows
+	// ("" when it could not be read: the live stream fills it then).
+	DeadBadge string
 }
 
 var funcs = template.FuncMap{
-	"time": func(t time.Time) string {
-		if t.IsZero() {
-			return "—"
-		}
-		return t.UTC().Format("2006-01-02 15:04:05.000 UTC")
-	},
-	"dur": fmtDur,
+	"time":  absTime, // replaced by each server's relTime (see parsePages)
+	"human": human,
+	"dur":   fmtDur,
 	"json": func(b json.RawMessage) string {
 		var out bytes.Buffer
 		if err := json.Indent(&out, b, "", "  "); err != nil {
@@ -69,6 +69,17 @@ var funcs = template.FuncMap{
 		return cutAtRuneStart(s, n) + "…"
 	},
 	"join": strings.Join,
+	// query is the URL query of the pairs of key and value kv, without
+	// the empty values (an odd one out is dropped).
+	"query": func(kv ...string) url.Values {
+		v := url.Values{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i+1] != "" {
+				v.Set(kv[i], kv[i+1])
+			}
+		}
+		return v
+	},
 	// firstLine is the first line of s, from its first maxShownText bytes.
 	"firstLine": func(s string) string {
 		s = cutAtRuneStart(s, maxShownText)
@@ -84,13 +95,6 @@ var funcs = template.FuncMap{
 	"scheduleURL": scheduleURL,
 	"post":        newPostForm,
 	"percent":     percent,
-	// until says how far t is from now: "in 5m" or "3m ago".
-	"until": func(now, t time.Time) string {
-		if t.IsZero() {
-			return ""
-		}
-		return humantime.Rel(t, now)
-	},
 	// zoned shows t in the IANA zone tz, "" when tz is UTC or unknown.
 	"zoned": func(t time.Time, tz string) string {
 		if t.IsZero() || tz == "" || tz == "UTC" {
@@ -168,10 +172,55 @@ func fmtDur(d time.Duration) string {
 	return fmt.Sprintf("%.1fd", d.Hours()/24)
 }
 
-func parsePages() map[string]*template.Template {
-	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/forms.html"))
+// absTime shows t as an absolute UTC time to the millisecond, "—" for the
+// zero time.
+func absTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05.000 UTC")
+}
+
+// relTime is the template function "time": t relative to now ("3m ago",
+// "in 2h", "now") in a <time> element whose title, shown on hover, is the
+// absolute UTC time (see absTime), and whose datetime attribute is t in
+// RFC 3339; "—" for the zero time.
+func relTime(t, now time.Time) template.HTML {
+	if t.IsZero() {
+		return "—"
+	}
+	return template.HTML(`<time datetime="` + t.UTC().Format(time.RFC3339Nano) + `" title="` + absTime(t) + `">` +
+		template.HTMLEscapeString(humantime.Rel(t, now)) + `</time>`)
+}
+
+// humanWords are the stored enum values a page shows in other words;
+// other values are shown with their underscores as spaces (see human).
+var humanWords = map[string]string{
+	"give_up":   "gave up",
+	"retry":     "retried",
+	"permanent": "failed permanently",
+	"snooze":    "snoozed",
+}
+
+// human is the template function "human": an enum value (a decision, a
+// schedule event's type, an outcome) in words: "give_up" is "gave up".
+func human(v any) string {
+	s := fmt.Sprint(v)
+	if w, ok := humanWords[s]; ok {
+		return w
+	}
+	return strings.ReplaceAll(s, "_", " ")
+}
+
+// parsePages parses the page templates, with the template function "time"
+// showing times relative to now() (the queue's clock; see relTime).
+func parsePages(now func() time.Time) map[string]*template.Template {
+	fm := template.FuncMap{}
+	maps.Copy(fm, funcs)
+	fm["time"] = func(t time.Time) template.HTML { return relTime(t, now()) }
+	base := template.Must(template.New("layout.html").Funcs(fm).ParseFS(templateFS, "templates/layout.html", "templates/forms.html"))
 	out := map[string]*template.Template{}
-	for _, name := range []string{"overview", "jobs", "job", "dead", "queues", "schedules", "schedule", "remove", "plan", "confirm", "error", "login"} {
+	for _, name := range []string{"overview", "jobs", "job", "dead", "queues", "queue", "schedules", "schedule", "remove", "jobconfirm", "plan", "confirm", "error", "login"} {
 		t := template.Must(base.Clone())
 		out[name] = template.Must(t.ParseFS(templateFS, "templates/"+name+".html"))
 	}
@@ -191,6 +240,9 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, code int, name s
 	if p.Flash == "" {
 		p.Flash, p.FlashJob = flashFrom(r.URL.Query())
 	}
+	if name != "login" {
+		p.DeadBadge = s.deadBadge(r.Context())
+	}
 	var buf bytes.Buffer
 	if err := s.pages[name].ExecuteTemplate(&buf, "layout.html", p); err != nil {
 		s.opts.Logger.Error("litequeue/web: render", "page", name, "error", err)
@@ -201,6 +253,22 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, code int, name s
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	w.Write(buf.Bytes())
+}
+
+// deadBadge is the text of the dead-letter badge: the dead letters among
+// the countLimit most recent, as the live stream counts them (see
+// liveFrom), read through the finished index; "" when the read fails.
+func (s *server) deadBadge(ctx context.Context) string {
+	counts, capped, err := s.q.FinishedCounts(ctx, litequeue.StateDead, countLimit)
+	if err != nil {
+		s.opts.Logger.Warn("litequeue/web: count dead letters", "error", err)
+		return ""
+	}
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	return num(total) + plus(capped)
 }
 
 func (s *server) fail(w http.ResponseWriter, r *http.Request, code int, err error) {
@@ -241,7 +309,12 @@ func (s *server) jobs(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
-	pg, err := s.q.ListJobs(r.Context(), f.query(), litequeue.PageRequest{Before: before, Limit: s.opts.PageSize})
+	var pg litequeue.JobPage
+	if f.Group != "" {
+		pg, err = s.q.ListDeadGroup(r.Context(), f.Group, f.query(), litequeue.PageRequest{Before: before, Limit: s.opts.PageSize})
+	} else {
+		pg, err = s.q.ListJobs(r.Context(), f.query(), litequeue.PageRequest{Before: before, Limit: s.opts.PageSize})
+	}
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
@@ -268,7 +341,7 @@ func (s *server) job(w http.ResponseWriter, r *http.Request) {
 	}
 	j, err := s.q.Job(r.Context(), id)
 	if errors.Is(err, litequeue.ErrNotFound) {
-		s.fail(w, r, http.StatusNotFound, fmt.Errorf("job %d does not exist: it may have succeeded (succeeded jobs are deleted unless CompletedRetention keeps them), been cancelled or purged", id))
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("job %d does not exist: it may have succeeded (succeeded jobs are deleted unless CompletedRetention keeps them), or been deleted or purged", id))
 		return
 	}
 	if err != nil {
@@ -307,8 +380,11 @@ func (s *server) dead(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "dead", &page{Title: "Dead letters", Nav: "dead", Data: d})
 }
 
-// jobAction runs requeue, cancel or delete on one job, then goes back to it
-// (or to the jobs list when it is gone).
+// jobAction runs run (now: a scheduled job), requeue (a dead letter),
+// retry (a cancelled job), cancel or delete on one job, then goes back to it
+// (or to the jobs list when it is gone). Cancelling a running job and
+// deleting a dead letter first show a confirmation page (see
+// confirmJobAction) unless the form says confirm=yes.
 func (s *server) jobAction(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
@@ -317,11 +393,23 @@ func (s *server) jobAction(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	back := fmt.Sprintf("%s/jobs/%d", rootOf(r), id)
+	a := r.PathValue("action")
+	if _, ok := jobConfirmations[a]; ok && r.PostFormValue("confirm") != "yes" {
+		if s.confirmJobAction(w, r, a, id) {
+			return
+		}
+	}
 	var code string
-	switch a := r.PathValue("action"); a {
+	switch a {
 	case "requeue":
 		_, err = s.q.Requeue(ctx, id)
 		code = "job-requeued"
+	case "run":
+		err = s.q.RunNow(ctx, id)
+		code = "job-run-now"
+	case "retry":
+		_, err = s.q.RequeueCancelled(ctx, id)
+		code = "job-retried"
 	case "cancel":
 		_, err = s.q.Cancel(ctx, id) // a running job's handler is stopped too
 		code = "job-cancelled"       // kept: back to it
@@ -329,10 +417,56 @@ func (s *server) jobAction(w http.ResponseWriter, r *http.Request) {
 		_, err = s.q.DeleteJobs(ctx, litequeue.JobQuery{IDs: []int64{id}})
 		code, back = "job-deleted", rootOf(r)+"/jobs"
 	default:
-		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no action %q; use requeue, cancel or delete", a))
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no action %q; use run, requeue, retry, cancel or delete", a))
 		return
 	}
 	s.finishAction(w, r, err, back, flashValues(code, id, 0, ""), "job_id", id)
+}
+
+// jobConfirm is what the confirmation of one job's action says: the
+// question, what it does, the button, and the link that keeps the job.
+type jobConfirm struct {
+	State                        litequeue.State // the state the action asks a confirmation in
+	Question, Effect, Verb, Keep string
+}
+
+// jobConfirmations are the actions on one job that ask first, in the state
+// they ask in: stopping a running handler, deleting a dead letter.
+var jobConfirmations = map[string]jobConfirm{
+	"cancel": {State: litequeue.StateRunning, Question: "Cancel running job %d?",
+		Effect: "Its handler is stopped now (its context is cancelled with ErrJobCancelled), whatever it was doing; the job becomes cancelled and is not retried. It stays listed, and can be requeued from its page.",
+		Verb:   "Cancel the job", Keep: "Keep it running"},
+	"delete": {State: litequeue.StateDead, Question: "Delete dead letter %d?",
+		Effect: "The job and its attempts' history are deleted for good: it can no longer be inspected or requeued.",
+		Verb:   "Delete", Keep: "Keep it"},
+}
+
+type jobConfirmData struct {
+	jobConfirm
+	Action string
+	Job    litequeue.JobInfo
+}
+
+// confirmJobAction shows the confirmation of action on job id when the job
+// is in the state that asks one, and reports whether it answered r (the
+// confirmation, or the error page when the job cannot be read); false lets
+// the action run.
+func (s *server) confirmJobAction(w http.ResponseWriter, r *http.Request, action string, id int64) bool {
+	c := jobConfirmations[action]
+	j, err := s.q.Job(r.Context(), id)
+	if errors.Is(err, litequeue.ErrNotFound) {
+		return false // the action says so
+	}
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return true
+	}
+	if j.State != c.State {
+		return false
+	}
+	c.Question = fmt.Sprintf(c.Question, id)
+	s.render(w, r, http.StatusOK, "jobconfirm", &page{Title: "Confirm", Nav: "jobs", Data: jobConfirmData{jobConfirm: c, Action: action, Job: j}})
+	return true
 }
 
 // bulkActions are the bulk actions and the states each applies to.
@@ -440,8 +574,15 @@ func narrowStates(asked []litequeue.State, want ...litequeue.State) []litequeue.
 	return out
 }
 
-// requeueGroup requeues a dead-letter group after a confirmation.
+// requeueGroup requeues (POST /dead/requeue) or deletes (POST
+// /dead/delete) a dead-letter group after a confirmation.
 func (s *server) requeueGroup(w http.ResponseWriter, r *http.Request) {
+	a := r.PathValue("action")
+	if a != "requeue" && a != "delete" {
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no dead-letter group action %q; use requeue or delete", a))
+		return
+	}
+	del := a == "delete"
 	key := r.PostFormValue("key")
 	f, err := deadFilterFrom(r.PostForm)
 	if err != nil {
@@ -456,18 +597,28 @@ func (s *server) requeueGroup(w http.ResponseWriter, r *http.Request) {
 	if r.PostFormValue("confirm") != "yes" {
 		d := confirmData{Action: "requeue", Verb: "Requeue", States: "dead letters", Group: key,
 			Filter: jobFilter{Queue: gq.Queue, Kind: gq.Kind}, Describe: "every dead letter whose error is like"}
+		if del {
+			d.Action, d.Verb, d.Describe = "delete", "Delete", "for good, with its history, every dead letter whose error is like"
+		}
 		d.Count, _ = strconv.Atoi(r.PostFormValue("count"))
 		s.render(w, r, http.StatusOK, "confirm", &page{Title: "Confirm", Nav: "dead", Data: d})
 		return
 	}
-	n, err := s.q.RequeueGroup(r.Context(), key, gq)
+	var n int
+	verb, code := "requeue", "group-requeued"
+	if del {
+		verb, code = "delete", "group-deleted"
+		n, err = s.q.DeleteDeadGroup(r.Context(), key, gq)
+	} else {
+		n, err = s.q.RequeueGroup(r.Context(), key, gq)
+	}
 	if err != nil {
-		s.fail(w, r, http.StatusConflict, fmt.Errorf("requeue stopped after %d jobs: %w", n, err))
+		s.fail(w, r, http.StatusConflict, fmt.Errorf("%s stopped after %d jobs: %w", verb, n, err))
 		return
 	}
-	s.opts.Logger.Info("litequeue/web: requeue group", "key", key, "jobs", n)
+	s.opts.Logger.Info("litequeue/web: "+verb+" group", "key", key, "jobs", n)
 	back := link(rootOf(r), "/dead", jobFilter{Queue: gq.Queue, Kind: gq.Kind}.DeadValues())
-	redirectDone(w, r, string(back), flashValues("group-requeued", 0, n, ""))
+	redirectDone(w, r, string(back), flashValues(code, 0, n, ""))
 }
 
 // countLimit bounds the live counts of the overview and the live refresh:

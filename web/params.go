@@ -18,22 +18,35 @@ import (
 
 // Bounds of the input the parsers take.
 const (
-	maxFilterName = 1024   // bytes of a queue or kind filter
-	maxFilterText = 200    // bytes of a text filter
-	maxSelected   = 10_000 // ids of one bulk selection
+	maxFilterName  = 1024   // bytes of a queue or kind filter
+	maxFilterText  = 200    // bytes of a text filter
+	maxFilterGroup = 4096   // bytes of a dead-letter group's key
+	maxSelected    = 10_000 // ids of one bulk selection
 )
 
-// jobFilter is the filter of the jobs page, as in its query string.
+// jobFilter is the filter of the jobs page, as in its query string. Group,
+// when set, is a dead-letter group's key (litequeue.DeadGroup.Key): the
+// page lists that group's dead letters (see Queue.ListDeadGroup), and
+// State and Text do not apply.
 type jobFilter struct {
 	Queue, Kind, State, Text string
+	Group                    string
 }
 
 // filterFrom reads the filter of the query (or form) v: "queue", "kind"
 // (trimmed of surrounding spaces; at most maxFilterName bytes each),
-// "state" (one of litequeue.States) and "q" (at most maxFilterText bytes).
+// "state" (one of litequeue.States), "q" (at most maxFilterText bytes) and
+// "group" (at most maxFilterGroup bytes; with it, state must be empty or
+// dead and q empty).
 func filterFrom(v url.Values) (jobFilter, error) {
 	f := jobFilter{Queue: strings.TrimSpace(v.Get("queue")), Kind: strings.TrimSpace(v.Get("kind")),
-		State: v.Get("state"), Text: v.Get("q")}
+		State: v.Get("state"), Text: v.Get("q"), Group: v.Get("group")}
+	if len(f.Group) > maxFilterGroup {
+		return jobFilter{}, fmt.Errorf("the group filter is %d bytes long; at most %d are taken (open the group from the dead letters page)", len(f.Group), maxFilterGroup)
+	}
+	if f.Group != "" && (f.Text != "" || (f.State != "" && f.State != string(litequeue.StateDead))) {
+		return jobFilter{}, errors.New("a dead-letter group lists dead letters only, without a text filter: drop state and q, or clear the group")
+	}
 	for _, c := range []struct {
 		name, s string
 		max     int
@@ -72,7 +85,7 @@ func (f jobFilter) query() litequeue.JobQuery {
 // Values is the filter as query parameters, without the empty ones.
 func (f jobFilter) Values() url.Values {
 	v := url.Values{}
-	for k, s := range map[string]string{"queue": f.Queue, "kind": f.Kind, "state": f.State, "q": f.Text} {
+	for k, s := range map[string]string{"queue": f.Queue, "kind": f.Kind, "state": f.State, "q": f.Text, "group": f.Group} {
 		if s != "" {
 			v.Set(k, s)
 		}
@@ -148,6 +161,9 @@ func bulkFrom(v url.Values) (bulkRequest, error) {
 			return bulkRequest{}, errors.New("no job is selected: tick the jobs to act on, or act on everything matching the filter")
 		}
 	case "filter":
+		if f.Group != "" {
+			return bulkRequest{}, errors.New("a dead-letter group is acted on from the dead letters page (Requeue group, Delete group); here, select its jobs")
+		}
 	default:
 		return bulkRequest{}, fmt.Errorf("scope %q: use selected or filter", b.Scope)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/humantime"
 )
 
 // percent shows a progress fraction as a percentage: whole percents, with
@@ -37,15 +38,17 @@ type progressView struct {
 	Fraction float64 `json:"fraction"`
 	Percent  string  `json:"percent"`
 	Message  string  `json:"message"`
-	Updated  string  `json:"updated"`
+	Updated  string  `json:"updated"` // absolute, UTC (see absTime)
+	Ago      string  `json:"ago"`     // relative to the queue's clock when sent ("now", "3s ago")
 	State    string  `json:"state"`
 }
 
-func viewOf(p litequeue.Progress) progressView {
+// viewOf is the progress event of p, sent at now.
+func viewOf(p litequeue.Progress, now time.Time) progressView {
 	v := progressView{State: string(p.State)}
 	if !p.UpdatedAt.IsZero() {
 		v.Has, v.Fraction, v.Percent, v.Message = true, p.Fraction, percent(p.Fraction), p.Message
-		v.Updated = funcs["time"].(func(time.Time) string)(p.UpdatedAt)
+		v.Updated, v.Ago = absTime(p.UpdatedAt), humantime.Rel(p.UpdatedAt, now)
 	}
 	return v
 }
@@ -100,7 +103,7 @@ func (s *server) progress(w http.ResponseWriter, r *http.Request) {
 			if isFinished(p.State) {
 				last = end{Finished: true, State: string(p.State)}
 			}
-			if !send("progress", viewOf(p)) {
+			if !send("progress", viewOf(p, s.q.Now())) {
 				return
 			}
 		case <-r.Context().Done():

@@ -83,7 +83,7 @@ func TestJobPageShowsProgressAndOutputEscaped(t *testing.T) {
 	require.Contains(t, body, `<progress max="1" value="0.42" aria-label="progress">42%</progress> <span class="pct">42%</span>`)
 	require.Contains(t, body, `<p class="msg">step 2 of 5: &lt;script&gt;alert(&#34;p&#34;)&lt;/script&gt;</p>`)
 	require.NotContains(t, body, "<script>alert")
-	require.Contains(t, body, "Reported <span class=\"updated\">2026-03-01 12:00:00.000 UTC</span>", "the report's time, from the queue's clock")
+	require.Contains(t, body, `Reported <span class="updated"><time datetime="2026-03-01T12:00:00Z" title="2026-03-01 12:00:00.000 UTC">now</time></span>`, "the report's time, from the queue's clock")
 	require.NotContains(t, body, "<h2>Output</h2>", "no output while it runs")
 
 	close(steps)
@@ -169,7 +169,7 @@ func TestProgressStreamFollowsTheHandlerToTheEnd(t *testing.T) {
 
 	ev := next(t, evs)
 	require.Equal(t, "progress", ev.name)
-	require.Equal(t, map[string]any{"has": false, "fraction": 0.0, "percent": "", "message": "", "updated": "", "state": "running"}, ev.data)
+	require.Equal(t, map[string]any{"has": false, "fraction": 0.0, "percent": "", "message": "", "updated": "", "ago": "", "state": "running"}, ev.data)
 	for _, st := range []progressStep{{0.25, "a quarter <i>"}, {0.995, "nearly"}} {
 		steps <- st
 		<-acks
@@ -179,6 +179,7 @@ func TestProgressStreamFollowsTheHandlerToTheEnd(t *testing.T) {
 		require.Equal(t, st.fraction, ev.data["fraction"])
 		require.Equal(t, st.message, ev.data["message"], "sent as data, set as text by the page")
 		require.Equal(t, "2026-03-01 12:00:00.000 UTC", ev.data["updated"])
+		require.Equal(t, "now", ev.data["ago"], "relative to the queue's clock")
 	}
 	require.Equal(t, "99.5%", ev.data["percent"], "nearly done is not 100%")
 	close(steps)

@@ -70,7 +70,7 @@ func TestQueuesPageListsCountsAndPausedQueuesWithoutJobs(t *testing.T) {
 	require.Contains(t, def, `action="/queues/pause"`)
 	media := rowOf(t, body, "media")
 	require.Contains(t, media, `>paused<`)
-	require.Contains(t, media, "since 2026-03-01 12:00:00.000 UTC", "paused at the queue's clock")
+	require.Contains(t, media, `paused <time datetime="2026-03-01T12:00:00Z" title="2026-03-01 12:00:00.000 UTC">now</time>`, "paused at the queue's clock")
 	require.Regexp(t, `data-live="media/ready">2<`, media)
 	require.Contains(t, media, `action="/queues/resume"`)
 	require.NotContains(t, media, `action="/queues/pause"`)

@@ -95,9 +95,9 @@ func TestScheduleDetailShowsNextRunsAndHistory(t *testing.T) {
 	require.Contains(t, body, `<code class="name">reports/nightly ?all</code>`)
 	require.Contains(t, body, "<dd><code>cron 0 3 * * *</code> in Europe/Berlin</dd>")
 	require.Contains(t, body, "<dd>skip</dd>", "the overlap policy")
-	for i, want := range []string{"2026-03-02 02:00:00.000 UTC", "2026-03-03 02:00:00.000 UTC", "2026-03-04 02:00:00.000 UTC",
-		"2026-03-05 02:00:00.000 UTC", "2026-03-06 02:00:00.000 UTC"} {
-		require.Contains(t, body, `<li><span class="t">`+want+`</span>`, "next run %d", i)
+	for i, want := range []string{"2026-03-02 02:00:00.000 UTC\">in 14h<", "2026-03-03 02:00:00.000 UTC\">in 1d14h<", "2026-03-04 02:00:00.000 UTC\">in 2d14h<",
+		"2026-03-05 02:00:00.000 UTC\">in 3d14h<", "2026-03-06 02:00:00.000 UTC\">in 4d14h<"} {
+		require.Contains(t, body, `title="`+want, "next run %d: relative, the absolute time on hover", i)
 	}
 	require.Equal(t, 5, strings.Count(body, `<li><span class="t">`), "five next runs")
 	require.Contains(t, body, "2026-03-02 03:00 CET", "the run in the schedule's zone")

@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -18,11 +19,13 @@ import (
 )
 
 // Signing in: the login form takes the access token once and gives the
-// browser a session cookie that is not the token. The cookie holds the time
-// it was issued and an HMAC-SHA256 of that time under a key derived from the
-// token: it proves the token was typed without holding it, ends after
-// SessionLifetime, and stops working when the token changes. Nothing is
-// kept on the server, so a restart signs nobody out.
+// browser a session cookie that is not the token, nor anything the token
+// can be recovered from: the time the session was issued, a random session
+// id, and an HMAC-SHA256 of both under a key derived from the token (itself
+// an HMAC of a fixed label under the token). It proves the token was typed
+// without holding it, ends after SessionLifetime, and stops working when
+// the token changes; a leaked cookie gives a session, never the token.
+// Nothing is kept on the server, so a restart signs nobody out.
 
 // MinTokenLength is the shortest Options.Token that Handler accepts. Sixteen
 // random hexadecimal digits are 64 bits: at the sign-in rate limit, a
@@ -71,26 +74,35 @@ func sessionKey(token string) []byte {
 	return m.Sum(nil)
 }
 
-// newSession returns the value of a session cookie issued at now.
+// newSession returns the value of a session cookie issued at now:
+// "ISSUED.ID.MAC", the Unix time, a random session id, and the HMAC of
+// both under the session key.
 func (s *server) newSession(now time.Time) string {
-	issued := strconv.FormatInt(now.Unix(), 10)
-	return issued + "." + s.sessionMAC(issued)
+	var id [16]byte
+	rand.Read(id[:])
+	body := strconv.FormatInt(now.Unix(), 10) + "." + base64.RawURLEncoding.EncodeToString(id[:])
+	return body + "." + s.sessionMAC(body)
 }
 
-func (s *server) sessionMAC(issued string) string {
+func (s *server) sessionMAC(body string) string {
 	m := hmac.New(sha256.New, s.sessionKey)
-	m.Write([]byte(issued))
+	m.Write([]byte(body))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // sessionValid reports whether v is a session cookie this dashboard issued
 // (under its current token) less than SessionLifetime before now.
 func (s *server) sessionValid(v string, now time.Time) bool {
-	issued, mac, ok := strings.Cut(v, ".")
-	if !ok || len(issued) > 20 {
+	i := strings.LastIndexByte(v, '.')
+	if i < 0 || i > 64 {
 		return false
 	}
-	if subtle.ConstantTimeCompare([]byte(mac), []byte(s.sessionMAC(issued))) != 1 {
+	body, mac := v[:i], v[i+1:]
+	issued, id, ok := strings.Cut(body, ".")
+	if !ok || len(issued) > 20 || id == "" {
+		return false
+	}
+	if subtle.ConstantTimeCompare([]byte(mac), []byte(s.sessionMAC(body))) != 1 {
 		return false
 	}
 	at, err := strconv.ParseInt(issued, 10, 64)
@@ -139,7 +151,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		secs := int(math.Ceil(wait.Seconds()))
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		s.opts.Logger.Warn("litequeue/web: too many sign-in attempts", "remote", r.RemoteAddr)
-		s.render(w, r, http.StatusTooManyRequests, "login", &page{Title: "Sign in",
+		s.render(w, r, http.StatusTooManyRequests, "login", &page{Title: "Sign in", Data: s.opts.SignInHint,
 			Error: fmt.Sprintf("Too many sign-in attempts from your address: try again in %d s.", secs)})
 		return
 	}
@@ -153,7 +165,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if !s.tokenMatches(r.PostFormValue("token")) {
 		s.opts.Logger.Warn("litequeue/web: sign-in with a wrong token", "remote", r.RemoteAddr)
-		s.render(w, r, http.StatusUnauthorized, "login", &page{Title: "Sign in", Error: "That token is not right."})
+		s.render(w, r, http.StatusUnauthorized, "login", &page{Title: "Sign in", Data: s.opts.SignInHint, Error: "That token is not right."})
 		return
 	}
 	c := &http.Cookie{Name: sessionCookie, Value: s.newSession(s.q.Now()), Path: root + "/",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -98,6 +99,14 @@ type planData struct {
 	Jitter  bool
 	Steps   []planStep
 	Chart   template.HTML
+	Queues  []planQueue // the policies of the dashboard's configured queues
+}
+
+// planQueue is a configured queue's policy, as a link of the plan page.
+type planQueue struct {
+	Name    string
+	Plan    url.Values // the plan page's query for the policy
+	Current bool       // the page shows this policy
 }
 
 // defaultPolicy is the plan page's example.
@@ -108,6 +117,23 @@ const maxPlanAttempts = 1000
 
 func (s *server) plan(w http.ResponseWriter, r *http.Request) {
 	d := planData{Policy: r.URL.Query().Get("policy")}
+	var asked *litequeue.RetryPolicy
+	if d.Policy != "" {
+		var p litequeue.RetryPolicy
+		if json.Unmarshal([]byte(d.Policy), &p) == nil {
+			asked = &p
+		}
+	}
+	for _, c := range s.q.QueueConfigs() {
+		b, err := json.Marshal(c.Retry)
+		if err != nil {
+			continue
+		}
+		if d.Policy == "" {
+			d.Policy, asked = string(b), &c.Retry // no policy asked: the first configured queue's (by name)
+		}
+		d.Queues = append(d.Queues, planQueue{Name: c.Name, Plan: url.Values{"policy": {string(b)}}, Current: asked != nil && *asked == c.Retry})
+	}
 	if d.Policy == "" {
 		d.Policy = defaultPolicy
 	}

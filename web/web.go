@@ -1,8 +1,10 @@
 // Package web serves a litequeue dashboard: an http.Handler with server-rendered
 // pages (overview, jobs, job detail with live progress and output, dead
-// letters grouped by error, queues with pause and resume, schedules with
-// their next runs and history, a retry plan explorer), live counters over
-// server-sent events, and bulk actions.
+// letters grouped by error with each group's jobs, queues with pause and
+// resume and each queue's configuration, schedules with their next runs and
+// history, a retry plan explorer), live counters over server-sent events,
+// and actions on one job (run now, retry, requeue, cancel, delete), on a
+// dead-letter group and in bulk; the destructive ones ask first.
 //
 // Mount it in an application's own mux, next to its other handlers:
 //
@@ -64,6 +66,11 @@ type Options struct {
 	// then only requests for the dashboard's own host names are answered
 	// (see AllowedHosts).
 	Token string
+	// SignInHint is what the sign-in page says about where the token
+	// comes from, as plain text. Default: that it is the token the
+	// application gave the dashboard (Options.Token). lqinspect serve
+	// says it was set with its --token flag or environment variable.
+	SignInHint string
 	// AllowedHosts are the host names, besides IP addresses, localhost and
 	// names under .localhost, that the dashboard answers to when it has no
 	// Token: a request whose Host header (or, for a request that may
@@ -96,6 +103,9 @@ type Options struct {
 	// request. Default: discard.
 	Logger *slog.Logger
 }
+
+// DefaultSignInHint is the default Options.SignInHint.
+const DefaultSignInHint = "Use the access token the application gave this dashboard when it mounted it (web.Options.Token in its code or configuration)."
 
 // DefaultRefreshInterval is the default Options.RefreshInterval.
 const DefaultRefreshInterval = 2 * time.Second
@@ -138,6 +148,9 @@ func Handler(q *litequeue.Queue, opts *Options) http.Handler {
 	if s.opts.PageSize <= 0 {
 		s.opts.PageSize = 50
 	}
+	if s.opts.SignInHint == "" {
+		s.opts.SignInHint = DefaultSignInHint
+	}
 	if s.opts.Logger == nil {
 		s.opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -147,7 +160,7 @@ func Handler(q *litequeue.Queue, opts *Options) http.Handler {
 	s.logins = newLimiter(loginBurst, loginEvery, loginTableMax)
 	s.live = newLiveHub(s)
 	s.cop = http.NewCrossOriginProtection()
-	s.pages = parsePages()
+	s.pages = parsePages(q.Now)
 	sub, _ := fs.Sub(staticFS, "static")
 	s.static = http.FileServerFS(sub)
 	s.routes()
@@ -162,6 +175,7 @@ func (s *server) routes() {
 	m.HandleFunc("GET /jobs/{id}/progress", s.progress)
 	m.HandleFunc("GET /dead", s.dead)
 	m.HandleFunc("GET /queues", s.queues)
+	m.HandleFunc("GET /queue", s.queue)
 	m.HandleFunc("GET /schedules", s.schedules)
 	m.HandleFunc("GET /schedules/{name...}", s.schedule)
 	m.HandleFunc("GET /plan", s.plan)
@@ -184,7 +198,7 @@ func (s *server) routes() {
 	m.HandleFunc("POST /login", s.login)
 	m.HandleFunc("POST /jobs/{id}/{action}", s.action(s.jobAction))
 	m.HandleFunc("POST /bulk", s.action(s.bulk))
-	m.HandleFunc("POST /dead/requeue", s.action(s.requeueGroup))
+	m.HandleFunc("POST /dead/{action}", s.action(s.requeueGroup))
 	m.HandleFunc("POST /queues/{action}", s.action(s.queueAction))
 	m.HandleFunc("POST /schedules/{action}", s.action(s.scheduleAction))
 	s.mux = m
@@ -221,7 +235,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r2.Body = http.MaxBytesReader(w, r2.Body, maxBodyBytes)
 	}
 	if s.opts.Token != "" && !s.authorized(r2) && p != "/login" && !strings.HasPrefix(p, "/static/") {
-		s.render(w, r2, http.StatusUnauthorized, "login", &page{Title: "Sign in"})
+		s.render(w, r2, http.StatusUnauthorized, "login", &page{Title: "Sign in", Data: s.opts.SignInHint})
 		return
 	}
 	if name, ok := strings.CutPrefix(p, "/schedules/"); ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) {

@@ -85,7 +85,7 @@ docs/security.md has the threat model.`)
 	collector.SetQueue(f.q)
 	host, _, _ := net.SplitHostPort(*addr)
 	h := web.Handler(f.q, &web.Options{ReadOnly: *readOnly, Token: *token, Metrics: collector.Handler(),
-		AllowedHosts: []string{host}})
+		AllowedHosts: []string{host}, SignInHint: "The token was set with --token (or $" + envToken + ") when lqinspect serve was started."})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err

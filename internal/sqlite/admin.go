@@ -148,10 +148,21 @@ func StateName(st store.State) string {
 // requeueSQL ignores (changes no row) a requeue that the unique index of
 // unique jobs refuses; the idempotency key is checked before it.
 const requeueSQL = `UPDATE OR IGNORE lq_jobs SET state = 0, attempt = 0, snoozes = 0, visible_at = ?, lease = NULL,
-	finished_at = NULL, dead_reason = NULL WHERE id = ? AND state = 3`
+	finished_at = NULL, dead_reason = NULL WHERE id = ? AND state = ?`
 
 // Requeue implements store.Admin.
 func (s *Store) Requeue(ctx context.Context, ids []int64, now int64) ([]store.Moved, error) {
+	return s.requeueFrom(ctx, ids, now, store.Dead)
+}
+
+// RequeueCancelled implements store.Dashboard.
+func (s *Store) RequeueCancelled(ctx context.Context, ids []int64, now int64) ([]store.Moved, error) {
+	return s.requeueFrom(ctx, ids, now, store.Cancelled)
+}
+
+// requeueFrom makes the rows of state from pending, as Requeue does for
+// dead ones.
+func (s *Store) requeueFrom(ctx context.Context, ids []int64, now int64, from store.State) ([]store.Moved, error) {
 	if s.w == nil {
 		return nil, store.ErrReadOnly
 	}
@@ -168,8 +179,8 @@ func (s *Store) Requeue(ctx context.Context, ids []int64, now int64) ([]store.Mo
 				return fmt.Errorf("litequeue: requeue job %d: %w", id, store.ErrNotFound)
 			case err != nil:
 				return err
-			case state != store.Dead:
-				return fmt.Errorf("litequeue: requeue job %d: it is %s, not dead: %w", id, StateName(state), store.ErrWrongState)
+			case state != from:
+				return fmt.Errorf("litequeue: requeue job %d: it is %s, not %s: %w", id, StateName(state), StateName(from), store.ErrWrongState)
 			}
 			if key.Valid {
 				var holder int64
@@ -181,7 +192,7 @@ func (s *Store) Requeue(ctx context.Context, ids []int64, now int64) ([]store.Mo
 					return err
 				}
 			}
-			if ok, err := execHolds(ctx, tx, requeueSQL, now, id); err != nil {
+			if ok, err := execHolds(ctx, tx, requeueSQL, now, id, from); err != nil {
 				return err
 			} else if !ok {
 				return fmt.Errorf("litequeue: requeue job %d: %w", id, uniqueTwin(ctx, tx, id))

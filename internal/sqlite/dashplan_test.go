@@ -17,7 +17,7 @@ import (
 // TestDashboardQueriesUseIndexes checks with EXPLAIN QUERY PLAN that no
 // query a dashboard page or a bulk action runs reads the whole of lq_jobs:
 // each is a search through the primary key or an index, or a scan of a
-// partial index (of the live rows, or of the finished ones) that the query
+// partial index (of the live rows, the finished or the cancelled ones) that the query
 // bounds with LIMIT.
 func TestDashboardQueriesUseIndexes(t *testing.T) {
 	s := openPlanStore(t)
@@ -48,6 +48,7 @@ func TestDashboardQueriesUseIndexes(t *testing.T) {
 		{"live counts", liveCountSQL, []any{1, "q", 10}},
 		{"completed counts", completedCountSQL, []any{10}},
 		{"dead counts", deadCountSQL, []any{10}},
+		{"cancelled counts", cancelledCountSQL, []any{10}},
 		{"first priority", firstLivePrioritySQL, []any{"q"}},
 		{"next priority", nextLivePrioritySQL, []any{"q", 0}},
 		{"oldest ready", oldestReadySQL, []any{"q", 0, 1}},
@@ -77,7 +78,7 @@ func TestDashboardQueriesUseIndexes(t *testing.T) {
 			}
 			full := strings.HasPrefix(d, "SCAN ") && !strings.Contains(d, "USING INDEX lq_jobs_kind_due") &&
 				!strings.Contains(d, "USING INDEX lq_jobs_finished") && !strings.Contains(d, "USING COVERING INDEX lq_jobs_kind_due") &&
-				!strings.Contains(d, "USING COVERING INDEX lq_jobs_finished")
+				!strings.Contains(d, "USING COVERING INDEX lq_jobs_finished") && !strings.Contains(d, "USING INDEX lq_jobs_cancelled")
 			require.False(t, full, "%s: %q reads the whole table; plan %q", qq.name, d, plan)
 		}
 		t.Logf("%s: %s", qq.name, strings.Join(plan, " | "))

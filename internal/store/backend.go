@@ -204,6 +204,22 @@ type Dashboard interface {
 	// ("" every queue), by minute then queue. ErrNoHistory if the database
 	// has no history.
 	History(ctx context.Context, queue string, since int64) ([]HistoryCount, error)
+	// FinishedCounts counts, by queue, the rows of state st (Completed,
+	// Dead or Cancelled; any other state counts nothing) among the limit
+	// most recently finished rows of that state, through an index of
+	// finished rows; capped is true when at least limit such rows exist in
+	// all (the counts are then among the latest limit).
+	FinishedCounts(ctx context.Context, st State, limit int) (counts map[string]int, capped bool, err error)
+	// RequeueCancelled makes cancelled rows pending, due at now, attempts
+	// reset, all or nothing, as Requeue does for dead rows (ErrNotFound,
+	// ErrWrongState for a row that is not cancelled, *DuplicateError).
+	RequeueCancelled(ctx context.Context, ids []int64, now int64) ([]Moved, error)
+	// RunNow makes the pending row id due at now (its VisibleAt), keeping
+	// its attempt count: a scheduled row, or one waiting out a retry's
+	// backoff, becomes claimable. A row due already is left as it is.
+	// ErrNotFound for an unknown id, ErrWrongState for a row that is not
+	// pending (running or finished).
+	RunNow(ctx context.Context, id, now int64) (Moved, error)
 }
 
 // Testing is what the test kit (litequeuetest) needs beyond Backend. It is

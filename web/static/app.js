@@ -23,7 +23,7 @@
     });
   }
   // A job's progress: the job page's stream sends "progress" events
-  // ({has, fraction, percent, message, updated, state}) and one "end" event
+  // ({has, fraction, percent, message, updated, ago, state}) and one "end" event
   // ({finished, state}) when the job is finished or the watch stopped.
   var box = document.querySelector("[data-progress-events]");
   if (box && window.EventSource) {
@@ -43,7 +43,12 @@
       box.querySelector("progress").textContent = p.percent;
       box.querySelector(".pct").textContent = p.percent;
       box.querySelector(".msg").textContent = p.message;
-      box.querySelector(".updated").textContent = p.updated;
+      // The report's time as the server renders times: relative, with
+      // the absolute UTC time on hover.
+      var t = document.createElement("time");
+      t.textContent = p.ago;
+      t.title = p.updated;
+      box.querySelector(".updated").replaceChildren(t);
     });
     ps.addEventListener("end", function (ev) {
       ps.close();
