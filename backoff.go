@@ -269,25 +269,3 @@ func (b *Backoff) UnmarshalJSON(data []byte) error {
 	*b = out
 	return nil
 }
-
-// decodeDuration sets *dst from the Go duration string under key, if present.
-func decodeDuration(fields map[string]json.RawMessage, key string, dst *time.Duration) error {
-	raw, ok := fields[key]
-	if !ok || isNull(raw) {
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return &PolicyError{Field: key, Err: fmt.Errorf(
-			`a Go duration string such as "500ms" is expected, not %s`, raw)}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return &PolicyError{Field: key, Err: err}
-	}
-	if d < 0 {
-		return &PolicyError{Field: key, Err: fmt.Errorf("negative duration %q", s)}
-	}
-	*dst = d
-	return nil
-}

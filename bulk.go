@@ -129,3 +129,14 @@ func (q *Queue) bulk(ctx context.Context, op store.BulkOp, f JobQuery, committed
 		cursor = r.Last
 	}
 }
+
+func (q *Queue) afterRequeue(moved []store.Moved) {
+	queues := map[string]bool{}
+	for _, j := range moved {
+		queues[j.Queue] = true
+		q.emit(Event{Type: EventRequeued, JobID: j.ID, Queue: j.Queue, Kind: j.Kind})
+	}
+	for name := range queues {
+		q.wake(name)
+	}
+}

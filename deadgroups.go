@@ -2,6 +2,8 @@ package litequeue
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -221,4 +223,133 @@ func (q *Queue) RequeueGroup(ctx context.Context, key string, f JobQuery) (int, 
 // Deprecated: use RequeueGroup.
 func (q *Queue) RequeueDeadGroup(ctx context.Context, key string, f DeadGroupQuery) (int, error) {
 	return q.RequeueGroup(ctx, key, JobQuery{Queue: f.Queue, Kind: f.Kind})
+}
+
+// ListDeadGroup returns one page of the dead letters f selects (f.States is
+// ignored) whose normalised error message is key (a DeadGroup.Key), highest
+// id first, as ListJobs pages: p.Before is the cursor (0: from the newest),
+// p.Limit the most jobs on the page (default DefaultPageLimit), and
+// p.ScanLimit the most dead letters the page reads, through the index of
+// finished jobs (default DefaultGroupLimit); a page that read that many
+// before finding Limit matches is Partial, and Next continues below it.
+// ScannedFrom and ScannedTo are the lowest and highest id read.
+func (q *Queue) ListDeadGroup(ctx context.Context, key string, f JobQuery, p PageRequest) (JobPage, error) {
+	if p.Limit <= 0 {
+		p.Limit = DefaultPageLimit
+	}
+	if p.ScanLimit <= 0 {
+		p.ScanLimit = DefaultGroupLimit
+	}
+	sq, ok, err := deadQuery(f, unixNanos(q.clock))
+	if err != nil || !ok {
+		return JobPage{}, err
+	}
+	cursor := p.Before
+	if cursor <= 0 {
+		cursor = 1<<63 - 1
+	}
+	var page JobPage
+	var ids []int64
+	keys := normalizer{}
+	scanned := 0
+	const chunk = bulkChunk * 4
+scan:
+	for scanned < p.ScanLimit {
+		n := min(chunk, p.ScanLimit-scanned)
+		msgs, err := q.store.DeadBefore(ctx, sq, cursor, n)
+		if err != nil {
+			return JobPage{}, wrapf("litequeue: list dead group: %w", err)
+		}
+		for i, m := range msgs {
+			if page.ScannedTo == 0 {
+				page.ScannedTo = m.ID
+			}
+			page.ScannedFrom, cursor = m.ID, m.ID
+			scanned++
+			if keys.key(m.Message) != key {
+				continue
+			}
+			ids = append(ids, m.ID)
+			if len(ids) == p.Limit {
+				if i < len(msgs)-1 || len(msgs) == n {
+					page.Next = m.ID // more may follow
+				}
+				break scan
+			}
+		}
+		if len(msgs) < n {
+			break // no dead letter is left below
+		}
+		if scanned >= p.ScanLimit {
+			page.Next, page.Partial = cursor, true
+		}
+	}
+	for _, id := range ids {
+		j, err := q.Job(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			continue // deleted since it was read
+		}
+		if err != nil {
+			return JobPage{}, err
+		}
+		page.Jobs = append(page.Jobs, j)
+	}
+	return page, nil
+}
+
+// DeleteDeadGroup deletes every dead letter f selects (f.States is ignored)
+// whose normalised error message is key (a DeadGroup.Key), with its
+// history, and returns how many it deleted. Like RequeueGroup it reads
+// every dead letter f selects, in chunks, so the whole group goes, not only
+// its recent part. An empty key deletes nothing and is an error wrapping
+// ErrInvalidJob.
+func (q *Queue) DeleteDeadGroup(ctx context.Context, key string, f JobQuery) (int, error) {
+	if err := q.writable(); err != nil {
+		return 0, err
+	}
+	if key == "" {
+		return 0, fmt.Errorf("litequeue: delete dead group: no group key given (use a DeadGroup.Key): %w", ErrInvalidJob)
+	}
+	return q.eachOfDeadGroup(ctx, key, f, "delete dead group", func(ids []int64) (int, error) {
+		return q.DeleteJobs(ctx, JobQuery{IDs: ids, States: []State{StateDead}})
+	})
+}
+
+// eachOfDeadGroup reads every dead letter f selects (f.States is
+// ignored), in chunks from the newest, and calls act with the ids of each
+// chunk's dead letters whose normalised error message is key; it returns
+// the sum of what act returns, and stops at the first error (what names
+// the operation in a read's error).
+func (q *Queue) eachOfDeadGroup(ctx context.Context, key string, f JobQuery, what string, act func(ids []int64) (int, error)) (int, error) {
+	sq, ok, err := deadQuery(f, unixNanos(q.clock))
+	if err != nil || !ok {
+		return 0, err
+	}
+	const chunk = bulkChunk * 4
+	cursor := int64(1<<63 - 1)
+	total := 0
+	keys := normalizer{}
+	for {
+		msgs, err := q.store.DeadBefore(ctx, sq, cursor, chunk)
+		if err != nil {
+			return total, wrapf("litequeue: "+what+": %w", err)
+		}
+		var ids []int64
+		for _, m := range msgs {
+			if keys.key(m.Message) == key {
+				ids = append(ids, m.ID)
+			}
+		}
+		if len(ids) > 0 {
+			n, err := act(ids)
+			total += n
+			if err != nil {
+				return total, err
+			}
+		}
+		if len(msgs) < chunk {
+			return total, nil
+		}
+		cursor = msgs[len(msgs)-1].ID
+	}
 }

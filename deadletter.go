@@ -3,8 +3,6 @@ package litequeue
 import (
 	"context"
 	"time"
-
-	"github.com/litequeue/litequeue/internal/store"
 )
 
 // Dead letters are jobs that gave up: their attempts were used up, they
@@ -73,17 +71,6 @@ func (q *Queue) Requeue(ctx context.Context, ids ...int64) (int, error) {
 // Deprecated: use RequeueJobs.
 func (q *Queue) RequeueAll(ctx context.Context, f DeadFilter) (int, error) {
 	return q.RequeueJobs(ctx, JobQuery{Queue: f.Queue, Kind: f.Kind, IDs: f.IDs})
-}
-
-func (q *Queue) afterRequeue(moved []store.Moved) {
-	queues := map[string]bool{}
-	for _, j := range moved {
-		queues[j.Queue] = true
-		q.emit(Event{Type: EventRequeued, JobID: j.ID, Queue: j.Queue, Kind: j.Kind})
-	}
-	for name := range queues {
-		q.wake(name)
-	}
 }
 
 // PurgeDead deletes the dead letters f selects, with their history, and

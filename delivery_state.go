@@ -38,7 +38,7 @@ const (
 	// may work on; nothing is extended any more, and nothing is cancelled.
 	dTxEnded
 	// dReturned: its handler returned; its outcome is being written, kept
-	// unwritten (unwritten.go) or written.
+	// unwritten (record.go) or written.
 	dReturned
 	// dReleased: given back without using an attempt (Stop, a pause) before
 	// it had an outcome; the release reports it (EventReleased).

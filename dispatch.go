@@ -45,7 +45,7 @@ func (p *pool) claim(n int) (int, error) {
 
 // safeClaimQuery is claimQuery for a claim that must not take a job p
 // still holds. Outcomes p keeps because their writes failed are written
-// first (unwritten.go). When the clock has passed the lease of a job p
+// first (record.go). When the clock has passed the lease of a job p
 // holds (a mock clock's jump over the extension alarm, or a stall longer
 // than the extension period), a claim would take it as lost and start it a
 // second time in this process: the lease is extended first — if another
@@ -238,32 +238,6 @@ func (p *pool) dispatch() {
 			dirty = true
 		}
 	}
-}
-
-// claimableLocked returns how many slots the dispatcher should claim for
-// now, 0 for none: the free slots — the handler slots plus two prefetch
-// allowances (prefetch.go), less the jobs held — unless the workers still
-// have more than a round of claimed jobs waiting and fewer slots are free
-// than one allowance. So a pool draining a backlog claims the next batch
-// while a batch is still waiting, and the claim's statement (on
-// PostgreSQL its round trip and commit) overlaps the handlers' work
-// instead of leaving them idle until it returns; and free slots gather
-// until a batch is worth its statement, since one claim of many rows costs
-// one statement where many claims of a few rows cost one each. p.mu is
-// held.
-func (p *pool) claimableLocked() int {
-	free := min(p.cfg.Concurrency+2*p.prefetch.n, p.capacity) - len(p.inflight) - p.reserved
-	if free <= 0 || (p.ready.Len() > p.cfg.Concurrency && free < p.prefetch.n) {
-		return 0
-	}
-	return free
-}
-
-// moreToClaimLocked reports whether the dispatcher, asleep, should be woken:
-// its last claim was full, so more may be due, and it would claim now. p.mu
-// is held.
-func (p *pool) moreToClaimLocked() bool {
-	return p.full && p.claimableLocked() > 0
 }
 
 // watchWake is the store's wake-up for other processes' writes: every pool

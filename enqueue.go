@@ -395,3 +395,31 @@ func (q *Queue) settleUnique(job Job, o *EnqueueOptions, nj *store.NewJob, id in
 	}
 	return id, err, false
 }
+
+type uniquer interface{ UniqueOptions() *UniqueOptions }
+
+// uniqueOptionsOf returns the uniqueness in force for an enqueue of job with
+// o: o.Unique, else the job type's, else nil.
+func uniqueOptionsOf(job Job, o *EnqueueOptions) *UniqueOptions {
+	if o != nil && o.Unique != nil {
+		return o.Unique
+	}
+	if u, ok := job.(uniquer); ok {
+		return u.UniqueOptions()
+	}
+	return nil
+}
+
+// prepareUnique sets nj.Unique from the uniqueness in force for job with o.
+func prepareUnique(job Job, o *EnqueueOptions, nj *store.NewJob) error {
+	u := uniqueOptionsOf(job, o)
+	if u == nil {
+		return nil
+	}
+	su, err := uniqueFor(u, nj)
+	if err != nil {
+		return err
+	}
+	nj.Unique = su
+	return nil
+}

@@ -68,3 +68,6 @@ type BatchItem struct {
 	Job     Job
 	Options *EnqueueOptions
 }
+
+// DefaultQueue is the queue of a job type without a QueueName method.
+const DefaultQueue = "default"

@@ -14,9 +14,6 @@ import (
 // A queue's options (Options) and its named queues' configurations
 // (QueueConfig), with their defaults and validation.
 
-// DefaultQueue is the queue of a job type without a QueueName method.
-const DefaultQueue = "default"
-
 // Defaults of Options and QueueConfig fields left zero.
 const (
 	DefaultConcurrency       = 10

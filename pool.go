@@ -1,9 +1,7 @@
 package litequeue
 
 import (
-	"container/heap"
 	"context"
-	"errors"
 	"maps"
 	"slices"
 	"sync"
@@ -17,7 +15,7 @@ import (
 // The pools of a started queue: one per named queue, each with its claimed
 // deliveries, handler slots and the bookkeeping that frees them. What the
 // pools do lives beside: claiming and handing out (dispatch.go), running an
-// attempt (attempt.go), deciding (decide.go) and recording its outcome
+// attempt and deciding its outcome (attempt.go), recording it
 // (record.go), keeping leases (lease.go).
 
 // delivery is the untyped state of one claimed job.
@@ -104,7 +102,7 @@ type pool struct {
 	kinds    map[string]bool
 
 	completing map[*delivery]struct{} // successes queued for the store, not yet written (freed from inflight)
-	unwritten  map[*delivery]outcome  // outcomes whose write failed, kept with their leases (unwritten.go)
+	unwritten  map[*delivery]outcome  // outcomes whose write failed, kept with their leases (record.go)
 	nUnwritten atomic.Int32           // len(unwritten), read without mu
 	rewriting  sync.Mutex             // one rewrite of the kept outcomes at a time
 
@@ -181,85 +179,6 @@ func (p *pool) freed(d *delivery) {
 	}
 }
 
-// releaseQueued returns the claimed, unstarted jobs of p.
-func (p *pool) releaseQueued() {
-	var ds []*delivery
-	for {
-		select {
-		case <-p.tokens:
-			p.mu.Lock()
-			d := heap.Pop(&p.ready).(*delivery)
-			p.mu.Unlock()
-			if d.releaseUnstarted() {
-				ds = append(ds, d)
-			} else {
-				p.record(d, droppedOutcome(d.state(), false, nil, 0)) // lost or cancelled while it waited
-			}
-			continue
-		default:
-		}
-		break
-	}
-	p.release(ds)
-}
-
-// releaseRunning releases the jobs of p whose handlers have not returned
-// and cancels those handlers' contexts with ErrQueueStopped. A handler that
-// put its success into the caller's transaction (CompleteTx) is cancelled
-// but not released: that transaction decides its outcome. An outcome being
-// written, or kept because its write failed, is not released: its handler
-// finished, and Stop tries its write once more.
-func (p *pool) releaseRunning() {
-	var ds []*delivery
-	for _, d := range p.claimed() {
-		released := d.releaseBeforeOutcome()
-		if !released && !d.inCallersTx() {
-			continue
-		}
-		d.mu.Lock()
-		if d.cancel != nil {
-			d.cancel(ErrQueueStopped)
-		}
-		d.mu.Unlock()
-		if released {
-			ds = append(ds, d)
-		}
-	}
-	p.release(ds)
-}
-
-// releaseTimeout bounds how long a release on shutdown waits for the write
-// lock; past it the jobs come back when their leases expire instead.
-const releaseTimeout = 30 * time.Second
-
-// release puts claimed jobs back to ready without using an attempt, those
-// not yet decided otherwise (started, lost or cancelled: see
-// delivery_state.go), and reports each with EventReleased.
-func (p *pool) release(ds []*delivery) {
-	ds = slices.DeleteFunc(ds, func(d *delivery) bool {
-		return !d.releaseAgain()
-	})
-	if len(ds) == 0 {
-		return
-	}
-	q := p.q
-	now := unixNanos(q.clock)
-	ctx, cancel := withClockTimeout(q.clock, context.Background(), releaseTimeout, errReleaseTimeout)
-	defer cancel()
-	err := q.store.Release(ctx, leasesOf(ds), now)
-	for _, d := range ds {
-		p.forget(d)
-		if err == nil {
-			q.emit(Event{Type: EventReleased, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt})
-		}
-	}
-	if err != nil {
-		q.log.Error("litequeue: release on shutdown failed; the jobs come back when their leases expire", LogQueue, p.cfg.Name, LogError, err.Error())
-	}
-}
-
-var errReleaseTimeout = errors.New("litequeue: releasing jobs on shutdown waited too long for the write lock")
-
 func (p *pool) forget(d *delivery) {
 	p.mu.Lock()
 	delete(p.inflight, d)
@@ -294,4 +213,30 @@ type reporter struct {
 	writing  bool         // a write is in flight
 	done     bool         // the handler returned: no more reports
 	inflight sync.WaitGroup
+}
+
+// claimableLocked returns how many slots the dispatcher should claim for
+// now, 0 for none: the free slots — the handler slots plus two prefetch
+// allowances (prefetch.go), less the jobs held — unless the workers still
+// have more than a round of claimed jobs waiting and fewer slots are free
+// than one allowance. So a pool draining a backlog claims the next batch
+// while a batch is still waiting, and the claim's statement (on
+// PostgreSQL its round trip and commit) overlaps the handlers' work
+// instead of leaving them idle until it returns; and free slots gather
+// until a batch is worth its statement, since one claim of many rows costs
+// one statement where many claims of a few rows cost one each. p.mu is
+// held.
+func (p *pool) claimableLocked() int {
+	free := min(p.cfg.Concurrency+2*p.prefetch.n, p.capacity) - len(p.inflight) - p.reserved
+	if free <= 0 || (p.ready.Len() > p.cfg.Concurrency && free < p.prefetch.n) {
+		return 0
+	}
+	return free
+}
+
+// moreToClaimLocked reports whether the dispatcher, asleep, should be woken:
+// its last claim was full, so more may be due, and it would claim now. p.mu
+// is held.
+func (p *pool) moreToClaimLocked() bool {
+	return p.full && p.claimableLocked() > 0
 }

@@ -1,12 +1,10 @@
 package litequeue
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"time"
 )
 
@@ -107,26 +105,6 @@ func (p RetryPolicy) DecideRand(failedAttempt int, r *rand.Rand) RetryDecision {
 	return RetryDecision{Retry: true, Delay: p.Backoff.DelayForRand(failedAttempt, r)}
 }
 
-// PolicyError reports a RetryPolicy or Backoff field that JSON cannot carry:
-// one UnmarshalJSON rejects, or one MarshalJSON refuses to write. Use
-// errors.As to get it.
-type PolicyError struct {
-	// Field is the JSON path of the offending field, such as "max_attempts"
-	// or "backoff.delay"; empty when the whole document is at fault.
-	Field string
-	// Err says what is wrong with it.
-	Err error
-}
-
-func (e *PolicyError) Error() string {
-	if e.Field == "" {
-		return "retry policy: " + e.Err.Error()
-	}
-	return "retry policy: " + e.Field + ": " + e.Err.Error()
-}
-
-func (e *PolicyError) Unwrap() error { return e.Err }
-
 // retryPolicyJSON is the JSON form of a RetryPolicy.
 type retryPolicyJSON struct {
 	MaxAttempts int     `json:"max_attempts"`
@@ -191,36 +169,3 @@ func inBackoff(err error) error {
 	}
 	return &PolicyError{Field: field, Err: pe.Err}
 }
-
-// decodeObject splits a JSON object into its values by key. It returns nil
-// fields and no error for JSON null, and a *PolicyError for anything but an
-// object or for a key outside known.
-func decodeObject(data []byte, known ...string) (map[string]json.RawMessage, error) {
-	if isNull(data) {
-		return nil, nil
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil {
-		return nil, &PolicyError{Err: fmt.Errorf("a JSON object is expected: %w", err)}
-	}
-	for key := range fields {
-		if !slices.Contains(known, key) {
-			return nil, &PolicyError{Field: key, Err: errors.New("unknown field")}
-		}
-	}
-	return fields, nil
-}
-
-// decodeField decodes the value under key into dst, if present and not null.
-func decodeField(fields map[string]json.RawMessage, key string, dst any) error {
-	raw, ok := fields[key]
-	if !ok || isNull(raw) {
-		return nil
-	}
-	if err := json.Unmarshal(raw, dst); err != nil {
-		return &PolicyError{Field: key, Err: err}
-	}
-	return nil
-}
-
-func isNull(raw []byte) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }

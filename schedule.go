@@ -591,3 +591,13 @@ func publicSchedule(s *store.Schedule) ScheduleInfo {
 		Unique: u, timing: t,
 	}
 }
+
+// wakeScheduler wakes this process's scheduler, if the queue runs.
+func (q *Queue) wakeScheduler() {
+	q.mu.Lock()
+	run := q.run
+	q.mu.Unlock()
+	if run != nil {
+		run.sched.wake()
+	}
+}

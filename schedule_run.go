@@ -63,16 +63,6 @@ func (s *scheduler) wake() {
 	}
 }
 
-// wakeScheduler wakes this process's scheduler, if the queue runs.
-func (q *Queue) wakeScheduler() {
-	q.mu.Lock()
-	run := q.run
-	q.mu.Unlock()
-	if run != nil {
-		run.sched.wake()
-	}
-}
-
 // scheduleRetry is how long the scheduler waits, on the Clock, after a
 // round failed (the database stayed locked, the disk is full).
 const scheduleRetry = 5 * time.Second

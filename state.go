@@ -37,3 +37,5 @@ func ParseState(s string) (State, error) {
 	}
 	return "", fmt.Errorf("litequeue: unknown state %q; use one of %s", s, strings.Join(names, ", "))
 }
+
+func finished(s State) bool { return s == StateCompleted || s == StateDead || s == StateCancelled }

@@ -87,20 +87,6 @@ type UniqueOptions struct {
 	OnConflict Conflict
 }
 
-type uniquer interface{ UniqueOptions() *UniqueOptions }
-
-// uniqueOptionsOf returns the uniqueness in force for an enqueue of job with
-// o: o.Unique, else the job type's, else nil.
-func uniqueOptionsOf(job Job, o *EnqueueOptions) *UniqueOptions {
-	if o != nil && o.Unique != nil {
-		return o.Unique
-	}
-	if u, ok := job.(uniquer); ok {
-		return u.UniqueOptions()
-	}
-	return nil
-}
-
 // stateBits maps the public states to the stored states' bits.
 var stateBits = map[State]uint8{
 	StateReady: 1 << store.Pending, StateScheduled: 1 << store.Pending,
@@ -187,18 +173,4 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
-}
-
-// prepareUnique sets nj.Unique from the uniqueness in force for job with o.
-func prepareUnique(job Job, o *EnqueueOptions, nj *store.NewJob) error {
-	u := uniqueOptionsOf(job, o)
-	if u == nil {
-		return nil
-	}
-	su, err := uniqueFor(u, nj)
-	if err != nil {
-		return err
-	}
-	nj.Unique = su
-	return nil
 }

@@ -111,8 +111,6 @@ func (q *Queue) isClosed() bool {
 	return q.closed
 }
 
-func finished(s State) bool { return s == StateCompleted || s == StateDead || s == StateCancelled }
-
 func progressFromStore(jp store.JobProgress, now int64) Progress {
 	p := Progress{State: StateReady}
 	switch jp.State {

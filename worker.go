@@ -314,12 +314,6 @@ func (q *Queue) stopRun(ctx context.Context, r *runState) error {
 	return r.stopErr
 }
 
-func (r *runState) releaseRunning() {
-	for _, p := range r.pools {
-		p.releaseRunning()
-	}
-}
-
 // Running reports how many handlers of the named queue run in this process
 // now.
 func (q *Queue) Running(queue string) int {
