@@ -284,3 +284,27 @@ func (p *pool) policy(own *RetryPolicy) RetryPolicy {
 	}
 	return p.cfg.Retry
 }
+
+// fail records d's failed attempt, which ended with herr after took: the
+// job is rescheduled or becomes a dead letter, with the attempt in its
+// history, in one transaction.
+func (p *pool) fail(d *delivery, policy RetryPolicy, herr error, took time.Duration) {
+	p.record(d, p.failed(d, policy, herr, took))
+}
+
+// snoozed records d's attempt as snoozed if err is a snooze, and reports
+// whether it was.
+func (p *pool) snoozed(d *delivery, policy RetryPolicy, err error, took time.Duration) bool {
+	var se *SnoozeError
+	if !errors.As(err, &se) {
+		return false
+	}
+	p.record(d, p.snoozedFor(d, policy, se, err, took))
+	return true
+}
+
+// finishTx records d's success put into the caller's transaction
+// (CompleteTx), once that transaction is found committed.
+func (p *pool) finishTx(d *delivery, policy RetryPolicy, took time.Duration) {
+	p.record(d, outcome{kind: outSucceededTx, ran: true, took: took, policy: policy})
+}

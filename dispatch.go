@@ -99,35 +99,6 @@ func (p *pool) pushLocked(ds ...*delivery) {
 	}
 }
 
-// pop takes the most urgent queued delivery, waiting for one until stop is
-// closed (then it returns nil).
-func (p *pool) pop(stop <-chan struct{}) *delivery {
-	select {
-	case <-stop:
-		return nil
-	default:
-	}
-	select {
-	case <-stop:
-		return nil
-	case <-p.tokens:
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	d := heap.Pop(&p.ready).(*delivery)
-	if was := p.prefetch.n; p.prefetch.started(p.q.clock.Now()) > was && p.moreToClaimLocked() {
-		p.signal() // a larger allowance: claim ahead now, not at the next freed slot
-	}
-	return d
-}
-
-// queued reports how many claimed deliveries wait for a worker.
-func (p *pool) queued() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.ready.Len()
-}
-
 // reserveDirect reserves a slot of the pool running queue's jobs of kind
 // when that pool is idle — started, nothing claimed waiting in memory, a
 // worker free — so that an enqueue of a job due now can claim in its own

@@ -3,7 +3,6 @@ package litequeue
 import (
 	"context"
 	"slices"
-	"time"
 
 	"github.com/litequeue/litequeue/internal/store"
 )
@@ -39,12 +38,6 @@ func (p *pool) extendLeases() {
 		}
 		p.extend()
 	}
-}
-
-// extendPeriod is how often the leases of claimed jobs are extended: every
-// third of the visibility timeout.
-func (p *pool) extendPeriod() time.Duration {
-	return max(p.cfg.VisibilityTimeout/3, time.Millisecond)
 }
 
 // extend pushes the lease of every claimed job of p forward by the

@@ -1,6 +1,7 @@
 package litequeue
 
 import (
+	"container/heap"
 	"context"
 	"maps"
 	"slices"
@@ -239,4 +240,39 @@ func (p *pool) claimableLocked() int {
 // is held.
 func (p *pool) moreToClaimLocked() bool {
 	return p.full && p.claimableLocked() > 0
+}
+
+// pop takes the most urgent queued delivery, waiting for one until stop is
+// closed (then it returns nil).
+func (p *pool) pop(stop <-chan struct{}) *delivery {
+	select {
+	case <-stop:
+		return nil
+	default:
+	}
+	select {
+	case <-stop:
+		return nil
+	case <-p.tokens:
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d := heap.Pop(&p.ready).(*delivery)
+	if was := p.prefetch.n; p.prefetch.started(p.q.clock.Now()) > was && p.moreToClaimLocked() {
+		p.signal() // a larger allowance: claim ahead now, not at the next freed slot
+	}
+	return d
+}
+
+// queued reports how many claimed deliveries wait for a worker.
+func (p *pool) queued() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ready.Len()
+}
+
+// extendPeriod is how often the leases of claimed jobs are extended: every
+// third of the visibility timeout.
+func (p *pool) extendPeriod() time.Duration {
+	return max(p.cfg.VisibilityTimeout/3, time.Millisecond)
 }
