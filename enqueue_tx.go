@@ -90,12 +90,12 @@ func (q *Queue) enqueuedTx(ctx context.Context, tx *sql.Tx, jobs []store.NewJob,
 		return
 	}
 	g.mark = mark
-	q.txs.add(q, tw, g)
+	q.txs.add(&q.core, tw, g)
 }
 
 // add holds g's jobs until the watcher (started, or woken, here) or a
 // claim reports them.
-func (t *txEnqueues) add(q *Queue, tw store.TxWatcher, g *txGroup) {
+func (t *txEnqueues) add(q *core, tw store.TxWatcher, g *txGroup) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -125,8 +125,8 @@ func (t *txEnqueues) add(q *Queue, tw store.TxWatcher, g *txGroup) {
 // SQLite a rolled-back transaction gives its ids back, and the next insert
 // takes them, so a held job whose id comes back belonged to a transaction
 // that rolled back — its whole group did.
-func (q *Queue) supersedeTx(ids []int64) {
-	t := &q.txs
+func (c *core) supersedeTx(ids []int64) {
+	t := &c.txs
 	if t.n.Load() == 0 {
 		return
 	}
@@ -161,8 +161,8 @@ func (t *txEnqueues) poke() {
 // claimedTx reports the jobs of ds that were enqueued in a transaction and
 // not reported yet: the claim saw them committed. It runs on the claim's
 // commit path, before the jobs go to the workers.
-func (q *Queue) claimedTx(ds []*delivery) {
-	t := &q.txs
+func (c *core) claimedTx(ds []*delivery) {
+	t := &c.txs
 	if t.n.Load() == 0 {
 		return
 	}
@@ -172,13 +172,13 @@ func (q *Queue) claimedTx(ds []*delivery) {
 		// An id given back by a rolled-back transaction may name a later
 		// job: the enqueue time and kind tell.
 		if j := t.jobs[d.id]; j != nil && j.created == d.createdAt && j.kind == d.kind {
-			t.report(q, j)
+			t.report(c, j)
 		}
 	}
 }
 
 // report emits j's EventEnqueued. t.mu is held.
-func (t *txEnqueues) report(q *Queue, j *txJob) {
+func (t *txEnqueues) report(q *core, j *txJob) {
 	if !j.reported {
 		j.reported = true
 		q.emit(Event{Type: EventEnqueued, JobID: j.id, Queue: j.queue, Kind: j.kind, Delay: j.delay})
@@ -197,7 +197,7 @@ func (t *txEnqueues) forget(j *txJob) {
 
 // watch asks tw what became of the watched transactions until none is
 // left, reporting the jobs of those that committed.
-func (t *txEnqueues) watch(q *Queue, tw store.TxWatcher, ctx context.Context, cancel context.CancelFunc, done chan struct{}) {
+func (t *txEnqueues) watch(q *core, tw store.TxWatcher, ctx context.Context, cancel context.CancelFunc, done chan struct{}) {
 	defer close(done)
 	interval := q.opts.PollInterval
 	if interval <= 0 {
@@ -286,8 +286,8 @@ func pendingGroups(gs []*txGroup) []*txGroup {
 
 // wakeTx makes the watcher look again now (another connection wrote: on
 // PostgreSQL, maybe the commit of a watched transaction).
-func (q *Queue) wakeTx() {
-	t := &q.txs
+func (c *core) wakeTx() {
+	t := &c.txs
 	if t.n.Load() == 0 {
 		return
 	}

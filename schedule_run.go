@@ -21,7 +21,7 @@ import (
 // per occurrence), and is woken by changes to schedules made here and, via
 // the queue's data_version poll, by other processes.
 type scheduler struct {
-	q      *Queue
+	q      *core
 	r      *runState
 	wakeCh chan struct{}
 	alarm  *alarm
@@ -41,7 +41,7 @@ type scheduler struct {
 
 // newScheduler makes the scheduler of run r; start starts it.
 func newScheduler(q *Queue, r *runState) *scheduler {
-	return &scheduler{q: q, r: r, wakeCh: make(chan struct{}, 1), alarm: newAlarm(q.clock)}
+	return &scheduler{q: &q.core, r: r, wakeCh: make(chan struct{}, 1), alarm: newAlarm(q.clock)}
 }
 
 // start runs the scheduler until r stops; Stop waits for it with the
@@ -189,7 +189,7 @@ func (s *scheduler) emitEvents() {
 	s.q.gate.leave(s.gated...)
 	s.gated = s.gated[:0]
 	for _, name := range s.wakeQueues {
-		s.q.wake(name)
+		s.r.wake(name)
 	}
 	s.events, s.wakeQueues = s.events[:0], s.wakeQueues[:0]
 }

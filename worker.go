@@ -203,7 +203,8 @@ func (q *Queue) checkQueueConfigs(byQueue map[string][]string) error {
 // newRunState returns the state of a run of q whose handlers see ctx's
 // values.
 func newRunState(q *Queue, ctx context.Context) *runState {
-	return &runState{q: q, base: context.WithoutCancel(ctx), pools: map[string]*pool{},
+	return &runState{q: &q.core, handlers: maps.Clone(q.handlers), middleware: slices.Clone(q.middleware),
+		base: context.WithoutCancel(ctx), pools: map[string]*pool{},
 		stopping: make(chan struct{}), settled: make(chan struct{}), stopped: make(chan struct{}), escalate: make(chan struct{})}
 }
 
@@ -213,7 +214,7 @@ func newPool(q *Queue, r *runState, cfg QueueConfig, kinds []string) *pool {
 	sort.Strings(kinds)
 	kj, _ := json.Marshal(kinds)
 	p := &pool{
-		q: q, r: r, cfg: cfg, kindList: kinds, kindsJSON: string(kj),
+		q: &q.core, r: r, cfg: cfg, kindList: kinds, kindsJSON: string(kj),
 		capacity:   cfg.Concurrency + 2*q.opts.ClaimBatch,
 		prefetch:   newPrefetch(cfg.Concurrency, q.opts.ClaimBatch),
 		wakeCh:     make(chan struct{}, 1),
