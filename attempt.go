@@ -115,7 +115,7 @@ func safeCall(ctx context.Context, d *delivery, run func(context.Context, *deliv
 
 // awaitEnqueued waits, before d's EventStarted, until its EventEnqueued was
 // emitted if an enqueue of this process still reports it.
-func (c *core) awaitEnqueued(d *delivery) { c.gate.wait(d) }
+func (c *core) awaitEnqueued(d *delivery) { c.gate.wait(d.queue, d.kind, d.createdAt, d.attempt) }
 
 // returnedWith is the outcome of d's attempt whose handler returned err
 // after took; inTx when it put its success into the caller's transaction.
@@ -284,4 +284,19 @@ func (p *pool) snoozed(d *delivery, policy RetryPolicy, err error, took time.Dur
 // (CompleteTx), once that transaction is found committed.
 func (p *pool) finishTx(d *delivery, policy RetryPolicy, took time.Duration) {
 	p.record(d, outcome{kind: outSucceededTx, ran: true, took: took, policy: policy})
+}
+
+// wrap returns run inside the middleware mw, the first outermost (the order
+// of Use).
+func wrap(mw []Middleware, d *delivery, maxAttempts int, timeout time.Duration, run func(context.Context, *delivery) error) func(context.Context, *delivery) error {
+	if len(mw) == 0 {
+		return run
+	}
+	h := HandlerFunc(func(ctx context.Context, _ AttemptInfo) error { return run(ctx, d) })
+	for i := len(mw) - 1; i >= 0; i-- {
+		h = mw[i](h)
+	}
+	info := AttemptInfo{ID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, MaxAttempts: maxAttempts,
+		Priority: d.priority, Key: d.key, EnqueuedAt: time.Unix(0, d.createdAt), Timeout: timeout}
+	return func(ctx context.Context, _ *delivery) error { return h(ctx, info) }
 }

@@ -54,8 +54,8 @@ type core struct {
 	faults kitlink.Faults // the test kit's outcome hooks, Drop and Lost (testsupport.go); zero otherwise
 }
 
-// init sets c up on st; lite is st when it is the SQLite store.
-func (c *core) init(o Options, st store.Backend, lite *sqlite.Store, readOnly bool) {
+// setup sets c up on st; lite is st when it is the SQLite store.
+func (c *core) setup(o Options, st store.Backend, lite *sqlite.Store, readOnly bool) {
 	c.opts = o
 	c.clock = o.Clock
 	c.log = o.Logger
@@ -75,6 +75,7 @@ func (c *core) init(o Options, st store.Backend, lite *sqlite.Store, readOnly bo
 		c.hist = newHistory(st, o.Logger)
 		c.listeners = append(c.listeners, c.hist.record)
 	}
+	c.txs.log, c.txs.interval = o.Logger, o.PollInterval
 	c.leaseSeq.Store(rand.Int64N(1 << 40))
 }
 

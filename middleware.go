@@ -42,18 +42,3 @@ func ownTimeout(job any) (time.Duration, bool) {
 	}
 	return 0, false
 }
-
-// wrap returns run inside the middleware mw, the first outermost (the order
-// of Use).
-func wrap(mw []Middleware, d *delivery, maxAttempts int, timeout time.Duration, run func(context.Context, *delivery) error) func(context.Context, *delivery) error {
-	if len(mw) == 0 {
-		return run
-	}
-	h := HandlerFunc(func(ctx context.Context, _ AttemptInfo) error { return run(ctx, d) })
-	for i := len(mw) - 1; i >= 0; i-- {
-		h = mw[i](h)
-	}
-	info := AttemptInfo{ID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, MaxAttempts: maxAttempts,
-		Priority: d.priority, Key: d.key, EnqueuedAt: time.Unix(0, d.createdAt), Timeout: timeout}
-	return func(ctx context.Context, _ *delivery) error { return h(ctx, info) }
-}

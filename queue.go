@@ -23,6 +23,7 @@ type Queue struct {
 // newQueue makes a queue on st; lite is st when it is the SQLite store.
 func newQueue(o Options, st store.Backend, lite *sqlite.Store, readOnly bool) *Queue {
 	q := &Queue{handlers: map[string]*handler{}}
-	q.core.init(o, st, lite, readOnly)
+	q.core.setup(o, st, lite, readOnly)
+	q.txs.emit = q.emit
 	return q
 }

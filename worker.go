@@ -131,7 +131,7 @@ func (q *Queue) Start(ctx context.Context) error {
 		}
 		r.pools[name] = newPool(q, r, cfg, kinds)
 	}
-	r.sched = newScheduler(q, r)
+	r.sched = newScheduler(&q.core, &r.bg, r.stopping, r.wake)
 	// The watch's baseline comes before the first claim, so that a write by
 	// another process at any moment after it is noticed.
 	if err := r.initPaused(ctx); err != nil {
