@@ -85,6 +85,57 @@ func (e *events) wait(t testing.TB, typ EventType, id int64, n int) Event {
 	}
 }
 
+// waitFor polls cond (a read nothing notifies the test of, such as a read of
+// the database or of another process's log) every millisecond until it
+// holds, and fails the test naming what it waited for if cond still does
+// not hold after waitLimit.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(waitLimit)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("timed out after %s waiting until %s", waitLimit, what)
+		}
+	}
+}
+
+// wake lets a test's goroutines tell a waiting test that what it waits for
+// may have changed, so that the wait checks again at once instead of
+// polling.
+type wake chan struct{}
+
+func newWake() wake { return make(wake, 1) }
+
+// notify wakes the goroutine in until, if any; it never blocks, and
+// notifications that arrive before until looks are merged into one.
+func (w wake) notify() {
+	select {
+	case w <- struct{}{}:
+	default:
+	}
+}
+
+// until blocks until cond holds, checking it again each time w is
+// notified, and fails the test naming what it waited for if cond does not
+// hold within waitLimit.
+func (w wake) until(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(waitLimit)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-w:
+		case <-deadline.C:
+			t.Fatalf("timed out after %s waiting until %s", waitLimit, what)
+		}
+	}
+}
+
 // testClock is a mock clock that also records the timers the queue arms
 // through it. A dispatcher computes its wait from Now and arms the timer a
 // moment later; a test that moves the clock in between gets a timer armed
