@@ -2,6 +2,8 @@ package litequeue
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -86,20 +88,43 @@ func (e *events) wait(t testing.TB, typ EventType, id int64, n int) Event {
 }
 
 // waitFor polls cond (a read nothing notifies the test of, such as a read of
-// the database or of another process's log) every millisecond until it
-// holds, and fails the test naming what it waited for if cond still does
-// not hold after waitLimit.
+// the database) every millisecond until it holds, and fails the test naming
+// what it waited for if cond still does not hold after waitLimit.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.NewTimer(waitLimit)
+	waitWithin(t, waitLimit, time.Millisecond, what, cond)
+}
+
+// waitWithin polls cond every interval until it holds, and fails the test
+// naming what it waited for if cond still does not hold after limit.
+func waitWithin(t testing.TB, limit, every time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if err := poll(limit, every, func() (bool, error) { return cond(), nil }); err != nil {
+		t.Fatalf("%v waiting until %s", err, what)
+	}
+}
+
+// errPollTimeout is poll's error when its condition did not hold in time.
+var errPollTimeout = errors.New("timed out")
+
+// poll calls cond every interval until it returns true or an error, and
+// returns that error, or one wrapping errPollTimeout if cond did not hold
+// within limit. It is the real-time wait of code without a testing.T (the
+// helper processes) and of the waits for other processes.
+func poll(limit, every time.Duration, cond func() (bool, error)) error {
+	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
-	tick := time.NewTicker(time.Millisecond)
+	tick := time.NewTicker(every)
 	defer tick.Stop()
-	for !cond() {
+	for {
+		ok, err := cond()
+		if ok || err != nil {
+			return err
+		}
 		select {
 		case <-tick.C:
 		case <-deadline.C:
-			t.Fatalf("timed out after %s waiting until %s", waitLimit, what)
+			return fmt.Errorf("%w after %s", errPollTimeout, limit)
 		}
 	}
 }
