@@ -161,6 +161,16 @@ func (w wake) until(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// underRace returns race under the race detector and full otherwise: the
+// counts of kills and jobs of the longest multi-process tests, which the
+// detector would slow to minutes. The full counts run without -race.
+func underRace(full, race int) int {
+	if raceEnabled {
+		return race
+	}
+	return full
+}
+
 // testClock is a mock clock that also records the timers the queue arms
 // through it. A dispatcher computes its wait from Now and arms the timer a
 // moment later; a test that moves the clock in between gets a timer armed

@@ -565,7 +565,7 @@ func TestThreeProcessesRunEveryJobExactlyOnce(t *testing.T) {
 		Path: filepath.Join(dir, "q.db"), Log: filepath.Join(dir, "side.log"),
 		Kinds: []string{ProcJob{}.Kind()}, Concurrency: 4, Visibility: time.Minute, Attempts: 1,
 	}
-	const seeded, produced = 7000, 3000
+	seeded, produced := underRace(7000, 2100), underRace(3000, 900)
 	jobs := make([]Job, seeded)
 	for i := range jobs {
 		jobs[i] = ProcJob{N: i}
