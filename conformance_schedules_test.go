@@ -160,11 +160,7 @@ func testScheduleAdmin(t *testing.T, b conformanceBackend) {
 	require.Equal(t, Start.Add(4*time.Hour), next.UTC())
 	// The triggered job still waits: overlap skip skips the 13:00 occurrence.
 	h.Clock.Set(next)
-	deadline := time.Now().Add(WaitLimit)
-	for scheduleNamed(t, h.Q, "report").NextRun.Equal(next) {
-		require.True(t, time.Now().Before(deadline), "the occurrence was not handled")
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "the occurrence is handled", func() bool { return !scheduleNamed(t, h.Q, "report").NextRun.Equal(next) })
 	require.Len(t, tickRunAts(t, h.Q), 1)
 	hist, err := h.Q.ScheduleHistory(ctx, "report", 1)
 	require.NoError(t, err)
@@ -194,11 +190,9 @@ func testScheduleTwoQueues(t *testing.T, b conformanceBackend) {
 		at := start.Add(time.Duration(i) * time.Minute)
 		a.Clock.Set(at)
 		c.Clock.Set(at)
-		deadline := time.Now().Add(WaitLimit)
-		for a.Ev.Count(litequeue.EventEnqueued, 0)+c.Ev.Count(litequeue.EventEnqueued, 0) < i {
-			require.True(t, time.Now().Before(deadline), "occurrence %d was not enqueued", i)
-			time.Sleep(time.Millisecond)
-		}
+		waitFor(t, fmt.Sprintf("occurrence %d is enqueued", i), func() bool {
+			return a.Ev.Count(litequeue.EventEnqueued, 0)+c.Ev.Count(litequeue.EventEnqueued, 0) >= i
+		})
 	}
 	var want []time.Time
 	for i := 1; i <= n; i++ {

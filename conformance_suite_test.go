@@ -217,6 +217,25 @@ func (e *Events) Wait(t *testing.T, typ litequeue.EventType, id int64, n int) li
 	}
 }
 
+// waitFor polls cond (a read nothing notifies the test of, such as a read of
+// the database) on the test's goroutine every millisecond until it holds,
+// and fails the test naming what it waited for if cond still does not hold
+// after WaitLimit.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(WaitLimit)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("timed out after %s waiting until %s", WaitLimit, what)
+		}
+	}
+}
+
 func testRunsOnce(t *testing.T, b conformanceBackend) {
 	h := setup(t, b, nil)
 	var runs sync.Map
@@ -548,15 +567,10 @@ func testRetention(t *testing.T, b conformanceBackend) {
 	require.NoError(t, err)
 	require.Equal(t, litequeue.StateCompleted, j.State)
 	h.Clock.Add(10*time.Minute + litequeue.DefaultCleanupInterval)
-	deadline := time.Now().Add(WaitLimit)
-	for {
+	waitFor(t, "the retained job is cleaned up", func() bool {
 		_, err := h.Q.Job(ctx, id)
-		if errors.Is(err, litequeue.ErrNotFound) {
-			return
-		}
-		require.True(t, time.Now().Before(deadline), "the retained job was not cleaned up")
-		time.Sleep(time.Millisecond)
-	}
+		return errors.Is(err, litequeue.ErrNotFound)
+	})
 }
 
 func testOnDead(t *testing.T, b conformanceBackend) {

@@ -12,7 +12,7 @@ import (
 )
 
 var (
-	flagKills = flag.Int("lq.kills", 50, "SIGKILLs of worker processes in TestWorkersKilledAtRandomLoseNothing (the producer test kills half as many, at least 20)")
+	flagKills = flag.Int("lq.kills", underRace(50, 20), "SIGKILLs of worker processes in TestWorkersKilledAtRandomLoseNothing (the producer test kills half as many, at least 20); 20 by default under -race, 50 without")
 	flagSeed  = flag.Uint64("lq.seed", 0, "seed of the crash tests' kill schedule; 0 picks one and logs it")
 )
 
@@ -73,12 +73,14 @@ func TestWorkersKilledAtRandomLoseNothing(t *testing.T) {
 			kindOf[id] = jobs[i].Kind()
 		}
 	}
-	topUp(1500)
+	// Under -race fewer jobs: the final run drains what the victims left.
+	initial, low, more := underRace(1500, 600), underRace(300, 150), underRace(600, 300)
+	topUp(initial)
 	killed := map[int]bool{}
 	start := time.Now()
 	for len(killed) < *flagKills {
-		if liveCount(t, cfg.Path) < 300 {
-			topUp(600) // keep the victims busy
+		if liveCount(t, cfg.Path) < low {
+			topUp(more) // keep the victims busy
 		}
 		if pid, ok := killAtRandom(t, rng, "worker", cfg, 300*time.Millisecond); ok {
 			killed[pid] = true

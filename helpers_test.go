@@ -2,6 +2,8 @@ package litequeue
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -83,6 +85,90 @@ func (e *events) wait(t testing.TB, typ EventType, id int64, n int) Event {
 			t.Fatalf("timed out waiting for %d %q events of job %d; saw %+v", n, typ, id, e.snapshot())
 		}
 	}
+}
+
+// waitFor polls cond (a read nothing notifies the test of, such as a read of
+// the database) every millisecond until it holds, and fails the test naming
+// what it waited for if cond still does not hold after waitLimit.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	waitWithin(t, waitLimit, time.Millisecond, what, cond)
+}
+
+// waitWithin polls cond every interval until it holds, and fails the test
+// naming what it waited for if cond still does not hold after limit.
+func waitWithin(t testing.TB, limit, every time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if err := poll(limit, every, func() (bool, error) { return cond(), nil }); err != nil {
+		t.Fatalf("%v waiting until %s", err, what)
+	}
+}
+
+// errPollTimeout is poll's error when its condition did not hold in time.
+var errPollTimeout = errors.New("timed out")
+
+// poll calls cond every interval until it returns true or an error, and
+// returns that error, or one wrapping errPollTimeout if cond did not hold
+// within limit. It is the real-time wait of code without a testing.T (the
+// helper processes) and of the waits for other processes.
+func poll(limit, every time.Duration, cond func() (bool, error)) error {
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		ok, err := cond()
+		if ok || err != nil {
+			return err
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return fmt.Errorf("%w after %s", errPollTimeout, limit)
+		}
+	}
+}
+
+// wake lets a test's goroutines tell a waiting test that what it waits for
+// may have changed, so that the wait checks again at once instead of
+// polling.
+type wake chan struct{}
+
+func newWake() wake { return make(wake, 1) }
+
+// notify wakes the goroutine in until, if any; it never blocks, and
+// notifications that arrive before until looks are merged into one.
+func (w wake) notify() {
+	select {
+	case w <- struct{}{}:
+	default:
+	}
+}
+
+// until blocks until cond holds, checking it again each time w is
+// notified, and fails the test naming what it waited for if cond does not
+// hold within waitLimit.
+func (w wake) until(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(waitLimit)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-w:
+		case <-deadline.C:
+			t.Fatalf("timed out after %s waiting until %s", waitLimit, what)
+		}
+	}
+}
+
+// underRace returns race under the race detector and full otherwise: the
+// counts of kills and jobs of the longest multi-process tests, which the
+// detector would slow to minutes. The full counts run without -race.
+func underRace(full, race int) int {
+	if raceEnabled {
+		return race
+	}
+	return full
 }
 
 // testClock is a mock clock that also records the timers the queue arms

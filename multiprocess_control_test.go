@@ -71,18 +71,20 @@ func helperControl(cfg helperConfig) error {
 // at path holds a record op of job id.
 func waitRecord(t *testing.T, path, op string, id int64) record {
 	t.Helper()
-	deadline := time.Now().Add(*procWait)
-	for {
+	var found record
+	err := poll(*procWait, 5*time.Millisecond, func() (bool, error) {
 		for _, r := range readSideLog(t, path) {
 			if r.op == op && r.id == id {
-				return r
+				found = r
+				return true, nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s record of job %d after %s: %v", op, id, *procWait, readSideLog(t, path))
-		}
-		time.Sleep(5 * time.Millisecond)
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no %s record of job %d: %v: %v", op, id, err, readSideLog(t, path))
 	}
+	return found
 }
 
 func controlConfig(t *testing.T) helperConfig {

@@ -298,24 +298,24 @@ func helperWorker(cfg helperConfig) error {
 }
 
 // waitUntilDrained polls (a real-time wait: other processes' leases lapse
-// in real time) until no job is ready, scheduled or running.
+// in real time) until no job is ready, scheduled or running, for at most a
+// minute.
 func waitUntilDrained(q *Queue) error {
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
+	err := poll(time.Minute, 10*time.Millisecond, func() (bool, error) {
 		stats, err := q.Stats(context.Background())
 		if err != nil {
-			return err
+			return false, err
 		}
 		live := 0
 		for _, s := range stats {
 			live += s.Ready + s.Scheduled + s.Running
 		}
-		if live == 0 {
-			return nil
-		}
-		time.Sleep(10 * time.Millisecond)
+		return live == 0, nil
+	})
+	if errors.Is(err, errPollTimeout) {
+		return fmt.Errorf("queue not drained: %w", err)
 	}
-	return errors.New("queue not drained within a minute")
+	return err
 }
 
 // helperProducer enqueues cfg.Jobs jobs: with cfg.Batch > 1 as batches of
@@ -565,7 +565,7 @@ func TestThreeProcessesRunEveryJobExactlyOnce(t *testing.T) {
 		Path: filepath.Join(dir, "q.db"), Log: filepath.Join(dir, "side.log"),
 		Kinds: []string{ProcJob{}.Kind()}, Concurrency: 4, Visibility: time.Minute, Attempts: 1,
 	}
-	const seeded, produced = 7000, 3000
+	seeded, produced := underRace(7000, 2100), underRace(3000, 900)
 	jobs := make([]Job, seeded)
 	for i := range jobs {
 		jobs[i] = ProcJob{N: i}
@@ -587,11 +587,7 @@ func TestThreeProcessesRunEveryJobExactlyOnce(t *testing.T) {
 	producer := startProc(t, "producer", pcfg)
 	producer.wait()
 	// Wait in real time for the workers to finish: they are other processes.
-	deadline := time.Now().Add(*procWait)
-	for liveCount(t, cfg.Path) > 0 {
-		require.True(t, time.Now().Before(deadline), "jobs still live after %s", *procWait)
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitWithin(t, *procWait, 50*time.Millisecond, "no job is live", func() bool { return liveCount(t, cfg.Path) == 0 })
 	for _, w := range workers {
 		w.stop()
 	}
@@ -651,11 +647,8 @@ func TestProcessesWithDifferentKindsRunOnlyTheirOwn(t *testing.T) {
 	beta := startProc(t, "worker", betaCfg)
 	alpha.waitReady()
 	beta.waitReady()
-	deadline := time.Now().Add(*procWait)
-	for liveCount(t, base.Path) > 0 {
-		require.True(t, time.Now().Before(deadline), "jobs still live after %s", *procWait)
-		time.Sleep(50 * time.Millisecond) // other processes: a real-time wait
-	}
+	// Other processes: a real-time wait.
+	waitWithin(t, *procWait, 50*time.Millisecond, "no job is live", func() bool { return liveCount(t, base.Path) == 0 })
 	alpha.stop()
 	beta.stop()
 	kindOf := map[int]string{alpha.pid(): ProcAlpha{}.Kind(), beta.pid(): ProcBeta{}.Kind()}

@@ -21,19 +21,6 @@ import (
 // The tests of this file each reproduce a delivery bug found by porting the
 // peers' test suites; each failed before its fix.
 
-// waitFor polls cond (a read of the database) until it holds or waitLimit
-// passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // openSecond opens another queue (another "process") on h's file with its own
 // mock clock set to at.
 func openSecond(t *testing.T, h *harness, at time.Time, mod func(o *Options)) (*Queue, *clock.Mock, *events) {
