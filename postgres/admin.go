@@ -251,7 +251,7 @@ func (s *pgStore) requeueFrom(ctx context.Context, ids []int64, now int64, from 
 			}
 		}
 		for _, id := range ids {
-			if err := uniqueTwin(s, ctx, tx, id); err != nil {
+			if err := s.uniqueTwin(ctx, tx, id); err != nil {
 				return fmt.Errorf("litequeue: requeue job %d: %w", id, err)
 			}
 		}

@@ -69,17 +69,6 @@ var (
 	_ store.Testing = (*pgStore)(nil)
 )
 
-// Hooks of the parts of the store built with their own tags (unique jobs):
-// slowPath reports jobs that insertSlow must insert one at a time, on tx,
-// instead of the merged insert.
-var (
-	slowPath   = func(jobs []store.NewJob) bool { return false }
-	insertSlow func(s *pgStore, ctx context.Context, tx *sql.Tx, jobs []store.NewJob) ([]int64, []error, error)
-	// uniqueTwin returns the error naming the row that keeps dead row id
-	// from becoming pending (nil if none).
-	uniqueTwin = func(s *pgStore, ctx context.Context, tx *sql.Tx, id int64) error { return nil }
-)
-
 func startStore(db *sql.DB, owned, readOnly, asyncAll bool, schema string) *pgStore {
 	s := &pgStore{
 		db:       db,
@@ -142,14 +131,14 @@ func (s *pgStore) Insert(ctx context.Context, apptx store.Tx, jobs []store.NewJo
 			if err := s.checkTx(ctx, tx); err != nil {
 				return nil, nil, err
 			}
-			return insertSlow(s, ctx, tx, jobs)
+			return s.insertEach(ctx, tx, jobs)
 		}
 		var ids []int64
 		var dups []error
 		o := &op{ctx: ctx, run: func(ctx context.Context) error {
 			return s.inTx(ctx, func(tx *sql.Tx) error {
 				var err error
-				ids, dups, err = insertSlow(s, ctx, tx, jobs)
+				ids, dups, err = s.insertEach(ctx, tx, jobs)
 				return err
 			})
 		}}
@@ -425,7 +414,7 @@ func (s *pgStore) InsertClaim(ctx context.Context, job store.NewJob, q store.Cla
 		var dupErr error
 		o = &op{ctx: ctx, run: func(ctx context.Context) error {
 			return s.inTx(ctx, func(tx *sql.Tx) error {
-				ids, dups, err := insertSlow(s, ctx, tx, []store.NewJob{job})
+				ids, dups, err := s.insertEach(ctx, tx, []store.NewJob{job})
 				if err != nil {
 					return err
 				}
@@ -748,7 +737,7 @@ func (s *pgStore) buryThenFollow(ctx context.Context, bu store.Burial, setErr bo
 			if lost = a != 1; lost {
 				return nil
 			}
-			ids, dups, err := insertSlow(s, ctx, tx, []store.NewJob{*bu.FollowUp})
+			ids, dups, err := s.insertEach(ctx, tx, []store.NewJob{*bu.FollowUp})
 			switch {
 			case err != nil:
 			case dups[0] == nil:
