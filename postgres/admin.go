@@ -5,36 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
-
-// rowScanner is *sql.Row or *sql.Rows.
-type rowScanner interface{ Scan(dest ...any) error }
-
-func scanJob(r rowScanner) (store.Job, error) {
-	var j store.Job
-	var state int16
-	var key, lastErr, reason sql.NullString
-	var attempted, finished sql.NullInt64
-	err := r.Scan(&j.ID, &j.Queue, &j.Kind, &state, &j.Attempt, &j.Priority, &key, &j.Payload, &j.CreatedAt,
-		&j.RunAt, &j.VisibleAt, &attempted, &finished, &lastErr, &reason)
-	j.State = store.State(state)
-	j.Key, j.LastError, j.DeadReason = key.String, lastErr.String, reason.String
-	j.AttemptedAt, j.FinishedAt = attempted.Int64, finished.Int64
-	return j, err
-}
-
-// args builds a statement's $n parameters.
-type args []any
-
-func (a *args) add(v any) string {
-	*a = append(*a, v)
-	return "$" + strconv.Itoa(len(*a))
-}
 
 // Jobs implements store.Admin.
 func (s *pgStore) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, error) {
@@ -146,39 +121,6 @@ func (s *pgStore) lockRows(ctx context.Context, tx *sql.Tx, ids []int64) (map[in
 	return m, rows.Err()
 }
 
-func stateWord(st int16) string {
-	switch st {
-	case 0:
-		return "pending"
-	case 1:
-		return "running"
-	case 2:
-		return "completed"
-	case 4:
-		return "cancelled"
-	}
-	return "dead"
-}
-
-// inTx runs fn in a transaction of its own, committed when fn returns nil.
-func (s *pgStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if s.asyncAll {
-		if _, err := tx.ExecContext(ctx, asyncCommitSQL); err != nil {
-			tx.Rollback()
-			return err
-		}
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
-}
-
 // Requeue implements store.Admin.
 func (s *pgStore) Requeue(ctx context.Context, ids []int64, now int64) ([]store.Moved, error) {
 	return s.requeueFrom(ctx, ids, now, 3)
@@ -278,15 +220,6 @@ func (s *pgStore) requeueFrom(ctx context.Context, ids []int64, now int64, from 
 		return nil, err
 	}
 	return moved, nil
-}
-
-func (s *pgStore) notifyTx(ctx context.Context, tx *sql.Tx, queues map[string]bool) error {
-	for q := range queues {
-		if _, err := tx.ExecContext(ctx, notifySQL, s.channel, q); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // deadWhere is the WHERE clause of a DeadFilter over alias t.
@@ -397,3 +330,5 @@ func (s *pgStore) Stats(ctx context.Context, now int64) ([]store.QueueStats, err
 	}
 	return out, nil
 }
+
+func setCancelled(st *store.QueueStats, n int) { st.Cancelled = n }
