@@ -259,14 +259,6 @@ func (f *faultStore) RunNow(ctx context.Context, id, now int64) (store.Moved, er
 	return guarded(f, func() (store.Moved, error) { return f.Backend.RunNow(ctx, id, now) })
 }
 
-func (f *faultStore) RequeueWhere(ctx context.Context, df store.DeadFilter, now int64) ([]store.Moved, error) {
-	return guarded(f, func() ([]store.Moved, error) { return f.Backend.RequeueWhere(ctx, df, now) })
-}
-
-func (f *faultStore) PurgeDead(ctx context.Context, df store.DeadFilter) (int, error) {
-	return guarded(f, func() (int, error) { return f.Backend.PurgeDead(ctx, df) })
-}
-
 func (f *faultStore) UpsertSchedule(ctx context.Context, def store.Schedule, now int64, detail string) (s *store.Schedule, change store.ScheduleChange, err error) {
 	err = f.guard(func() error { s, change, err = f.Backend.UpsertSchedule(ctx, def, now, detail); return err })
 	return s, change, err

@@ -27,8 +27,8 @@ var (
 		"Schedules", "Search", "Stats", "Summaries", "Watch", "WhichCancelled"}
 	storeWrites = []string{"AddHistory", "Bulk", "Bury", "Cancel", "Claim", "Complete", "CompleteTx",
 		"Extend", "FireSchedule", "Insert", "InsertClaim", "InsertRunning", "Pause", "PauseSchedule",
-		"PurgeCancelled", "PurgeCompleted", "PurgeDead", "Release", "RemoveSchedule", "Report", "Requeue",
-		"RequeueCancelled", "RequeueWhere", "Resume", "Retry", "RunNow", "Snooze", "TriggerSchedule", "UpsertSchedule"}
+		"PurgeCancelled", "PurgeCompleted", "Release", "RemoveSchedule", "Report", "Requeue",
+		"RequeueCancelled", "Resume", "Retry", "RunNow", "Snooze", "TriggerSchedule", "UpsertSchedule"}
 )
 
 // Every write of the store fails while a write fault is armed, without

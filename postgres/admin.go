@@ -5,36 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
-
-// rowScanner is *sql.Row or *sql.Rows.
-type rowScanner interface{ Scan(dest ...any) error }
-
-func scanJob(r rowScanner) (store.Job, error) {
-	var j store.Job
-	var state int16
-	var key, lastErr, reason sql.NullString
-	var attempted, finished sql.NullInt64
-	err := r.Scan(&j.ID, &j.Queue, &j.Kind, &state, &j.Attempt, &j.Priority, &key, &j.Payload, &j.CreatedAt,
-		&j.RunAt, &j.VisibleAt, &attempted, &finished, &lastErr, &reason)
-	j.State = store.State(state)
-	j.Key, j.LastError, j.DeadReason = key.String, lastErr.String, reason.String
-	j.AttemptedAt, j.FinishedAt = attempted.Int64, finished.Int64
-	return j, err
-}
-
-// args builds a statement's $n parameters.
-type args []any
-
-func (a *args) add(v any) string {
-	*a = append(*a, v)
-	return "$" + strconv.Itoa(len(*a))
-}
 
 // Jobs implements store.Admin.
 func (s *pgStore) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, error) {
@@ -146,39 +121,6 @@ func (s *pgStore) lockRows(ctx context.Context, tx *sql.Tx, ids []int64) (map[in
 	return m, rows.Err()
 }
 
-func stateWord(st int16) string {
-	switch st {
-	case 0:
-		return "pending"
-	case 1:
-		return "running"
-	case 2:
-		return "completed"
-	case 4:
-		return "cancelled"
-	}
-	return "dead"
-}
-
-// inTx runs fn in a transaction of its own, committed when fn returns nil.
-func (s *pgStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if s.asyncAll {
-		if _, err := tx.ExecContext(ctx, asyncCommitSQL); err != nil {
-			tx.Rollback()
-			return err
-		}
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
-}
-
 // Requeue implements store.Admin.
 func (s *pgStore) Requeue(ctx context.Context, ids []int64, now int64) ([]store.Moved, error) {
 	return s.requeueFrom(ctx, ids, now, 3)
@@ -251,7 +193,7 @@ func (s *pgStore) requeueFrom(ctx context.Context, ids []int64, now int64, from 
 			}
 		}
 		for _, id := range ids {
-			if err := uniqueTwin(s, ctx, tx, id); err != nil {
+			if err := s.uniqueTwin(ctx, tx, id); err != nil {
 				return fmt.Errorf("litequeue: requeue job %d: %w", id, err)
 			}
 		}
@@ -280,106 +222,6 @@ func (s *pgStore) requeueFrom(ctx context.Context, ids []int64, now int64, from 
 	return moved, nil
 }
 
-func (s *pgStore) notifyTx(ctx context.Context, tx *sql.Tx, queues map[string]bool) error {
-	for q := range queues {
-		if _, err := tx.ExecContext(ctx, notifySQL, s.channel, q); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// deadWhere is the WHERE clause of a DeadFilter over alias t.
-func deadWhere(f store.DeadFilter, a *args, t string) string {
-	where := []string{t + ".state = 3"}
-	if f.Queue != "" {
-		where = append(where, t+".queue = "+a.add(f.Queue))
-	}
-	if f.Kind != "" {
-		where = append(where, t+".kind = "+a.add(f.Kind))
-	}
-	if f.FinishedBefore != 0 {
-		where = append(where, t+".finished_at < "+a.add(f.FinishedBefore))
-	}
-	if len(f.IDs) > 0 {
-		where = append(where, t+".id = ANY ("+a.add(f.IDs)+")")
-	}
-	return strings.Join(where, " AND ")
-}
-
-// RequeueWhere implements store.Admin. Of dead rows sharing a key, the
-// oldest moves (if no live row holds the key); the others stay dead.
-func (s *pgStore) RequeueWhere(ctx context.Context, f store.DeadFilter, now int64) ([]store.Moved, error) {
-	if err := s.writable(); err != nil {
-		return nil, err
-	}
-	var a args
-	nowArg := a.add(now)
-	w1 := deadWhere(f, &a, "d")
-	query := `UPDATE lq_jobs j SET state = 0, attempt = 0, snoozes = 0, visible_at = ` + nowArg + `, lease = NULL,
-    finished_at = NULL, dead_reason = NULL
-WHERE j.state = 3 AND j.id IN (
-    SELECT d.id FROM lq_jobs d WHERE ` + w1 + ` AND d.idem_key IS NULL
-    UNION ALL
-    SELECT min(d.id) FROM lq_jobs d WHERE ` + w1 + ` AND d.idem_key IS NOT NULL
-        AND NOT EXISTS (SELECT 1 FROM lq_jobs l WHERE l.idem_key = d.idem_key AND l.state IN (0, 1))
-    GROUP BY d.idem_key)
-  AND NOT ` + uniqueTwinCond("j") + `
-RETURNING j.id, j.queue, j.kind`
-	var moved []store.Moved
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		moved = moved[:0]
-		rows, err := tx.QueryContext(ctx, s.q(query), a...)
-		if err != nil {
-			return err
-		}
-		queues := map[string]bool{}
-		for rows.Next() {
-			var m store.Moved
-			if err := rows.Scan(&m.ID, &m.Queue, &m.Kind); err != nil {
-				rows.Close()
-				return err
-			}
-			moved = append(moved, m)
-			queues[m.Queue] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if err := s.keepDeadErrors(ctx, tx, moved); err != nil {
-			return err
-		}
-		return s.notifyTx(ctx, tx, queues)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("litequeue: requeue dead letters: %w", err)
-	}
-	return moved, nil
-}
-
-// uniqueTwinCond is true for a dead row (alias t) that may not become
-// pending because another row blocks its uniqueness key.
-func uniqueTwinCond(t string) string {
-	return `(` + t + `.unique_key IS NOT NULL AND (` + t + `.unique_states & 1) = 1 AND EXISTS (SELECT 1 FROM lq_jobs u
-    WHERE u.unique_key = ` + t + `.unique_key AND ((u.unique_states >> u.state) & 1) = 1 AND u.id <> ` + t + `.id))`
-}
-
-// PurgeDead implements store.Admin.
-func (s *pgStore) PurgeDead(ctx context.Context, f store.DeadFilter) (int, error) {
-	if err := s.writable(); err != nil {
-		return 0, err
-	}
-	var a args
-	var n int
-	err := s.db.QueryRowContext(ctx, s.q(fmt.Sprintf(deleteWithHistorySQL,
-		"DELETE FROM lq_jobs t WHERE "+deadWhere(f, &a, "t")+" RETURNING t.id")), a...).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("litequeue: purge dead letters: %w", err)
-	}
-	return n, nil
-}
-
 // Stats implements store.Admin.
 func (s *pgStore) Stats(ctx context.Context, now int64) ([]store.QueueStats, error) {
 	out, err := readAll(s, ctx, s.q(statsSQL), []any{now}, func(rows *sql.Rows, st *store.QueueStats) error {
@@ -397,3 +239,5 @@ func (s *pgStore) Stats(ctx context.Context, now int64) ([]store.QueueStats, err
 	}
 	return out, nil
 }
+
+func setCancelled(st *store.QueueStats, n int) { st.Cancelled = n }

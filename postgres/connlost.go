@@ -89,3 +89,16 @@ func readValue[T any](s *pgStore, ctx context.Context, fn func() (T, error)) (T,
 func readAll[T any](s *pgStore, ctx context.Context, query string, a []any, scan func(*sql.Rows, *T) error) ([]T, error) {
 	return readValue(s, ctx, func() ([]T, error) { return sqlkit.QueryAll(ctx, s.db, query, a, scan) })
 }
+
+// readTx runs fn in a read-only transaction with one snapshot, as a read
+// (see read): fn may run twice.
+func (s *pgStore) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.read(ctx, func() error {
+		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		return fn(tx)
+	})
+}

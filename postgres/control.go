@@ -14,8 +14,6 @@ import (
 // Live control: paused queues in lq_queues, cancelled jobs
 // in state 4, snoozes.
 
-func setCancelled(st *store.QueueStats, n int) { st.Cancelled = n }
-
 // pauseLock takes, in tx, the lock that claims of queue take shared
 // (pauseLockSQL): a Pause waits for claims in flight, and claims after it
 // see it.

@@ -88,19 +88,6 @@ func and(where []string) string {
 	return strings.Join(where, " AND ")
 }
 
-// readTx runs fn in a read-only transaction with one snapshot, as a read
-// (see read): fn may run twice.
-func (s *pgStore) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return s.read(ctx, func() error {
-		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
-		return fn(tx)
-	})
-}
-
 // Search implements store.Admin.
 func (s *pgStore) Search(ctx context.Context, q store.JobQuery, p store.PageQuery) (store.Page, error) {
 	var page store.Page

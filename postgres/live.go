@@ -11,21 +11,16 @@ import (
 
 // Progress, output and unique jobs (Runtime.Report, Admin.Progress, NewJob.Unique).
 
-func init() {
-	slowPath = func(jobs []store.NewJob) bool {
-		for i := range jobs {
-			if jobs[i].Unique != nil {
-				return true
-			}
+// slowPath reports whether jobs holds a unique job: such a batch is inserted
+// one job at a time (insertEach), on its transaction, instead of by the
+// merged insert.
+func slowPath(jobs []store.NewJob) bool {
+	for i := range jobs {
+		if jobs[i].Unique != nil {
+			return true
 		}
-		return false
 	}
-	insertSlow = func(s *pgStore, ctx context.Context, tx *sql.Tx, jobs []store.NewJob) ([]int64, []error, error) {
-		return s.insertEach(ctx, tx, jobs)
-	}
-	uniqueTwin = func(s *pgStore, ctx context.Context, tx *sql.Tx, id int64) error {
-		return s.uniqueTwinOf(ctx, tx, id)
-	}
+	return false
 }
 
 // Report implements store.Runtime.
@@ -177,9 +172,9 @@ func (s *pgStore) insertOne(ctx context.Context, tx *sql.Tx, nj *store.NewJob) (
 	return id, err
 }
 
-// uniqueTwinOf returns the *UniqueError of the row that keeps dead row id
+// uniqueTwin returns the *UniqueError of the row that keeps dead row id
 // from becoming pending.
-func (s *pgStore) uniqueTwinOf(ctx context.Context, tx *sql.Tx, id int64) error {
+func (s *pgStore) uniqueTwin(ctx context.Context, tx *sql.Tx, id int64) error {
 	var holder int64
 	var state int16
 	var kind string

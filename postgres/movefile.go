@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -72,14 +71,26 @@ type moveRow struct {
 	uniqueStates                   *int16
 }
 
-// moveHook, when set (only by tests), is called at each step of MoveFile
-// that a crash may follow, so a test can kill the process there.
-var moveHook func(step string)
+// MoveStep names a point of MoveFile after which the move may stop (a
+// crash, a kill) and is finished by running it again with the same url.
+type MoveStep string
 
-func moveStep(step string) {
-	if moveHook != nil {
-		moveHook(step)
-	}
+const (
+	// MoveMarked: the file's mark (moving to url) is committed, by this run
+	// or an earlier one; PostgreSQL holds none of this run's copy yet.
+	MoveMarked MoveStep = "marked"
+	// MoveCopied: PostgreSQL's transaction holding the copy is committed;
+	// the file's mark does not yet say the move is complete.
+	MoveCopied MoveStep = "copied"
+)
+
+// MoveOptions are the settings of MoveFileWith. The zero value is
+// MoveFile's.
+type MoveOptions struct {
+	// Progress, if not nil, is called on MoveFile's goroutine once each
+	// MoveStep is durable, before the next step begins; the move waits for
+	// it to return. It is not called for steps a failed move never reached.
+	Progress func(MoveStep)
 }
 
 // MoveFile copies every job of the queue file at path — live (pending,
@@ -117,6 +128,15 @@ func moveStep(step string) {
 // PostgreSQL queue already has for another job, a key a live PostgreSQL job
 // holds, or a schedule name PostgreSQL already has refuses the whole copy.
 func MoveFile(ctx context.Context, path, url string) (Moved, error) {
+	return MoveFileWith(ctx, path, url, nil)
+}
+
+// MoveFileWith is MoveFile with settings (nil: MoveFile's).
+func MoveFileWith(ctx context.Context, path, url string, opts *MoveOptions) (Moved, error) {
+	step := func(MoveStep) {}
+	if opts != nil && opts.Progress != nil {
+		step = opts.Progress
+	}
 	var m Moved
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -251,7 +271,7 @@ func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 		conn.ExecContext(context.Background(), "ROLLBACK")
 		return m, fmt.Errorf("litequeue: mark %s as moved: %w; nothing was copied", path, err)
 	}
-	moveStep("marked")
+	step(MoveMarked)
 
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('litequeue move ' || $1::text, 0))`, s.schema); err != nil {
@@ -332,7 +352,7 @@ func MoveFile(ctx context.Context, path, url string) (Moved, error) {
 		}
 		return Moved{Schema: m.Schema}, err
 	}
-	moveStep("copied")
+	step(MoveCopied)
 	if err := markFile(conn, sqlitefile.MarkMoved); err != nil {
 		return m, fmt.Errorf("litequeue: the jobs were copied, and recording the move's end in %s failed: %w; run the move again to record it (it copies nothing twice)", path, err)
 	}
@@ -356,41 +376,6 @@ func markFile(conn *sql.Conn, mark func(context.Context, sqlitefile.Execer) erro
 		return err
 	}
 	return nil
-}
-
-// escaper makes text PostgreSQL's text type can store: valid UTF-8 without
-// NUL is kept as it is; in other text each NUL and each byte that is not
-// UTF-8 is written as \xNN and each backslash as \\, so that two different
-// values stay different. n counts the values it changed.
-type escaper struct{ n int }
-
-func (e *escaper) text(s string) string {
-	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
-		return s
-	}
-	e.n++
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1, r == 0:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\\':
-			b.WriteString(`\\`)
-		default:
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	return b.String()
-}
-
-func (e *escaper) ptr(s *string) *string {
-	if s == nil {
-		return nil
-	}
-	t := e.text(*s)
-	return &t
 }
 
 // checkMove refuses ids the PostgreSQL queue already has and keys its live

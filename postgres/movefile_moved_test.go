@@ -34,7 +34,8 @@ const moveHelperEnv = "LITEQUEUE_MOVE_HELPER"
 //     exits 0; when Open refuses the file it prints the error and exits 3
 //     for ErrMoved (with the *MovedError's destination on a line "to URL"),
 //     2 otherwise.
-//   - "move STEP": MoveFile of LQ_FILE to LQ_URL, killed (SIGKILL) at STEP.
+//   - "move STEP": MoveFile of LQ_FILE to LQ_URL, killed (SIGKILL) when its
+//     MoveOptions.Progress reports the MoveStep STEP.
 func TestMoveHelperProcess(t *testing.T) {
 	role := os.Getenv(moveHelperEnv)
 	if role == "" {
@@ -42,12 +43,12 @@ func TestMoveHelperProcess(t *testing.T) {
 	}
 	file := os.Getenv("LQ_FILE")
 	if step, ok := strings.CutPrefix(role, "move "); ok {
-		moveHook = func(s string) {
-			if s == step {
+		kill := func(s MoveStep) {
+			if s == MoveStep(step) {
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			}
 		}
-		if _, err := MoveFile(context.Background(), file, os.Getenv("LQ_URL")); err != nil {
+		if _, err := MoveFileWith(context.Background(), file, os.Getenv("LQ_URL"), &MoveOptions{Progress: kill}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
@@ -197,15 +198,15 @@ func TestAMovedFileIsNotRunAgainByItsApplication(t *testing.T) {
 // refuses (the move did not finish); running the move again finishes it,
 // and PostgreSQL holds each job once.
 func TestAMoveKilledAtAnyStepNeverLetsTheFileRunItsJobs(t *testing.T) {
-	for _, step := range []string{"marked", "copied"} {
-		t.Run(step, func(t *testing.T) {
+	for _, step := range []MoveStep{MoveMarked, MoveCopied} {
+		t.Run(string(step), func(t *testing.T) {
 			path := pendingFile(t, 20)
 			u, admin := freshSchema(t)
-			code, _, errOut := helper(t, "move "+step, "LQ_FILE="+path, "LQ_URL="+u)
+			code, _, errOut := helper(t, "move "+string(step), "LQ_FILE="+path, "LQ_URL="+u)
 			if code != -int(syscall.SIGKILL) {
 				t.Fatalf("the move exited %d, want killed at %s: %s", code, step, errOut)
 			}
-			wantPG := map[string]int{"marked": 0, "copied": 20}[step]
+			wantPG := map[MoveStep]int{MoveMarked: 0, MoveCopied: 20}[step]
 			if n := pgJobs(t, admin, u); n != wantPG {
 				t.Fatalf("PostgreSQL has %d jobs after a kill at %s, want %d", n, step, wantPG)
 			}

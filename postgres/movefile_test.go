@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,9 +69,13 @@ func TestMoveFileCopiesJobsDeadLettersAndHistoryOnce(t *testing.T) {
 	path, live, deadID := queueFile(t)
 	u, _ := freshSchema(t)
 	ctx := context.Background()
-	m, err := MoveFile(ctx, path, u)
+	var steps []MoveStep
+	m, err := MoveFileWith(ctx, path, u, &MoveOptions{Progress: func(s MoveStep) { steps = append(steps, s) }})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !slices.Equal(steps, []MoveStep{MoveMarked, MoveCopied}) {
+		t.Fatalf("progress %v, want marked then copied", steps)
 	}
 	if m.Pending != 4 || m.Dead != 1 || m.Attempts != 1 || m.Skipped != 0 {
 		t.Fatalf("moved %+v, want 4 pending, 1 dead with 1 attempt", m)

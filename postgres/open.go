@@ -3,12 +3,8 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"embed"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"net"
-	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -17,39 +13,6 @@ import (
 
 	"github.com/litequeue/litequeue"
 	"github.com/litequeue/litequeue/internal/store"
-)
-
-// SchemaVersion is the version of the PostgreSQL schema this build writes.
-// Open migrates older schemas up to it and refuses newer ones with
-// litequeue.ErrSchemaTooNew.
-const SchemaVersion = 3
-
-// formatName is stored in lq_meta to tell litequeue's tables from another
-// application's tables of the same names.
-const formatName = "litequeue"
-
-// Errors of connecting. Each is wrapped together with the driver's own error,
-// so errors.As(err, **pgconn.PgError) also works.
-var (
-	// ErrUnreachable: no PostgreSQL server answered at the URL's host and
-	// port (refused, timed out, unknown host).
-	ErrUnreachable = errors.New("litequeue: PostgreSQL server unreachable")
-	// ErrAuth: the server refused the URL's user or password.
-	ErrAuth = errors.New("litequeue: PostgreSQL refused the credentials")
-	// ErrNoDatabase: the URL names a database the server does not have.
-	ErrNoDatabase = errors.New("litequeue: PostgreSQL database does not exist")
-	// ErrNoSchema: the connection's search_path names no existing schema,
-	// so there is nowhere to put the queue's tables.
-	ErrNoSchema = errors.New("litequeue: no schema to put the queue's tables in")
-	// ErrNotPgx: New was given a *sql.DB whose driver is not pgx's stdlib.
-	ErrNotPgx = errors.New("litequeue: the *sql.DB is not opened with github.com/jackc/pgx/v5/stdlib")
-	// ErrPoolTooSmall: New was given a *sql.DB limited to one open
-	// connection, which the queue's LISTEN would hold for good, leaving
-	// none for its writes.
-	ErrPoolTooSmall = errors.New("litequeue: the *sql.DB allows too few open connections for the queue")
-	// ErrListenElsewhere: Options.ListenURL reaches another database than
-	// the queue's, where the queue's notifications never arrive.
-	ErrListenElsewhere = errors.New("litequeue: Options.ListenURL reaches another database than the queue's")
 )
 
 // Open connects to the PostgreSQL database at url (a postgres:// URL or a
@@ -212,93 +175,6 @@ func openStoreWith(ctx context.Context, cfg *pgx.ConnConfig, readOnly, asyncAll,
 func refusedStartupParameter(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "08P01" && strings.Contains(pe.Message, "unsupported startup parameter")
-}
-
-//go:embed migrations/*.sql
-var migrationFS embed.FS
-
-// migrations returns the embedded migrations in version order.
-func migrations() ([]store.Migration, error) { return store.ReadMigrations(migrationFS) }
-
-// explainConnect turns the driver's connection failures into errors that say
-// what was wrong and what to do.
-func explainConnect(err error) error {
-	if err == nil {
-		return nil
-	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		switch {
-		case pe.Code == "28P01" || pe.Code == "28000":
-			return fmt.Errorf("%w (%s); check the user and password in the URL (or PGUSER/PGPASSWORD, ~/.pgpass): %w", ErrAuth, pe.Message, err)
-		case pe.Code == "3D000":
-			return fmt.Errorf("%w (%s); create it (CREATE DATABASE) or fix the URL's database name: %w", ErrNoDatabase, pe.Message, err)
-		}
-		return err
-	}
-	var ce *pgconn.ConnectError
-	var ne net.Error
-	var oe *net.OpError
-	var de *net.DNSError
-	if errors.As(err, &ce) || errors.As(err, &oe) || errors.As(err, &de) || errors.As(err, &ne) {
-		return fmt.Errorf("%w; check that the server runs and that the URL's host and port are right: %w", ErrUnreachable, err)
-	}
-	return err
-}
-
-// errNoSchema is ErrNoSchema with what to do.
-func errNoSchema() error {
-	return fmt.Errorf("%w: the connection's search_path names no existing schema; create it (CREATE SCHEMA name) or set the URL parameter search_path to an existing one", ErrNoSchema)
-}
-
-// quoteIdent quotes an SQL identifier.
-func quoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
-
-// channelName is the LISTEN/NOTIFY channel of the queue in schema: channels
-// are per database, so the schema is part of the name.
-func channelName(schema string) string {
-	c := "litequeue." + schema
-	if len(c) > 63 {
-		h := fnv.New64a()
-		h.Write([]byte(schema))
-		c = "litequeue." + strconv.FormatUint(h.Sum64(), 16)
-	}
-	return c
-}
-
-// identify tells whether schema holds litequeue's tables and their version:
-// 0 when none of them exist. A table named like ours without our lq_meta
-// marks is ErrNotLitequeue.
-func identify(ctx context.Context, tx *sql.Tx, schema string) (int, error) {
-	var jobs, meta, attempts bool
-	err := tx.QueryRowContext(ctx, `SELECT
-		to_regclass(format('%I.lq_jobs', $1::text)) IS NOT NULL,
-		to_regclass(format('%I.lq_meta', $1::text)) IS NOT NULL,
-		to_regclass(format('%I.lq_attempts', $1::text)) IS NOT NULL`, schema).Scan(&jobs, &meta, &attempts)
-	if err != nil {
-		return 0, err
-	}
-	if !meta {
-		if jobs || attempts {
-			return 0, fmt.Errorf("%w: schema %q has a table lq_jobs or lq_attempts that litequeue did not create (no lq_meta); use another schema for the queue (URL parameter search_path=…)", store.ErrNotLitequeue, schema)
-		}
-		return 0, nil
-	}
-	var format, ver sql.NullString
-	err = tx.QueryRowContext(ctx, `SELECT
-		(SELECT value FROM `+quoteIdent(schema)+`.lq_meta WHERE key = 'format'),
-		(SELECT value FROM `+quoteIdent(schema)+`.lq_meta WHERE key = 'schema_version')`).Scan(&format, &ver)
-	if err != nil || format.String != formatName {
-		return 0, fmt.Errorf("%w: schema %q has a table lq_meta that does not name the litequeue format (%v); use another schema for the queue (URL parameter search_path=…)", store.ErrNotLitequeue, schema, err)
-	}
-	v, err := strconv.Atoi(ver.String)
-	if err != nil || v < 1 {
-		return 0, fmt.Errorf("%w: schema %q: unreadable schema version %q", store.ErrNotLitequeue, schema, ver.String)
-	}
-	if !jobs {
-		return 0, fmt.Errorf("%w: schema %q has litequeue's lq_meta but no lq_jobs table: it was damaged", store.ErrNotLitequeue, schema)
-	}
-	return v, nil
 }
 
 // migrate checks, and unless readOnly creates or migrates, the queue's

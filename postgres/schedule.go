@@ -75,7 +75,7 @@ func (t scheduleTx) QueryRowContext(ctx context.Context, query string, args ...a
 // one at a time.
 func (t scheduleTx) InsertJobs(ctx context.Context, jobs []store.NewJob) ([]int64, []error, error) {
 	if slowPath(jobs) {
-		return insertSlow(t.s, ctx, t.tx, jobs)
+		return t.s.insertEach(ctx, t.tx, jobs)
 	}
 	return t.s.insertTx(ctx, t.tx, jobs)
 }

@@ -3,13 +3,17 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"embed"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/litequeue/litequeue/internal/store"
 )
 
 // ErrNoCreatePrivilege: the queue's tables are missing or older than this
@@ -114,4 +118,54 @@ func explainMigrate(err error, schema string, from int) error {
 	}
 	return fmt.Errorf("%w in schema %q (the schema is at version %d, this build needs %d): have the schema's owner apply the tables first (`lqinspect schema -from %d | psql -1 ...`, or postgres.MigrationSQL(%d) in your migration tool), or grant this role CREATE on the schema: %w",
 		ErrNoCreatePrivilege, schema, from, SchemaVersion, from, from, err)
+}
+
+// SchemaVersion is the version of the PostgreSQL schema this build writes.
+// Open migrates older schemas up to it and refuses newer ones with
+// litequeue.ErrSchemaTooNew.
+const SchemaVersion = 3
+
+// formatName is stored in lq_meta to tell litequeue's tables from another
+// application's tables of the same names.
+const formatName = "litequeue"
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// migrations returns the embedded migrations in version order.
+func migrations() ([]store.Migration, error) { return store.ReadMigrations(migrationFS) }
+
+// identify tells whether schema holds litequeue's tables and their version:
+// 0 when none of them exist. A table named like ours without our lq_meta
+// marks is ErrNotLitequeue.
+func identify(ctx context.Context, tx *sql.Tx, schema string) (int, error) {
+	var jobs, meta, attempts bool
+	err := tx.QueryRowContext(ctx, `SELECT
+		to_regclass(format('%I.lq_jobs', $1::text)) IS NOT NULL,
+		to_regclass(format('%I.lq_meta', $1::text)) IS NOT NULL,
+		to_regclass(format('%I.lq_attempts', $1::text)) IS NOT NULL`, schema).Scan(&jobs, &meta, &attempts)
+	if err != nil {
+		return 0, err
+	}
+	if !meta {
+		if jobs || attempts {
+			return 0, fmt.Errorf("%w: schema %q has a table lq_jobs or lq_attempts that litequeue did not create (no lq_meta); use another schema for the queue (URL parameter search_path=…)", store.ErrNotLitequeue, schema)
+		}
+		return 0, nil
+	}
+	var format, ver sql.NullString
+	err = tx.QueryRowContext(ctx, `SELECT
+		(SELECT value FROM `+quoteIdent(schema)+`.lq_meta WHERE key = 'format'),
+		(SELECT value FROM `+quoteIdent(schema)+`.lq_meta WHERE key = 'schema_version')`).Scan(&format, &ver)
+	if err != nil || format.String != formatName {
+		return 0, fmt.Errorf("%w: schema %q has a table lq_meta that does not name the litequeue format (%v); use another schema for the queue (URL parameter search_path=…)", store.ErrNotLitequeue, schema, err)
+	}
+	v, err := strconv.Atoi(ver.String)
+	if err != nil || v < 1 {
+		return 0, fmt.Errorf("%w: schema %q: unreadable schema version %q", store.ErrNotLitequeue, schema, ver.String)
+	}
+	if !jobs {
+		return 0, fmt.Errorf("%w: schema %q has litequeue's lq_meta but no lq_jobs table: it was damaged", store.ErrNotLitequeue, schema)
+	}
+	return v, nil
 }

@@ -295,3 +295,9 @@ func qualifier(schema string) *strings.Replacer {
 		"lq_claim(", q+"lq_claim(",
 	)
 }
+
+// asyncCommitSQL makes the rest of the batch's transaction commit without
+// waiting for the server to flush its WAL (synchronous_commit=off for this
+// transaction only). A statement of the batch rather than SET LOCAL, which
+// warns in the server's log outside an explicit transaction block.
+const asyncCommitSQL = `SELECT set_config('synchronous_commit', 'off', true)`

@@ -8,76 +8,11 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/litequeue/litequeue/internal/store"
-)
-
-// pgStore is the PostgreSQL implementation of store.Backend.
-type pgStore struct {
-	db       *sql.DB
-	owned    bool // Close closes db
-	readOnly bool
-	// asyncAll (DurabilityProcess) makes every write transaction commit
-	// without waiting for the WAL flush (asyncCommitSQL), set per
-	// transaction so that it passes a pooler in transaction mode.
-	asyncAll bool
-	schema   string
-	database string                    // current_database() of db's connections
-	lastTx   atomic.Pointer[checkedTx] // the last application transaction checkTx found on database
-	channel  string                    // LISTEN/NOTIFY channel of the schema's queues
-	// listenCfg, when set (Options.ListenURL), is where the listening
-	// connection connects instead of taking one of db's.
-	listenCfg *pgx.ConnConfig
-
-	qual  *strings.Replacer
-	qmu   sync.RWMutex
-	qualQ map[string]string
-
-	// Three writers (internal/groupcommit), each batching its ops into one
-	// round trip and one commit, and working at the same time as the others
-	// on connections of their own: claims (one batch at a time, so hand-offs
-	// follow commit order), inserts, and the outcomes of deliveries
-	// (successes, retries, burials, releases, extensions). Inserts stay one
-	// batch at a time too: they notify, and PostgreSQL serializes the commits
-	// of notifying transactions; measured, two or more batches in flight
-	// split 16 producers' enqueues into smaller batches and ran 15-60%
-	// slower, with the notify or without it.
-	claims, ins, fin *writer
-	// onBatch, when set (by tests), sees each batch's statements before it
-	// is sent.
-	onBatch func(sqls []string)
-	// log gets the store's own warnings: the queue's Options.Logger (set
-	// before the queue starts), discarding by default.
-	log *slog.Logger
-
-	closed    atomic.Bool
-	closeOnce sync.Once
-	closeErr  error
-	watchers  sync.WaitGroup
-	stopWatch context.CancelFunc
-	watchCtx  context.Context
-}
-
-var (
-	_ store.Backend = (*pgStore)(nil)
-	_ store.Testing = (*pgStore)(nil)
-)
-
-// Hooks of the parts of the store built with their own tags (unique jobs):
-// slowPath reports jobs that insertSlow must insert one at a time, on tx,
-// instead of the merged insert.
-var (
-	slowPath   = func(jobs []store.NewJob) bool { return false }
-	insertSlow func(s *pgStore, ctx context.Context, tx *sql.Tx, jobs []store.NewJob) ([]int64, []error, error)
-	// uniqueTwin returns the error naming the row that keeps dead row id
-	// from becoming pending (nil if none).
-	uniqueTwin = func(s *pgStore, ctx context.Context, tx *sql.Tx, id int64) error { return nil }
 )
 
 func startStore(db *sql.DB, owned, readOnly, asyncAll bool, schema string) *pgStore {
@@ -99,35 +34,6 @@ func startStore(db *sql.DB, owned, readOnly, asyncAll bool, schema string) *pgSt
 	return s
 }
 
-// q returns query with its table names qualified by the store's schema.
-func (s *pgStore) q(query string) string {
-	s.qmu.RLock()
-	r, ok := s.qualQ[query]
-	s.qmu.RUnlock()
-	if ok {
-		return r
-	}
-	r = s.qual.Replace(query)
-	s.qmu.Lock()
-	if len(s.qualQ) < 256 {
-		s.qualQ[query] = r
-	}
-	s.qmu.Unlock()
-	return r
-}
-
-func (s *pgStore) closing() bool { return s.closed.Load() }
-
-func (s *pgStore) writable() error {
-	if s.closed.Load() {
-		return store.ErrClosed
-	}
-	if s.readOnly {
-		return store.ErrReadOnly
-	}
-	return nil
-}
-
 // Insert implements store.Runtime.
 func (s *pgStore) Insert(ctx context.Context, apptx store.Tx, jobs []store.NewJob) ([]int64, []error, error) {
 	tx := apptx.SQL()
@@ -142,14 +48,14 @@ func (s *pgStore) Insert(ctx context.Context, apptx store.Tx, jobs []store.NewJo
 			if err := s.checkTx(ctx, tx); err != nil {
 				return nil, nil, err
 			}
-			return insertSlow(s, ctx, tx, jobs)
+			return s.insertEach(ctx, tx, jobs)
 		}
 		var ids []int64
 		var dups []error
 		o := &op{ctx: ctx, run: func(ctx context.Context) error {
 			return s.inTx(ctx, func(tx *sql.Tx) error {
 				var err error
-				ids, dups, err = insertSlow(s, ctx, tx, jobs)
+				ids, dups, err = s.insertEach(ctx, tx, jobs)
 				return err
 			})
 		}}
@@ -425,7 +331,7 @@ func (s *pgStore) InsertClaim(ctx context.Context, job store.NewJob, q store.Cla
 		var dupErr error
 		o = &op{ctx: ctx, run: func(ctx context.Context) error {
 			return s.inTx(ctx, func(tx *sql.Tx) error {
-				ids, dups, err := insertSlow(s, ctx, tx, []store.NewJob{job})
+				ids, dups, err := s.insertEach(ctx, tx, []store.NewJob{job})
 				if err != nil {
 					return err
 				}
@@ -748,7 +654,7 @@ func (s *pgStore) buryThenFollow(ctx context.Context, bu store.Burial, setErr bo
 			if lost = a != 1; lost {
 				return nil
 			}
-			ids, dups, err := insertSlow(s, ctx, tx, []store.NewJob{*bu.FollowUp})
+			ids, dups, err := s.insertEach(ctx, tx, []store.NewJob{*bu.FollowUp})
 			switch {
 			case err != nil:
 			case dups[0] == nil:

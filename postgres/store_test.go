@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -328,11 +329,12 @@ func TestDeletingJobsDeletesTheirHistory(t *testing.T) {
 	if n := attempts(); n != 2 && n != 3 {
 		t.Fatalf("%d records after a success and a cancel, want the dead letter's 2 (and the cancelled job's, if kept)", n)
 	}
-	if _, err := s.PurgeDead(ctx, store.DeadFilter{IDs: []int64{got[2]}}); err != nil {
-		t.Fatal(err)
+	dead := []store.ListState{store.ListDead}
+	if r, err := s.Bulk(ctx, store.BulkDelete, store.JobQuery{IDs: []int64{got[2]}, States: dead}, math.MaxInt64, 10); err != nil || r.Changed != 0 {
+		t.Fatalf("deleting the cancelled job as dead = %+v, %v", r, err)
 	}
-	if n, err := s.PurgeDead(ctx, store.DeadFilter{}); err != nil || n != 1 {
-		t.Fatalf("PurgeDead = %d, %v", n, err)
+	if r, err := s.Bulk(ctx, store.BulkDelete, store.JobQuery{States: dead}, math.MaxInt64, 10); err != nil || r.Changed != 1 {
+		t.Fatalf("deleting the dead = %+v, %v", r, err)
 	}
 	if n := attempts(); n != 0 && n != 1 {
 		t.Fatalf("%d records left", n)

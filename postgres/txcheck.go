@@ -39,13 +39,6 @@ func (s *pgStore) checkTx(ctx context.Context, tx *sql.Tx) error {
 	return nil
 }
 
-// checkedTx is an application transaction found on the queue's database,
-// with its transaction id.
-type checkedTx struct {
-	tx  *sql.Tx
-	xid int64
-}
-
 // missingTables returns ErrOtherDatabase, wrapping err, when err says the
 // queue's schema or tables do not exist where a statement on an
 // application's transaction ran (SQLSTATE 3F000 invalid_schema_name, 42P01

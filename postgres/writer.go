@@ -49,12 +49,6 @@ type op struct {
 	claimOnly bool
 }
 
-// asyncCommitSQL makes the rest of the batch's transaction commit without
-// waiting for the server to flush its WAL (synchronous_commit=off for this
-// transaction only). A statement of the batch rather than SET LOCAL, which
-// warns in the server's log outside an explicit transaction block.
-const asyncCommitSQL = `SELECT set_config('synchronous_commit', 'off', true)`
-
 // asyncCommit reports whether a batch of ops and cs may commit without
 // waiting for the WAL flush: when it only claims. A claim holds no work that
 // a caller was told is stored, and a server that crashes before flushing it

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // sqliteCommitFloor is D's -commit-floor on SQLite: after the same idle
@@ -73,4 +75,26 @@ func (b *bench) timeFloor(res *Result, insert func(payload []byte) error) error 
 	res.ElapsedS = time.Since(t00).Seconds()
 	latencies(res, lat)
 	return nil
+}
+
+// commitFloor is D's -commit-floor: after the same idle gaps as D, one
+// autocommit INSERT of the job's payload into a table of two columns, on a
+// pgx connection of its own to the run's database (a statement pgx prepares
+// once). Nothing else runs: no queue, no index but the primary key, no
+// notify. Its latency is the least that any queue which starts a job only
+// after the job's enqueue committed can show in D on this server.
+func (b *bench) commitFloor(ctx context.Context, res *Result) error {
+	conn, err := pgx.Connect(ctx, b.pg.url)
+	if err != nil {
+		return fmt.Errorf("commit floor: connect: %w", err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "CREATE TABLE lqbench_floor (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload bytea NOT NULL)"); err != nil {
+		return fmt.Errorf("commit floor: %w", err)
+	}
+	const insert = "INSERT INTO lqbench_floor (payload) VALUES ($1)"
+	return b.timeFloor(res, func(payload []byte) error {
+		_, err := conn.Exec(ctx, insert, payload)
+		return err
+	})
 }

@@ -31,7 +31,7 @@ cannot run the moved jobs a second time: litequeue.Open refuses the file
 for writing (ErrMoved), every writing lqinspect command too, and read
 commands still read it. A move that fails takes the mark back; one that
 stopped half-way (killed) is finished by running it again with the same
-URL. It refuses a file moved to another queue before, and a schedule that
+URL; it says on stderr each step it reached (file marked, copy committed). It refuses a file moved to another queue before, and a schedule that
 PostgreSQL already has (move before any process registers schedules
 there). Running it again copies nothing more. Afterwards open the queue
 with postgres.Open(ctx, URL, opts) instead of litequeue.Open(FILE, opts).
@@ -53,7 +53,7 @@ they are.`)
 	if isPostgresURL(pos[0]) {
 		return usagef("FILE must be a queue file, not a URL")
 	}
-	m, err := postgres.MoveFile(a.ctx, pos[0], pos[1])
+	m, err := postgres.MoveFileWith(a.ctx, pos[0], pos[1], &postgres.MoveOptions{Progress: a.moveProgress(pos[0])})
 	if err != nil {
 		return err
 	}
@@ -91,6 +91,20 @@ they are.`)
 		_, err = fmt.Fprintf(a.stdout, "%s is marked as moved: applications and lqinspect open it read-only only\n", safeLine(pos[0]))
 	}
 	return err
+}
+
+// moveProgress returns the MoveOptions.Progress that tells on stderr each
+// step of the move of the file at path, so that an operator whose move
+// stopped half-way sees how far it came.
+func (a *app) moveProgress(path string) func(postgres.MoveStep) {
+	return func(step postgres.MoveStep) {
+		switch step {
+		case postgres.MoveMarked:
+			fmt.Fprintf(a.stderr, "lqinspect migrate: %s is marked as moving; copying its jobs into PostgreSQL\n", safeLine(path))
+		case postgres.MoveCopied:
+			fmt.Fprintf(a.stderr, "lqinspect migrate: PostgreSQL committed the copy; recording the move's end in %s\n", safeLine(path))
+		}
+	}
 }
 
 // otherTables returns the tables of the file at path besides the queue's

@@ -31,6 +31,8 @@ func TestMigrateMovesAStoppedQueueFileOnceAndRefusesARunningOne(t *testing.T) {
 	require.Contains(t, r.stdout, "moved 10 jobs")
 	require.Contains(t, r.stdout, "5 pending or scheduled, 1 running")
 	require.Contains(t, r.stdout, "3 dead letters, 1 completed, 0 cancelled, 4 attempt records")
+	require.Contains(t, r.stderr, "is marked as moving; copying its jobs")
+	require.Contains(t, r.stderr, "PostgreSQL committed the copy; recording the move's end")
 
 	// lqinspect reads the PostgreSQL queue as it reads the file.
 	sameOutput(t, copy, u, []string{"jobs", "--json"}, []string{"stats", "--json"}, []string{"dead", "--json"}, []string{"show", "--json", "6"})

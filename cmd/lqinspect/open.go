@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+
 	"github.com/litequeue/litequeue"
 	"github.com/litequeue/litequeue/internal/redact"
 	"github.com/litequeue/litequeue/postgres"
@@ -385,4 +386,62 @@ func unknownQueueError(queue string, names []string) error {
 		msg += fmt.Sprintf("; did you mean %q?", m[0])
 	}
 	return unknownNameError{fmt.Sprintf("%s (queues: %s)", msg, quoteList(names))}
+}
+
+// queueKnown reports whether a job (in any state), a schedule or a pause
+// of q names queue; it reads at most one job.
+func queueKnown(ctx context.Context, q *litequeue.Queue, queue string) (bool, error) {
+	paused, err := q.PausedQueues(ctx)
+	if err != nil {
+		return false, err
+	}
+	if _, ok := paused[queue]; ok {
+		return true, nil
+	}
+	schedules, err := q.Schedules(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, s := range schedules {
+		if s.Queue == queue {
+			return true, nil
+		}
+	}
+	n, err := q.CountJobs(ctx, litequeue.JobQuery{Queue: queue}, 1)
+	return n > 0, err
+}
+
+// queueNames returns, sorted, the queues to suggest for a name q does not
+// know: those with live jobs or among the newest finished ones
+// (QueueSummaries, bounded), the paused ones and those of schedules.
+func queueNames(ctx context.Context, q *litequeue.Queue) ([]string, error) {
+	sums, err := q.QueueSummaries(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	paused, err := q.PausedQueues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	schedules, err := q.Schedules(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	add := func(n string) {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	for _, s := range sums {
+		add(s.Queue)
+	}
+	for n := range paused {
+		add(n)
+	}
+	for _, s := range schedules {
+		add(s.Queue)
+	}
+	sort.Strings(names)
+	return names, nil
 }

@@ -134,8 +134,6 @@ type Admin interface {
 	// nothing (ErrNotFound, ErrWrongState, *DuplicateError naming the live
 	// holder of the key).
 	Requeue(ctx context.Context, ids []int64, now int64) ([]Moved, error)
-	// RequeueWhere requeues every dead row f selects whose key is free.
-	RequeueWhere(ctx context.Context, f DeadFilter, now int64) ([]Moved, error)
 	// Cancel cancels jobs by id at now, all or nothing: pending rows become
 	// Cancelled (lease NULL), running rows become Cancelled keeping their
 	// lease, both with FinishedAt now. An unknown id (ErrNotFound) or a row
@@ -151,8 +149,6 @@ type Admin interface {
 	// dead and cancelled rows with their history. Other rows are left
 	// alone.
 	Bulk(ctx context.Context, op BulkOp, q JobQuery, before int64, n int) (BulkResult, error)
-	// PurgeDead deletes the dead rows f selects, with their history.
-	PurgeDead(ctx context.Context, f DeadFilter) (int, error)
 	// PurgeCancelled deletes cancelled rows (with their history) that were
 	// cancelled before before and returns how many.
 	PurgeCancelled(ctx context.Context, before int64) (int, error)

@@ -190,15 +190,6 @@ type JobFilter struct {
 	Now    int64
 }
 
-// DeadFilter selects dead letters. Zero fields select all. FinishedBefore,
-// when non-zero, selects those that died before it.
-type DeadFilter struct {
-	Queue          string
-	Kind           string
-	FinishedBefore int64
-	IDs            []int64
-}
-
 // Moved is a job an admin operation changed.
 type Moved struct {
 	ID          int64

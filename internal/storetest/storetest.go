@@ -505,10 +505,6 @@ func testBuryErrorOnce(t *testing.T, e *env) {
 			_, err := e.s.Requeue(e.ctx, []int64{id}, 300)
 			require.NoError(t, err)
 		}},
-		{"RequeueWhere", func(id int64) {
-			_, err := e.s.RequeueWhere(e.ctx, store.DeadFilter{IDs: []int64{id}}, 300)
-			require.NoError(t, err)
-		}},
 		{"Bulk", func(id int64) {
 			res, err := e.s.Bulk(e.ctx, store.BulkRequeue, store.JobQuery{IDs: []int64{id}, Now: 300}, math.MaxInt64, 10)
 			require.NoError(t, err)
@@ -725,8 +721,8 @@ func bury(t *testing.T, e *env, q, key string, at int64) int64 {
 	return id
 }
 
-// Requeue makes dead rows pending again, all or nothing; RequeueWhere
-// requeues what a filter selects; PurgeDead deletes dead rows.
+// Requeue makes dead rows pending again, all or nothing; Bulk requeues the
+// dead rows a query selects, and deletes them.
 func testRequeue(t *testing.T, e *env) {
 	a := bury(t, e, "q", "ka", 100)
 	b := bury(t, e, "q", "", 200)
@@ -742,12 +738,12 @@ func testRequeue(t *testing.T, e *env) {
 	require.Zero(t, j.Attempt, "attempts reset")
 
 	c := bury(t, e, "r", "", 400)
-	moved, err = e.s.RequeueWhere(e.ctx, store.DeadFilter{Queue: "r"}, 500)
+	res, err := e.s.Bulk(e.ctx, store.BulkRequeue, store.JobQuery{Queue: "r", Now: 500}, math.MaxInt64, 10)
 	require.NoError(t, err)
-	require.Equal(t, []store.Moved{{ID: c, Queue: "r", Kind: "k"}}, moved)
-	n, err := e.s.PurgeDead(e.ctx, store.DeadFilter{Queue: "q"})
+	require.Equal(t, []store.Moved{{ID: c, Queue: "r", Kind: "k"}}, res.Moved)
+	res, err = e.s.Bulk(e.ctx, store.BulkDelete, store.JobQuery{Queue: "q", States: []store.ListState{store.ListDead}}, math.MaxInt64, 10)
 	require.NoError(t, err)
-	require.Equal(t, 1, n)
+	require.Equal(t, 1, res.Changed)
 	_, _, err = e.s.Job(e.ctx, b)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
