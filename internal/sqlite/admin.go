@@ -197,6 +197,9 @@ func (s *Store) requeueFrom(ctx context.Context, ids []int64, now int64, from st
 			} else if !ok {
 				return fmt.Errorf("litequeue: requeue job %d: %w", id, uniqueTwin(ctx, tx, id))
 			}
+			if err := moveCount(ctx, tx, queue, from, store.Pending, 1); err != nil {
+				return err
+			}
 			moved = append(moved, store.Moved{ID: id, Queue: queue, Kind: kind})
 		}
 		return keepDeadErrors(ctx, tx, moved)
@@ -237,6 +240,11 @@ func (s *Store) RequeueWhere(ctx context.Context, f store.DeadFilter, now int64)
 		if err := rows.Close(); err != nil {
 			return err
 		}
+		for _, m := range moved {
+			if err := moveCount(ctx, tx, m.Queue, store.Dead, store.Pending, 1); err != nil {
+				return err
+			}
+		}
 		return keepDeadErrors(ctx, tx, moved)
 	})
 	if err != nil {
@@ -251,19 +259,16 @@ func (s *Store) PurgeDead(ctx context.Context, f store.DeadFilter) (int, error) 
 		return 0, store.ErrReadOnly
 	}
 	where, args := deadWhere(f)
-	var n int64
+	var n int
 	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM lq_jobs WHERE `+where, args...)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
+		var err error
+		n, err = execCounted(ctx, tx, `DELETE FROM lq_jobs WHERE `+where+` RETURNING queue, state`, 0, true, args...)
 		return err
 	})
 	if err != nil {
 		return 0, sqlitefile.ClassifyWriteError(err)
 	}
-	return int(n), nil
+	return n, nil
 }
 
 func deadWhere(f store.DeadFilter) (string, []any) {
@@ -286,29 +291,4 @@ func deadWhere(f store.DeadFilter) (string, []any) {
 		args = append(args, idsJSON(f.IDs))
 	}
 	return strings.Join(where, " AND "), args
-}
-
-// Stats implements store.Admin. It scans the table.
-func (s *Store) Stats(ctx context.Context, now int64) ([]store.QueueStats, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT queue,
-		sum(state = 0 AND visible_at <= :now), sum(state = 0 AND visible_at > :now),
-		sum(state = 1), sum(state = 2), sum(state = 3), sum(state = 4),
-		min(CASE WHEN state = 0 AND visible_at <= :now THEN visible_at END),
-		min(CASE WHEN state = 0 AND visible_at > :now THEN visible_at END)
-		FROM lq_jobs GROUP BY queue ORDER BY queue`, sql.Named("now", now))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.QueueStats
-	for rows.Next() {
-		var st store.QueueStats
-		var oldest, next sql.NullInt64
-		if err := rows.Scan(&st.Queue, &st.Ready, &st.Scheduled, &st.Running, &st.Completed, &st.Dead, &st.Cancelled, &oldest, &next); err != nil {
-			return nil, err
-		}
-		st.OldestReadySince, st.NextDue = oldest.Int64, next.Int64
-		out = append(out, st)
-	}
-	return out, rows.Err()
 }
