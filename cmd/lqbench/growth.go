@@ -61,7 +61,7 @@ func prefillRow(as string, now int64) (queue, kind string, state int, visible in
 // prefill adds c.prefill rows of c.prefillAs to the run's tables, through
 // db (the queue file, or the run's PostgreSQL database), with placeholders
 // written as ph(i). count, when not empty, adds a chunk's rows to the
-// store's counts by queue and state (queue, state, n as parameters 1 to 3),
+// store's counts by queue, state and due bucket (parameters 1 to 4),
 // in the chunk's transaction, as the store's own writes do.
 func prefill(ctx context.Context, db *sql.DB, c *config, ph func(i int) string, series, count string) error {
 	now := time.Now().UnixNano()
@@ -80,7 +80,11 @@ SELECT %s, %s, %s, 0, %s, %s, %s, %s, %s, %s, %s, %s FROM %s`,
 			if count == "" {
 				return nil
 			}
-			_, err := tx.ExecContext(ctx, count, queue, state, n)
+			due := int64(0) // the store's due bucket of a pending row (internal/sqlite/counts.go)
+			if state == 0 {
+				due = visible >> 38
+			}
+			_, err := tx.ExecContext(ctx, count, queue, state, due, n)
 			return err
 		}); err != nil {
 			return fmt.Errorf("prefill rows %d-%d: %w", done, done+n-1, err)
@@ -110,7 +114,7 @@ func prefillSQLite(ctx context.Context, path string, c *config) error {
 	}
 	defer db.Close()
 	series := `(WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < %s) SELECT i FROM s)`
-	count := `INSERT INTO lq_counts (queue, state, n) VALUES (?1, ?2, ?3) ON CONFLICT (queue, state) DO UPDATE SET n = n + excluded.n`
+	count := `INSERT INTO lq_counts (queue, state, due, n) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (queue, state, due) DO UPDATE SET n = n + excluded.n`
 	if err := prefill(ctx, db, c, func(i int) string { return fmt.Sprintf("?%d", i) }, series, count); err != nil {
 		return err
 	}

@@ -197,7 +197,7 @@ func (s *Store) requeueFrom(ctx context.Context, ids []int64, now int64, from st
 			} else if !ok {
 				return fmt.Errorf("litequeue: requeue job %d: %w", id, uniqueTwin(ctx, tx, id))
 			}
-			if err := moveCount(ctx, tx, queue, from, store.Pending, 1); err != nil {
+			if err := moveCount(ctx, tx, countOf(queue, from, 0), countOf(queue, store.Pending, now), 1); err != nil {
 				return err
 			}
 			moved = append(moved, store.Moved{ID: id, Queue: queue, Kind: kind})
@@ -241,7 +241,7 @@ func (s *Store) RequeueWhere(ctx context.Context, f store.DeadFilter, now int64)
 			return err
 		}
 		for _, m := range moved {
-			if err := moveCount(ctx, tx, m.Queue, store.Dead, store.Pending, 1); err != nil {
+			if err := moveCount(ctx, tx, countOf(m.Queue, store.Dead, 0), countOf(m.Queue, store.Pending, now), 1); err != nil {
 				return err
 			}
 		}
@@ -262,7 +262,7 @@ func (s *Store) PurgeDead(ctx context.Context, f store.DeadFilter) (int, error) 
 	var n int
 	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
 		var err error
-		n, err = execCounted(ctx, tx, `DELETE FROM lq_jobs WHERE `+where+` RETURNING queue, state`, 0, true, args...)
+		n, err = execCounted(ctx, tx, `DELETE FROM lq_jobs WHERE `+where+` RETURNING queue, state, visible_at`, gone, args...)
 		return err
 	})
 	if err != nil {

@@ -78,7 +78,8 @@ func (s *Store) Cancel(ctx context.Context, ids []int64, now int64) ([]store.Can
 			var c store.CancelledJob
 			var state store.State
 			var lease sql.NullInt64
-			err := tx.QueryRowContext(ctx, `SELECT state, queue, kind, lease FROM lq_jobs WHERE id = ?`, id).Scan(&state, &c.Queue, &c.Kind, &lease)
+			var visible int64
+			err := tx.QueryRowContext(ctx, `SELECT state, queue, kind, lease, visible_at FROM lq_jobs WHERE id = ?`, id).Scan(&state, &c.Queue, &c.Kind, &lease, &visible)
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
 				return fmt.Errorf("litequeue: cancel job %d: %w", id, store.ErrNotFound)
@@ -96,7 +97,7 @@ func (s *Store) Cancel(ctx context.Context, ids []int64, now int64) ([]store.Can
 			if _, err := tx.ExecContext(ctx, query, now, id); err != nil {
 				return err
 			}
-			if err := moveCount(ctx, tx, c.Queue, state, store.Cancelled, 1); err != nil {
+			if err := moveCount(ctx, tx, countOf(c.Queue, state, visible), countOf(c.Queue, store.Cancelled, 0), 1); err != nil {
 				return err
 			}
 			out = append(out, c)
@@ -155,14 +156,14 @@ func (s *Store) PurgeCancelled(ctx context.Context, before int64) (int, error) {
 	var n int
 	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
 		var err error
-		n, err = execCounted(ctx, tx, `DELETE FROM lq_jobs WHERE state = 4 AND finished_at < ? RETURNING queue, state`, 0, true, before)
+		n, err = execCounted(ctx, tx, `DELETE FROM lq_jobs WHERE state = 4 AND finished_at < ? RETURNING queue, state, visible_at`, gone, before)
 		return err
 	})
 	return n, sqlitefile.ClassifyWriteError(err)
 }
 
 const snoozeSQL = `UPDATE lq_jobs SET state = 0, visible_at = ?1, lease = NULL, attempt = max(attempt - 1, 0), snoozes = snoozes + 1
-	WHERE id = ?2 AND lease = ?3 AND state = 1 AND snoozes < ?4 RETURNING queue, state`
+	WHERE id = ?2 AND lease = ?3 AND state = 1 AND snoozes < ?4 RETURNING queue, state, visible_at`
 
 // Snooze implements store.Runtime.
 func (s *Store) Snooze(ctx context.Context, sn store.Snooze) error {
@@ -170,7 +171,7 @@ func (s *Store) Snooze(ctx context.Context, sn store.Snooze) error {
 		return store.ErrReadOnly
 	}
 	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
-		n, err := execCounted(ctx, tx, snoozeSQL, store.Running, false, sn.Due, sn.ID, sn.Lease.Lease, sn.Max)
+		n, err := execCounted(ctx, tx, snoozeSQL, fromRunning, sn.Due, sn.ID, sn.Lease.Lease, sn.Max)
 		if err != nil {
 			return err
 		}

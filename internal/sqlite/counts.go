@@ -15,17 +15,40 @@ import (
 // one row per queue and state they touch; on any other transaction (a
 // caller's EnqueueTx or CompleteTx) they are written at once.
 
-// addCountSQL adds n to the count of queue's rows in state.
-const addCountSQL = `INSERT INTO lq_counts (queue, state, n) VALUES (?1, ?2, ?3)
-	ON CONFLICT (queue, state) DO UPDATE SET n = n + excluded.n`
+// addCountSQL adds n to the count of queue's rows in state whose due bucket
+// is due, and answers the new count.
+const addCountSQL = `INSERT INTO lq_counts (queue, state, due, n) VALUES (?1, ?2, ?3, ?4)
+	ON CONFLICT (queue, state, due) DO UPDATE SET n = n + excluded.n RETURNING n`
 
-// noState is the "to" of moveCount for rows deleted.
+// dropCountSQL deletes a count that fell to 0 (a due bucket emptied).
+const dropCountSQL = `DELETE FROM lq_counts WHERE queue = ?1 AND state = ?2 AND due = ?3 AND n = 0`
+
+// dueShift sets the span of a due bucket: pending rows are counted by
+// visible_at >> dueShift (2^38 ns, about 4.6 minutes), so that Stats can
+// tell ready from scheduled by adding whole buckets and reading only the
+// rows of the bucket that holds now (migration 0010 uses the same shift).
+const dueShift = 38
+
+// dueBucket is the due bucket of a pending row visible at visible.
+func dueBucket(visible int64) int64 { return visible >> dueShift }
+
+// noState is the state of the "to" of a move for rows deleted.
 const noState store.State = -1
 
-// countKey names one count: a queue's rows in one state.
+// countKey names one count: a queue's rows in one state (and, pending, one
+// due bucket; 0 for the other states).
 type countKey struct {
 	queue string
 	state store.State
+	due   int64
+}
+
+// countOf is the key of queue's rows in state st, visible at visible.
+func countOf(queue string, st store.State, visible int64) countKey {
+	if st != store.Pending {
+		return countKey{queue: queue, state: st}
+	}
+	return countKey{queue: queue, state: st, due: dueBucket(visible)}
 }
 
 // countDelta is one change of a count.
@@ -49,8 +72,8 @@ func (c *countingTx) mark() int { return len(c.log) }
 func (c *countingTx) truncate(mark int) { c.log = c.log[:mark] }
 
 // flush writes the sums of the logged changes, one statement per count that
-// changed (none when they cancel out), in a stable order, and empties the
-// log.
+// changed (none when they cancel out), in a stable order, deleting a count
+// that fell to 0, and empties the log.
 func (c *countingTx) flush(ctx context.Context) error {
 	if len(c.log) == 0 {
 		return nil
@@ -67,86 +90,111 @@ func (c *countingTx) flush(ctx context.Context) error {
 		}
 	}
 	slices.SortFunc(keys, func(a, b countKey) int {
-		return cmp.Or(cmp.Compare(a.queue, b.queue), cmp.Compare(a.state, b.state))
+		return cmp.Or(cmp.Compare(a.queue, b.queue), cmp.Compare(a.state, b.state), cmp.Compare(a.due, b.due))
 	})
 	for _, k := range keys {
-		if _, err := c.Execer.ExecContext(ctx, addCountSQL, k.queue, int(k.state), sums[k]); err != nil {
+		if err := writeCount(ctx, c.Execer, k, sums[k]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// addCount adds n to the count of queue's rows in state, on tx: logged when
-// tx is the writer's countingTx, written at once otherwise. n == 0 does
-// nothing.
-func addCount(ctx context.Context, tx Execer, queue string, state store.State, n int) error {
+// writeCount adds n to the count k on tx, deleting it when it fell to 0.
+func writeCount(ctx context.Context, tx Execer, k countKey, n int) error {
+	var now int64
+	if err := tx.QueryRowContext(ctx, addCountSQL, k.queue, int(k.state), k.due, n).Scan(&now); err != nil {
+		return err
+	}
+	if now != 0 {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, dropCountSQL, k.queue, int(k.state), k.due)
+	return err
+}
+
+// addCount adds n to the count k, on tx: logged when tx is the writer's
+// countingTx, written at once otherwise. n == 0 does nothing.
+func addCount(ctx context.Context, tx Execer, k countKey, n int) error {
 	if n == 0 {
 		return nil
 	}
 	if c, ok := tx.(*countingTx); ok {
-		c.log = append(c.log, countDelta{countKey{queue, state}, n})
+		c.log = append(c.log, countDelta{k, n})
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, addCountSQL, queue, int(state), n)
-	return err
+	return writeCount(ctx, tx, k, n)
 }
 
-// moveCount records that n rows of queue went from state from to state to
-// (noState: deleted).
-func moveCount(ctx context.Context, tx Execer, queue string, from, to store.State, n int) error {
+// moveCount records that n rows went from the count from to the count to
+// (state noState: deleted).
+func moveCount(ctx context.Context, tx Execer, from, to countKey, n int) error {
 	if n == 0 {
 		return nil
 	}
-	if err := addCount(ctx, tx, queue, from, -n); err != nil {
+	if err := addCount(ctx, tx, from, -n); err != nil {
 		return err
 	}
-	if to == noState {
+	if to.state == noState {
 		return nil
 	}
-	return addCount(ctx, tx, queue, to, n)
+	return addCount(ctx, tx, to, n)
 }
 
-// execCounted runs query, a statement that ends in RETURNING queue, state
-// (the state each row is in after it: for a DELETE, the one it had), and
-// records each row's move: from the state it returned to to (noState for a
-// DELETE), or, for an UPDATE (to == noState is false), from from to the
-// state returned. It returns how many rows the statement changed.
-func execCounted(ctx context.Context, tx Execer, query string, from store.State, deleted bool, args ...any) (int, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
+// removed is the "to" of a move for rows deleted.
+var removed = countKey{state: noState}
+
+// execCounted runs query, a statement that ends in RETURNING queue, state,
+// visible_at, and records each row's move as move says from what it
+// returned (for an UPDATE, the row after it; for a DELETE, the row
+// deleted). It returns how many rows the statement changed.
+func execCounted(ctx context.Context, tx Execer, query string, move func(queue string, st store.State, visible int64) (from, to countKey), args ...any) (int, error) {
+	rs, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return 0, err
 	}
-	defer rows.Close()
-	type moved struct {
-		queue    string
-		from, to store.State
-	}
+	defer rs.Close()
+	type moved struct{ from, to countKey }
 	counts := map[moved]int{}
 	total := 0
-	for rows.Next() {
+	for rs.Next() {
 		var queue string
-		var st int64
-		if err := rows.Scan(&queue, &st); err != nil {
+		var st store.State
+		var visible int64
+		if err := rs.Scan(&queue, &st, &visible); err != nil {
 			return 0, err
 		}
-		m := moved{queue, from, store.State(st)}
-		if deleted {
-			m = moved{queue, store.State(st), noState}
-		}
-		counts[m]++
+		from, to := move(queue, st, visible)
+		counts[moved{from, to}]++
 		total++
 	}
-	if err := rows.Err(); err != nil {
+	if err := rs.Err(); err != nil {
 		return 0, err
 	}
-	if err := rows.Close(); err != nil {
+	if err := rs.Close(); err != nil {
 		return 0, err
 	}
 	for m, n := range counts {
-		if err := moveCount(ctx, tx, m.queue, m.from, m.to, n); err != nil {
+		if err := moveCount(ctx, tx, m.from, m.to, n); err != nil {
 			return 0, err
 		}
 	}
 	return total, nil
+}
+
+// fromRunning is the move of a statement that changed running rows into
+// what it returned.
+func fromRunning(queue string, st store.State, visible int64) (countKey, countKey) {
+	return countOf(queue, store.Running, 0), countOf(queue, st, visible)
+}
+
+// gone is the move of a DELETE: the rows it returned are no more.
+func gone(queue string, st store.State, visible int64) (countKey, countKey) {
+	return countOf(queue, st, visible), removed
+}
+
+// fromPendingKeepingDue is the move of a statement that changed pending rows
+// into what it returned without changing visible_at (a cancel).
+func fromPendingKeepingDue(queue string, st store.State, visible int64) (countKey, countKey) {
+	return countOf(queue, store.Pending, visible), countOf(queue, st, visible)
 }

@@ -140,7 +140,7 @@ func insertOne(ctx context.Context, tx Execer, nj *store.NewJob, stmt *sql.Stmt)
 	if err != nil {
 		return 0, err
 	}
-	return id, addCount(ctx, tx, nj.Queue, store.Pending, 1)
+	return id, addCount(ctx, tx, countOf(nj.Queue, store.Pending, nj.VisibleAt), 1)
 }
 
 type preparer interface {
@@ -276,10 +276,11 @@ func insertMany(ctx context.Context, tx Execer, jobs []store.NewJob, ids []int64
 	slices.Sort(ids)
 	for i := 0; i < len(jobs); {
 		k := i + 1
-		for k < len(jobs) && jobs[k].Queue == jobs[i].Queue {
+		key := countOf(jobs[i].Queue, store.Pending, jobs[i].VisibleAt)
+		for k < len(jobs) && countOf(jobs[k].Queue, store.Pending, jobs[k].VisibleAt) == key {
 			k++
 		}
-		if err := addCount(ctx, tx, jobs[i].Queue, store.Pending, k-i); err != nil {
+		if err := addCount(ctx, tx, key, k-i); err != nil {
 			return err
 		}
 		i = k
@@ -359,7 +360,7 @@ func claimNew(ctx context.Context, tx Execer, q store.ClaimQuery, id int64, nj *
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	if err := moveCount(ctx, tx, q.Queue, store.Pending, store.Running, 1); err != nil {
+	if err := moveCount(ctx, tx, countOf(q.Queue, store.Pending, nj.VisibleAt), countOf(q.Queue, store.Running, 0), 1); err != nil {
 		return nil, false, err
 	}
 	return []store.Claimed{{ID: id, Kind: nj.Kind, Attempt: 1, Priority: nj.Priority, Payload: nj.Payload,
@@ -455,7 +456,7 @@ func claimTx(ctx context.Context, tx Execer, q store.ClaimQuery) ([]store.Claime
 	var key, lastErr sql.NullString
 	var lapsed bool
 	dest := []any{&c.ID, &c.Kind, &c.Attempt, &c.Priority, &c.Payload, &key, &c.CreatedAt, &lastErr, &c.DueAt, &lapsed}
-	fresh := 0 // claimed rows that were pending
+	fresh := map[int64]int{} // claimed rows that were pending, by due bucket
 	if len(q.Kinds) == 0 {
 		return cs, nil
 	}
@@ -478,7 +479,7 @@ func claimTx(ctx context.Context, tx Execer, q store.ClaimQuery) ([]store.Claime
 			c.Key, c.LastError = key.String, lastErr.String
 			cs = append(cs, c)
 			if !lapsed {
-				fresh++
+				fresh[dueBucket(c.DueAt)]++
 			}
 		}
 		return len(cs) < q.N, rows.Err()
@@ -486,7 +487,13 @@ func claimTx(ctx context.Context, tx Execer, q store.ClaimQuery) ([]store.Claime
 	if err != nil {
 		return nil, err
 	}
-	return cs, moveCount(ctx, tx, q.Queue, store.Pending, store.Running, fresh)
+	for due, n := range fresh {
+		from := countKey{queue: q.Queue, state: store.Pending, due: due}
+		if err := moveCount(ctx, tx, from, countOf(q.Queue, store.Running, 0), n); err != nil {
+			return nil, err
+		}
+	}
+	return cs, nil
 }
 
 // Claim implements store.Runtime.
@@ -576,7 +583,7 @@ func execHolds(ctx context.Context, tx Execer, query string, args ...any) (bool,
 }
 
 const releaseSQL = `UPDATE lq_jobs SET state = 0, visible_at = ?, lease = NULL, attempt = max(attempt - 1, 0)
-	WHERE id = ? AND lease = ? AND state = 1 RETURNING queue, state`
+	WHERE id = ? AND lease = ? AND state = 1 RETURNING queue, state, visible_at`
 
 // Release implements store.Runtime.
 func (s *Store) Release(ctx context.Context, leases []store.Lease, now int64) error {
@@ -585,7 +592,7 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease, now int64) er
 	}
 	return s.w.do(ctx, func(ctx context.Context, tx Execer) error {
 		for _, l := range leases {
-			if _, err := execCounted(ctx, tx, releaseSQL, store.Running, false, now, l.ID, l.Lease); err != nil {
+			if _, err := execCounted(ctx, tx, releaseSQL, fromRunning, now, l.ID, l.Lease); err != nil {
 				return err
 			}
 		}
@@ -618,9 +625,9 @@ func (s *Store) Flush(ctx context.Context) error {
 }
 
 const (
-	completeDeleteSQL = `DELETE FROM lq_jobs WHERE id = ? AND lease = ? AND state = 1 RETURNING queue, state`
+	completeDeleteSQL = `DELETE FROM lq_jobs WHERE id = ? AND lease = ? AND state = 1 RETURNING queue, state, visible_at`
 	completeKeepSQL   = `UPDATE lq_jobs SET state = 2, lease = NULL, finished_at = ?1, visible_at = ?1
-		WHERE id = ?2 AND lease = ?3 AND state = 1 RETURNING queue, state`
+		WHERE id = ?2 AND lease = ?3 AND state = 1 RETURNING queue, state, visible_at`
 )
 
 // CompleteTx implements store.Runtime.
@@ -628,9 +635,9 @@ func (s *Store) CompleteTx(ctx context.Context, tx store.Tx, l store.Lease, keep
 	var n int
 	var err error
 	if keepAt != 0 {
-		n, err = execCounted(ctx, tx.SQL(), completeKeepSQL, store.Running, false, keepAt, l.ID, l.Lease)
+		n, err = execCounted(ctx, tx.SQL(), completeKeepSQL, fromRunning, keepAt, l.ID, l.Lease)
 	} else {
-		n, err = execCounted(ctx, tx.SQL(), completeDeleteSQL, 0, true, l.ID, l.Lease)
+		n, err = execCounted(ctx, tx.SQL(), completeDeleteSQL, gone, l.ID, l.Lease)
 	}
 	if err != nil {
 		return err
@@ -671,7 +678,7 @@ func (s *Store) writeCompletions(ctx context.Context, tx Execer, cs []store.Comp
 			del = append(del, i)
 			continue
 		}
-		n, err := execCounted(ctx, tx, completeKeepSQL, store.Running, false, c.At, c.ID, c.Lease.Lease)
+		n, err := execCounted(ctx, tx, completeKeepSQL, fromRunning, c.At, c.ID, c.Lease.Lease)
 		if err != nil {
 			return nil, err
 		}
@@ -703,7 +710,7 @@ const leaseQueueSQL = `SELECT queue FROM lq_jobs WHERE lease = ?2 AND state = 1 
 
 // completeDeleteOneSQL is completeDeleteAllSQL for a single job, returning
 // its queue and state for the counts.
-const completeDeleteOneSQL = `DELETE FROM lq_jobs WHERE id = ?1 AND lease = ?2 AND state = 1 RETURNING queue, state`
+const completeDeleteOneSQL = `DELETE FROM lq_jobs WHERE id = ?1 AND lease = ?2 AND state = 1 RETURNING queue, state, visible_at`
 
 // deleteCompleted deletes the jobs of the successes cs[i] for i in which, one
 // statement per lease (a claim takes one lease for its whole batch), and
@@ -726,7 +733,7 @@ func deleteCompleted(ctx context.Context, tx Execer, cs []store.Completion, whic
 		if len(idx) == 1 {
 			// One job of its claim: a delete by primary key, cheaper than
 			// the json_each list (the common case of an idle queue).
-			n, err := execCounted(ctx, tx, completeDeleteOneSQL, 0, true, cs[idx[0]].ID, lease)
+			n, err := execCounted(ctx, tx, completeDeleteOneSQL, gone, cs[idx[0]].ID, lease)
 			if err != nil {
 				return err
 			}
@@ -755,7 +762,7 @@ func deleteCompleted(ctx context.Context, tx Execer, cs []store.Completion, whic
 			if err != nil {
 				return err
 			}
-			if err := moveCount(ctx, tx, queue, store.Running, noState, len(idx)); err != nil {
+			if err := moveCount(ctx, tx, countOf(queue, store.Running, 0), removed, len(idx)); err != nil {
 				return err
 			}
 			continue
@@ -785,7 +792,7 @@ func deleteCompleted(ctx context.Context, tx Execer, cs []store.Completion, whic
 				results[i] = store.ErrLeaseLost
 			}
 		}
-		if err := moveCount(ctx, tx, queue, store.Running, noState, len(deleted)); err != nil {
+		if err := moveCount(ctx, tx, countOf(queue, store.Running, 0), removed, len(deleted)); err != nil {
 			return err
 		}
 	}
@@ -839,11 +846,11 @@ func appendIDsJSON(b []byte, n int, id func(i int) int64) []byte {
 
 const (
 	retrySQL = `UPDATE lq_jobs SET state = 0, visible_at = ?, lease = NULL, last_error = ?
-		WHERE id = ? AND lease = ? AND state = 1 RETURNING queue, state`
+		WHERE id = ? AND lease = ? AND state = 1 RETURNING queue, state, visible_at`
 	buryFailedSQL = `UPDATE lq_jobs SET state = 3, lease = NULL, finished_at = ?, last_error = ?, dead_reason = ?
-		WHERE id = ? AND lease = ? AND state = 1 RETURNING queue, state`
+		WHERE id = ? AND lease = ? AND state = 1 RETURNING queue, state, visible_at`
 	buryLostSQL = `UPDATE lq_jobs SET state = 3, lease = NULL, finished_at = ?, dead_reason = ?, attempt = ?
-		WHERE id = ? AND lease = ? AND state = 1 RETURNING queue, state`
+		WHERE id = ? AND lease = ? AND state = 1 RETURNING queue, state, visible_at`
 	attemptSQL = `INSERT INTO lq_attempts (job_id, attempt, started_at, finished_at, error, decision, delay)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`
 )
@@ -859,7 +866,7 @@ func (s *Store) Retry(ctx context.Context, r store.Retry) error {
 		return store.ErrReadOnly
 	}
 	return sqlitefile.ClassifyWriteError(s.w.do(ctx, func(ctx context.Context, tx Execer) error {
-		n, err := execCounted(ctx, tx, retrySQL, store.Running, false, r.Due, r.LastError, r.ID, r.Lease.Lease)
+		n, err := execCounted(ctx, tx, retrySQL, fromRunning, r.Due, r.LastError, r.ID, r.Lease.Lease)
 		if err != nil {
 			return err
 		}
@@ -882,9 +889,9 @@ func (s *Store) Bury(ctx context.Context, b store.Burial) error {
 			*b.FollowUpID = 0
 		}
 		if b.LastError != nil {
-			n, err = execCounted(ctx, tx, buryFailedSQL, store.Running, false, b.At, *b.LastError, b.Reason, b.ID, b.Lease.Lease)
+			n, err = execCounted(ctx, tx, buryFailedSQL, fromRunning, b.At, *b.LastError, b.Reason, b.ID, b.Lease.Lease)
 		} else {
-			n, err = execCounted(ctx, tx, buryLostSQL, store.Running, false, b.At, b.Reason, b.Attempt, b.ID, b.Lease.Lease)
+			n, err = execCounted(ctx, tx, buryLostSQL, fromRunning, b.At, b.Reason, b.Attempt, b.ID, b.Lease.Lease)
 		}
 		if err != nil {
 			return err
@@ -932,7 +939,7 @@ func (s *Store) PurgeCompleted(ctx context.Context, before int64) (int, error) {
 	var n int
 	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
 		var err error
-		n, err = execCounted(ctx, tx, `DELETE FROM lq_jobs WHERE state = 2 AND finished_at < ? RETURNING queue, state`, 0, true, before)
+		n, err = execCounted(ctx, tx, `DELETE FROM lq_jobs WHERE state = 2 AND finished_at < ? RETURNING queue, state, visible_at`, gone, before)
 		return err
 	})
 	return n, err

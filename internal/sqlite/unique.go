@@ -42,7 +42,7 @@ func insertUnique(ctx context.Context, tx Execer, nj *store.NewJob, key any) (in
 		if err != nil {
 			return 0, false, err
 		}
-		return id, true, addCount(ctx, tx, nj.Queue, store.Pending, 1)
+		return id, true, addCount(ctx, tx, countOf(nj.Queue, store.Pending, nj.VisibleAt), 1)
 	}
 	id, ok, err := insert()
 	if ok || err != nil {
@@ -57,8 +57,8 @@ func insertUnique(ctx context.Context, tx Execer, nj *store.NewJob, key any) (in
 	if !u.Replace || state != store.Pending {
 		return holder, &store.UniqueError{ID: holder, State: state, Kind: kind}
 	}
-	if _, err := execCounted(ctx, tx, `DELETE FROM lq_jobs WHERE id = ? AND state = 0 RETURNING queue, state`,
-		store.Pending, true, holder); err != nil {
+	if _, err := execCounted(ctx, tx, `DELETE FROM lq_jobs WHERE id = ? AND state = 0 RETURNING queue, state, visible_at`,
+		gone, holder); err != nil {
 		return 0, err
 	}
 	u.Replaced = holder

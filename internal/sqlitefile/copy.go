@@ -71,9 +71,9 @@ func writeCopy(ctx context.Context, name string, fill func(ctx context.Context, 
 		tx.Rollback()
 		return err
 	}
-	// The counts of the rows fill wrote (lq_counts, migration 0010).
-	if _, err := tx.ExecContext(ctx, `INSERT INTO lq_counts (queue, state, n)
-		SELECT queue, state, count(*) FROM lq_jobs GROUP BY queue, state`); err != nil {
+	// The counts of the rows fill wrote, as migration 0010 takes them.
+	if _, err := tx.ExecContext(ctx, `INSERT INTO lq_counts (queue, state, due, n)
+		SELECT queue, state, CASE WHEN state = 0 THEN visible_at >> 38 ELSE 0 END, count(*) FROM lq_jobs GROUP BY 1, 2, 3`); err != nil {
 		tx.Rollback()
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/litequeue/litequeue/internal/store"
 	"github.com/stretchr/testify/require"
@@ -29,7 +30,11 @@ func testStatsExact(t *testing.T, e *env) {
 	seed := uint64(20261205)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	queues, kinds := []string{"a", "b", "c"}, []string{"k", "x"}
-	now := int64(1_000_000)
+	// Times in nanoseconds of this century, steps of 100 ms: scheduled jobs
+	// and the clock's moves span several of a store's due buckets (the
+	// SQLite store counts pending rows per 2^38 ns).
+	const unit = int64(100 * time.Millisecond)
+	now := time.Date(2026, 12, 5, 13, 0, 0, 0, time.UTC).UnixNano()
 	var held []store.Lease // leases of claimed jobs, some lost since
 	var ids []int64        // every id ever inserted
 	nextLease := int64(1)
@@ -49,9 +54,9 @@ func testStatsExact(t *testing.T, e *env) {
 		return l, true
 	}
 	newJob := func() store.NewJob {
-		due := now - int64(rng.IntN(100))
+		due := now - int64(rng.IntN(100))*unit
 		if rng.IntN(4) == 0 {
-			due = now + 1 + int64(rng.IntN(5000)) // scheduled
+			due = now + 1 + int64(rng.IntN(5000))*unit // scheduled
 		}
 		j := job(queues[rng.IntN(3)], kinds[rng.IntN(2)], rng.IntN(2), due)
 		switch rng.IntN(6) {
@@ -94,7 +99,7 @@ func testStatsExact(t *testing.T, e *env) {
 		{"insert and claim", func() error {
 			j := newJob()
 			j.VisibleAt, j.Key, j.Unique = now, "", nil
-			q := claimQuery(j.Queue, j.Kind, 1, now, now+50, nextLease)
+			q := claimQuery(j.Queue, j.Kind, 1, now, now+50*unit, nextLease)
 			nextLease++
 			id, err := e.s.InsertClaim(e.ctx, j, q, func(cs []store.Claimed) {
 				for _, c := range cs {
@@ -107,7 +112,7 @@ func testStatsExact(t *testing.T, e *env) {
 			return err
 		}},
 		{"claim", func() error {
-			q := claimQuery(queues[rng.IntN(3)], kinds[rng.IntN(2)], 1+rng.IntN(8), now, now+50, nextLease)
+			q := claimQuery(queues[rng.IntN(3)], kinds[rng.IntN(2)], 1+rng.IntN(8), now, now+50*unit, nextLease)
 			nextLease++
 			_, err := e.s.Claim(e.ctx, q, func(cs []store.Claimed) {
 				for _, c := range cs {
@@ -163,7 +168,7 @@ func testStatsExact(t *testing.T, e *env) {
 			if !ok {
 				return nil
 			}
-			return e.s.Retry(e.ctx, store.Retry{Lease: l, Due: now + int64(rng.IntN(200)), LastError: "boom",
+			return e.s.Retry(e.ctx, store.Retry{Lease: l, Due: now + int64(rng.IntN(200))*unit, LastError: "boom",
 				Record: store.Attempt{Attempt: 1, StartedAt: now, FinishedAt: now, Error: "boom", Decision: "retry"}})
 		}},
 		{"bury", func() error {
@@ -192,7 +197,7 @@ func testStatsExact(t *testing.T, e *env) {
 			if !ok {
 				return nil
 			}
-			return e.s.Snooze(e.ctx, store.Snooze{Lease: l, Due: now + int64(rng.IntN(300)), Max: 2,
+			return e.s.Snooze(e.ctx, store.Snooze{Lease: l, Due: now + int64(rng.IntN(300))*unit, Max: 2,
 				Record: store.Attempt{Attempt: 1, StartedAt: now, FinishedAt: now, Decision: "snooze"}})
 		}},
 		{"cancel", func() error {
@@ -207,12 +212,16 @@ func testStatsExact(t *testing.T, e *env) {
 			_, err := e.s.RequeueCancelled(e.ctx, []int64{pick()}, now)
 			return err
 		}},
+		{"run now", func() error {
+			_, err := e.s.RunNow(e.ctx, pick(), now)
+			return err
+		}},
 		{"requeue where", func() error {
 			_, err := e.s.RequeueWhere(e.ctx, store.DeadFilter{Queue: queues[rng.IntN(3)]}, now)
 			return err
 		}},
 		{"purge dead", func() error {
-			f := store.DeadFilter{FinishedBefore: now - int64(rng.IntN(300))}
+			f := store.DeadFilter{FinishedBefore: now - int64(rng.IntN(300))*unit}
 			if rng.IntN(2) == 0 {
 				f.Queue = queues[rng.IntN(3)]
 			}
@@ -233,7 +242,7 @@ func testStatsExact(t *testing.T, e *env) {
 			return err
 		}},
 		{"time passes (leases lapse)", func() error {
-			now += int64(1 + rng.IntN(60))
+			now += int64(1+rng.IntN(600)) * unit
 			return nil
 		}},
 	}
