@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 
+	"github.com/litequeue/litequeue/internal/sqlitefile"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -54,6 +55,9 @@ const statsNextSQL = `SELECT visible_at FROM lq_jobs WHERE queue = ?1 AND state 
 const statsOldestSQL = `SELECT visible_at FROM lq_jobs WHERE queue = ?1 AND state IN (0, 1)
 	AND priority = ?2 AND kind = ?3 AND visible_at <= ?4 AND state = 0 ORDER BY visible_at LIMIT 1`
 
+// countsVersion is the schema version that added lq_counts.
+const countsVersion = 10
+
 // Stats implements store.Admin, in one snapshot.
 func (s *Store) Stats(ctx context.Context, now int64) ([]store.QueueStats, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -61,6 +65,15 @@ func (s *Store) Stats(ctx context.Context, now int64) ([]store.QueueStats, error
 		return nil, err
 	}
 	defer tx.Rollback()
+	if s.w == nil {
+		v, _, err := sqlitefile.Identify(ctx, tx)
+		if err != nil {
+			return nil, err
+		}
+		if v < countsVersion {
+			return statsScan(ctx, tx, now)
+		}
+	}
 	rows, err := tx.QueryContext(ctx, statsCountsSQL)
 	if err != nil {
 		return nil, err
@@ -173,4 +186,30 @@ func earliest(ctx context.Context, tx *sql.Tx, query string, at *int64, args ...
 		*at = v
 	}
 	return nil
+}
+
+// statsScan is Stats on a file of a schema before lq_counts (opened
+// read-only, so not migrated): it counts every row.
+func statsScan(ctx context.Context, tx *sql.Tx, now int64) ([]store.QueueStats, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT queue,
+		sum(state = 0 AND visible_at <= :now), sum(state = 0 AND visible_at > :now),
+		sum(state = 1), sum(state = 2), sum(state = 3), sum(state = 4),
+		min(CASE WHEN state = 0 AND visible_at <= :now THEN visible_at END),
+		min(CASE WHEN state = 0 AND visible_at > :now THEN visible_at END)
+		FROM lq_jobs GROUP BY queue ORDER BY queue`, sql.Named("now", now))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.QueueStats
+	for rows.Next() {
+		var st store.QueueStats
+		var oldest, next sql.NullInt64
+		if err := rows.Scan(&st.Queue, &st.Ready, &st.Scheduled, &st.Running, &st.Completed, &st.Dead, &st.Cancelled, &oldest, &next); err != nil {
+			return nil, err
+		}
+		st.OldestReadySince, st.NextDue = oldest.Int64, next.Int64
+		out = append(out, st)
+	}
+	return out, rows.Err()
 }
