@@ -379,3 +379,21 @@ func (s *pgStore) PurgeDead(ctx context.Context, f store.DeadFilter) (int, error
 	}
 	return n, nil
 }
+
+// Stats implements store.Admin.
+func (s *pgStore) Stats(ctx context.Context, now int64) ([]store.QueueStats, error) {
+	out, err := readAll(s, ctx, s.q(statsSQL), []any{now}, func(rows *sql.Rows, st *store.QueueStats) error {
+		var oldest, next sql.NullInt64
+		var cancelled int
+		if err := rows.Scan(&st.Queue, &st.Ready, &st.Scheduled, &st.Running, &st.Completed, &st.Dead, &oldest, &next, &cancelled); err != nil {
+			return err
+		}
+		setCancelled(st, cancelled)
+		st.OldestReadySince, st.NextDue = oldest.Int64, next.Int64
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("litequeue: stats: %w", err)
+	}
+	return out, nil
+}

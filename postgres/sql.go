@@ -169,6 +169,17 @@ attempted_at, finished_at, last_error, dead_reason`
     a.decision, a.delay
 FROM lq_attempts a JOIN lq_jobs j ON j.id = a.job_id WHERE a.job_id = $1 ORDER BY a.id`
 
+	statsSQL = `SELECT queue,
+    count(*) FILTER (WHERE state = 0 AND visible_at <= $1),
+    count(*) FILTER (WHERE state = 0 AND visible_at > $1),
+    count(*) FILTER (WHERE state = 1),
+    count(*) FILTER (WHERE state = 2),
+    count(*) FILTER (WHERE state = 3),
+    min(visible_at) FILTER (WHERE state = 0 AND visible_at <= $1),
+    min(visible_at) FILTER (WHERE state = 0 AND visible_at > $1),
+    count(*) FILTER (WHERE state = 4)
+FROM lq_jobs GROUP BY queue ORDER BY queue`
+
 	lockForAdminSQL = `SELECT id, state, queue, kind, idem_key FROM lq_jobs WHERE id = ANY ($1) FOR UPDATE`
 
 	requeueSQL = `UPDATE lq_jobs SET state = 0, attempt = 0, snoozes = 0, visible_at = $1, lease = NULL,
@@ -281,8 +292,6 @@ func qualifier(schema string) *strings.Replacer {
 		"lq_queues ", q+"lq_queues ",
 		"lq_schedules ", q+"lq_schedules ",
 		"lq_schedule_events ", q+"lq_schedule_events ",
-		"lq_counts ", q+"lq_counts ",
-		"lq_count_deltas ", q+"lq_count_deltas ",
 		"lq_claim(", q+"lq_claim(",
 	)
 }
