@@ -122,8 +122,11 @@ type QueueStats struct {
 
 // Stats returns the counts of every queue in the file (and of every paused
 // queue, jobs or not, with Paused set), sorted by queue name,
-// at the queue's Clock's now. It scans the table; call it for dashboards and
-// inspection, not per job.
+// at the queue's Clock's now. The counts are exact. On SQLite they are
+// kept by every write (schema version 10), so the call costs about the same
+// at a million jobs as at none; on PostgreSQL it counts the table, so its
+// cost grows with the number of jobs: call it for dashboards and inspection,
+// not per job.
 func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
 	now := unixNanos(q.clock)
 	rows, err := q.store.Stats(ctx, now)

@@ -31,9 +31,10 @@ func walPages(t *testing.T, path string) []uint32 {
 
 // TestPagesWrittenPerJob counts the pages each kind of commit writes to the
 // WAL, the bytes a job costs the device: a one-at-a-time enqueue writes
-// three (the lq_jobs leaf, the lq_jobs_kind_due leaf, and sqlite_sequence,
-// which AUTOINCREMENT updates so that no id is ever reused), and no other
-// index. A new index every enqueue updates, or a second write of the row,
+// four (the lq_jobs leaf, the lq_jobs_kind_due leaf, sqlite_sequence, which
+// AUTOINCREMENT updates so that no id is ever reused, and lq_counts, the
+// counts by queue and state that Stats reads, once per transaction), and no
+// other index. A new index every enqueue updates, or a second write of the row,
 // fails it. The drain's pages per job are logged (they depend on how many
 // jobs each claim and completion batch holds).
 func TestPagesWrittenPerJob(t *testing.T) {
@@ -97,7 +98,7 @@ func TestPagesWrittenPerJob(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := names(walPages(t, path))
-		if want := []string{"lq_jobs", "lq_jobs_kind_due", "sqlite_sequence"}; !slices.Equal(got, want) {
+		if want := []string{"lq_counts", "lq_jobs", "lq_jobs_kind_due", "sqlite_sequence"}; !slices.Equal(got, want) {
 			t.Fatalf("enqueue %d wrote the pages of %q, want one each of %q", i, got, want)
 		}
 		checkpoint()

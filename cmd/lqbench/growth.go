@@ -60,8 +60,10 @@ func prefillRow(as string, now int64) (queue, kind string, state int, visible in
 
 // prefill adds c.prefill rows of c.prefillAs to the run's tables, through
 // db (the queue file, or the run's PostgreSQL database), with placeholders
-// written as ph(i).
-func prefill(ctx context.Context, db *sql.DB, c *config, ph func(i int) string, series string) error {
+// written as ph(i). count, when not empty, adds a chunk's rows to the
+// store's counts by queue, state and due bucket (parameters 1 to 4),
+// in the chunk's transaction, as the store's own writes do.
+func prefill(ctx context.Context, db *sql.DB, c *config, ph func(i int) string, series, count string) error {
 	now := time.Now().UnixNano()
 	queue, kind, state, visible, finished, attempt, lastErr, reason := prefillRow(c.prefillAs, now)
 	stmt := fmt.Sprintf(`INSERT INTO lq_jobs (queue, kind, state, priority, visible_at, run_at, created_at, payload,
@@ -70,12 +72,38 @@ SELECT %s, %s, %s, 0, %s, %s, %s, %s, %s, %s, %s, %s FROM %s`,
 		ph(1), ph(2), ph(3), ph(4), ph(4), ph(5), ph(6), ph(7), ph(8), ph(9), ph(10), fmt.Sprintf(series, ph(11)))
 	for done := 0; done < c.prefill; done += prefillChunk {
 		n := min(prefillChunk, c.prefill-done)
-		if _, err := db.ExecContext(ctx, stmt, queue, kind, state, visible, now, []byte(prefillPayload),
-			finished, attempt, lastErr, reason, n); err != nil {
+		if err := prefillTx(ctx, db, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, stmt, queue, kind, state, visible, now, []byte(prefillPayload),
+				finished, attempt, lastErr, reason, n); err != nil {
+				return err
+			}
+			if count == "" {
+				return nil
+			}
+			due := int64(0) // the store's due bucket of a pending row (internal/sqlite/counts.go)
+			if state == 0 {
+				due = visible >> 38
+			}
+			_, err := tx.ExecContext(ctx, count, queue, state, due, n)
+			return err
+		}); err != nil {
 			return fmt.Errorf("prefill rows %d-%d: %w", done, done+n-1, err)
 		}
 	}
 	return nil
+}
+
+// prefillTx runs fn in one transaction of db.
+func prefillTx(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
 }
 
 // prefillSQLite fills the queue file at path.
@@ -86,7 +114,8 @@ func prefillSQLite(ctx context.Context, path string, c *config) error {
 	}
 	defer db.Close()
 	series := `(WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < %s) SELECT i FROM s)`
-	if err := prefill(ctx, db, c, func(i int) string { return fmt.Sprintf("?%d", i) }, series); err != nil {
+	count := `INSERT INTO lq_counts (queue, state, due, n) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (queue, state, due) DO UPDATE SET n = n + excluded.n`
+	if err := prefill(ctx, db, c, func(i int) string { return fmt.Sprintf("?%d", i) }, series, count); err != nil {
 		return err
 	}
 	_, err = db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
@@ -106,7 +135,7 @@ func prefillPG(ctx context.Context, r *pgRun, c *config) error {
 			7: "::bigint", 8: "::integer", 9: "::text", 10: "::text", 11: "::integer"}
 		return fmt.Sprintf("$%d%s", i, casts[i])
 	}
-	if err := prefill(ctx, db, c, ph, "generate_series(1, %s)"); err != nil {
+	if err := prefill(ctx, db, c, ph, "generate_series(1, %s)", ""); err != nil {
 		return err
 	}
 	if _, err := db.ExecContext(ctx, "VACUUM ANALYZE lq_jobs"); err != nil {

@@ -48,6 +48,12 @@ func BenchmarkCommandsOnAMillionJobs(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The rows went in behind the store's back: count them as its
+	// migration 0010 does.
+	if _, err := db.Exec(`DELETE FROM lq_counts; INSERT INTO lq_counts (queue, state, due, n)
+		SELECT queue, state, CASE WHEN state = 0 THEN visible_at >> 38 ELSE 0 END, count(*) FROM lq_jobs GROUP BY 1, 2, 3`); err != nil {
+		b.Fatal(err)
+	}
 	if err := db.Close(); err != nil {
 		b.Fatal(err)
 	}

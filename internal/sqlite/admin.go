@@ -197,6 +197,9 @@ func (s *Store) requeueFrom(ctx context.Context, ids []int64, now int64, from st
 			} else if !ok {
 				return fmt.Errorf("litequeue: requeue job %d: %w", id, uniqueTwin(ctx, tx, id))
 			}
+			if err := moveCount(ctx, tx, countOf(queue, from, 0), countOf(queue, store.Pending, now), 1); err != nil {
+				return err
+			}
 			moved = append(moved, store.Moved{ID: id, Queue: queue, Kind: kind})
 		}
 		return keepDeadErrors(ctx, tx, moved)
@@ -205,29 +208,4 @@ func (s *Store) requeueFrom(ctx context.Context, ids []int64, now int64, from st
 		return nil, sqlitefile.ClassifyWriteError(err)
 	}
 	return moved, nil
-}
-
-// Stats implements store.Admin. It scans the table.
-func (s *Store) Stats(ctx context.Context, now int64) ([]store.QueueStats, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT queue,
-		sum(state = 0 AND visible_at <= :now), sum(state = 0 AND visible_at > :now),
-		sum(state = 1), sum(state = 2), sum(state = 3), sum(state = 4),
-		min(CASE WHEN state = 0 AND visible_at <= :now THEN visible_at END),
-		min(CASE WHEN state = 0 AND visible_at > :now THEN visible_at END)
-		FROM lq_jobs GROUP BY queue ORDER BY queue`, sql.Named("now", now))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.QueueStats
-	for rows.Next() {
-		var st store.QueueStats
-		var oldest, next sql.NullInt64
-		if err := rows.Scan(&st.Queue, &st.Ready, &st.Scheduled, &st.Running, &st.Completed, &st.Dead, &st.Cancelled, &oldest, &next); err != nil {
-			return nil, err
-		}
-		st.OldestReadySince, st.NextDue = oldest.Int64, next.Int64
-		out = append(out, st)
-	}
-	return out, rows.Err()
 }

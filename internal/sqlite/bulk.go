@@ -18,8 +18,8 @@ const (
 	bulkRequeueSQL = `UPDATE OR IGNORE lq_jobs SET state = 0, attempt = 0, snoozes = 0, visible_at = ?, lease = NULL,
 		finished_at = NULL, dead_reason = NULL WHERE state = 3 AND id IN (SELECT value FROM json_each(?)) RETURNING id, queue, kind`
 	bulkCancelSQL = `UPDATE lq_jobs SET state = 4, lease = NULL, finished_at = ?
-		WHERE state = 0 AND id IN (SELECT value FROM json_each(?))`
-	bulkDeleteSQL = `DELETE FROM lq_jobs WHERE state IN (2, 3, 4) AND id IN (SELECT value FROM json_each(?))`
+		WHERE state = 0 AND id IN (SELECT value FROM json_each(?)) RETURNING queue, state, visible_at`
+	bulkDeleteSQL = `DELETE FROM lq_jobs WHERE state IN (2, 3, 4) AND id IN (SELECT value FROM json_each(?)) RETURNING queue, state, visible_at`
 )
 
 // bulkSelectSQL selects the next chunk of a bulk action: the highest ids
@@ -53,16 +53,11 @@ func (s *Store) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, bef
 		if op == store.BulkRequeue {
 			return requeueChunk(ctx, tx, list, q.Now, &res)
 		}
-		stmt, stmtArgs := bulkCancelSQL, []any{q.Now, list}
 		if op == store.BulkDelete {
-			stmt, stmtArgs = bulkDeleteSQL, []any{list}
+			res.Changed, err = execCounted(ctx, tx, bulkDeleteSQL, gone, list)
+		} else {
+			res.Changed, err = execCounted(ctx, tx, bulkCancelSQL, fromPendingKeepingDue, q.Now, list)
 		}
-		r, err := tx.ExecContext(ctx, stmt, stmtArgs...)
-		if err != nil {
-			return err
-		}
-		c, err := r.RowsAffected()
-		res.Changed = int(c)
 		return err
 	})
 	if err != nil {
@@ -84,6 +79,9 @@ func requeueChunk(ctx context.Context, tx Execer, ids string, now int64, res *st
 			return err
 		}
 		res.Moved = append(res.Moved, m)
+		if err := moveCount(ctx, tx, countOf(m.Queue, store.Dead, 0), countOf(m.Queue, store.Pending, now), 1); err != nil {
+			return err
+		}
 	}
 	res.Changed = len(res.Moved)
 	if err := rows.Err(); err != nil {

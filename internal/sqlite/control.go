@@ -78,7 +78,8 @@ func (s *Store) Cancel(ctx context.Context, ids []int64, now int64) ([]store.Can
 			var c store.CancelledJob
 			var state store.State
 			var lease sql.NullInt64
-			err := tx.QueryRowContext(ctx, `SELECT state, queue, kind, lease FROM lq_jobs WHERE id = ?`, id).Scan(&state, &c.Queue, &c.Kind, &lease)
+			var visible int64
+			err := tx.QueryRowContext(ctx, `SELECT state, queue, kind, lease, visible_at FROM lq_jobs WHERE id = ?`, id).Scan(&state, &c.Queue, &c.Kind, &lease, &visible)
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
 				return fmt.Errorf("litequeue: cancel job %d: %w", id, store.ErrNotFound)
@@ -94,6 +95,9 @@ func (s *Store) Cancel(ctx context.Context, ids []int64, now int64) ([]store.Can
 				c.Running, c.Lease = true, lease.Int64
 			}
 			if _, err := tx.ExecContext(ctx, query, now, id); err != nil {
+				return err
+			}
+			if err := moveCount(ctx, tx, countOf(c.Queue, state, visible), countOf(c.Queue, store.Cancelled, 0), 1); err != nil {
 				return err
 			}
 			out = append(out, c)
@@ -149,20 +153,17 @@ func (s *Store) PurgeCancelled(ctx context.Context, before int64) (int, error) {
 	if s.w == nil {
 		return 0, store.ErrReadOnly
 	}
-	var n int64
+	var n int
 	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM lq_jobs WHERE state = 4 AND finished_at < ?`, before)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
+		var err error
+		n, err = execCounted(ctx, tx, `DELETE FROM lq_jobs WHERE state = 4 AND finished_at < ? RETURNING queue, state, visible_at`, gone, before)
 		return err
 	})
-	return int(n), sqlitefile.ClassifyWriteError(err)
+	return n, sqlitefile.ClassifyWriteError(err)
 }
 
 const snoozeSQL = `UPDATE lq_jobs SET state = 0, visible_at = ?1, lease = NULL, attempt = max(attempt - 1, 0), snoozes = snoozes + 1
-	WHERE id = ?2 AND lease = ?3 AND state = 1 AND snoozes < ?4`
+	WHERE id = ?2 AND lease = ?3 AND state = 1 AND snoozes < ?4 RETURNING queue, state, visible_at`
 
 // Snooze implements store.Runtime.
 func (s *Store) Snooze(ctx context.Context, sn store.Snooze) error {
@@ -170,11 +171,11 @@ func (s *Store) Snooze(ctx context.Context, sn store.Snooze) error {
 		return store.ErrReadOnly
 	}
 	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
-		ok, err := execHolds(ctx, tx, snoozeSQL, sn.Due, sn.ID, sn.Lease.Lease, sn.Max)
+		n, err := execCounted(ctx, tx, snoozeSQL, fromRunning, sn.Due, sn.ID, sn.Lease.Lease, sn.Max)
 		if err != nil {
 			return err
 		}
-		if !ok {
+		if n == 0 {
 			var holds int
 			err := tx.QueryRowContext(ctx, `SELECT count(*) FROM lq_jobs WHERE id = ? AND lease = ? AND state = 1`, sn.ID, sn.Lease.Lease).Scan(&holds)
 			if err != nil {

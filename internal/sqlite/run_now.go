@@ -32,8 +32,10 @@ func (s *Store) RunNow(ctx context.Context, id, now int64) (store.Moved, error) 
 		if visible <= now {
 			return nil // due already
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE lq_jobs SET visible_at = ? WHERE id = ? AND state = 0`, now, id)
-		return err
+		if _, err = tx.ExecContext(ctx, `UPDATE lq_jobs SET visible_at = ? WHERE id = ? AND state = 0`, now, id); err != nil {
+			return err
+		}
+		return moveCount(ctx, tx, countOf(m.Queue, store.Pending, visible), countOf(m.Queue, store.Pending, now), 1)
 	})
 	if err != nil {
 		return store.Moved{}, sqlitefile.ClassifyWriteError(err)

@@ -136,7 +136,11 @@ func insertOne(ctx context.Context, tx Execer, nj *store.NewJob, stmt *sql.Stmt)
 	if err != nil {
 		return 0, err
 	}
-	return res.LastInsertId()
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, err
+	}
+	return id, addCount(ctx, tx, countOf(nj.Queue, store.Pending, nj.VisibleAt), 1)
 }
 
 type preparer interface {
@@ -177,23 +181,34 @@ func insertBatch(ctx context.Context, tx Execer, jobs []store.NewJob) (ids []int
 		defer s.Close()
 		stmt = s
 	}
+	// On a caller's transaction the batch's counts are written once, at its
+	// end.
+	ct, counted := tx.(*countingTx)
+	if !counted {
+		ct = &countingTx{Execer: tx}
+	}
 	ids = make([]int64, len(jobs))
 	dups = make([]error, len(jobs))
 	for i := 0; i < len(jobs); i++ {
 		if k := keylessRun(jobs[i:]); k > 1 {
-			if err := insertMany(ctx, tx, jobs[i:i+k], ids[i:i+k]); err != nil {
+			if err := insertMany(ctx, ct, jobs[i:i+k], ids[i:i+k]); err != nil {
 				return nil, nil, fmt.Errorf("batch items %d-%d: %w", i, i+k-1, err)
 			}
 			i += k - 1
 			continue
 		}
-		id, err := insertOne(ctx, tx, &jobs[i], stmt)
+		id, err := insertOne(ctx, ct, &jobs[i], stmt)
 		if errors.Is(err, store.ErrDuplicate) {
 			dups[i] = fmt.Errorf("batch item %d: %w", i, err)
 		} else if err != nil {
 			return nil, nil, fmt.Errorf("batch item %d: %w", i, err)
 		}
 		ids[i] = id
+	}
+	if !counted {
+		if err := ct.flush(ctx); err != nil {
+			return nil, nil, err
+		}
 	}
 	return ids, dups, nil
 }
@@ -259,6 +274,17 @@ func insertMany(ctx context.Context, tx Execer, jobs []store.NewJob, ids []int64
 		return fmt.Errorf("litequeue: multi-row insert of %d jobs returned %d ids", len(ids), n)
 	}
 	slices.Sort(ids)
+	for i := 0; i < len(jobs); {
+		k := i + 1
+		key := countOf(jobs[i].Queue, store.Pending, jobs[i].VisibleAt)
+		for k < len(jobs) && countOf(jobs[k].Queue, store.Pending, jobs[k].VisibleAt) == key {
+			k++
+		}
+		if err := addCount(ctx, tx, key, k-i); err != nil {
+			return err
+		}
+		i = k
+	}
 	return nil
 }
 
@@ -334,6 +360,9 @@ func claimNew(ctx context.Context, tx Execer, q store.ClaimQuery, id int64, nj *
 	if err != nil || !ok {
 		return nil, false, err
 	}
+	if err := moveCount(ctx, tx, countOf(q.Queue, store.Pending, nj.VisibleAt), countOf(q.Queue, store.Running, 0), 1); err != nil {
+		return nil, false, err
+	}
 	return []store.Claimed{{ID: id, Kind: nj.Kind, Attempt: 1, Priority: nj.Priority, Payload: nj.Payload,
 		Key: nj.Key, CreatedAt: nj.CreatedAt, DueAt: nj.VisibleAt}}, true, nil
 }
@@ -344,7 +373,10 @@ func claimNew(ctx context.Context, tx Execer, q store.ClaimQuery, id int64, nj *
 // too: its worker is gone. The claim takes a new lease, moves the visibility
 // timestamp to the lease's end, counts the attempt and keeps the time the
 // row became due in due_at (SET reads the old visible_at), by which the
-// workers take the batch.
+// workers take the batch. A lapsed row's new lease ends one nanosecond
+// before ?1: the last column returned (visible_at < ?1) tells the counts
+// (counts.go) that it was running already, which RETURNING, seeing only the
+// new row, could not tell otherwise.
 //
 // Each kind is one range of lq_jobs_kind_due (queue, priority, kind,
 // visible_at) that stops at ?6 rows or at the first row not yet due, and the
@@ -361,7 +393,7 @@ func claimSQL(k int) string {
 	}
 	var b strings.Builder
 	b.WriteString(`UPDATE lq_jobs
-SET state = 1, visible_at = ?1, lease = ?2, attempt = attempt + 1, attempted_at = ?3, due_at = visible_at,
+SET state = 1, visible_at = ?1 - (state = 1), lease = ?2, attempt = attempt + 1, attempted_at = ?3, due_at = visible_at,
     last_error = CASE WHEN state = 1 THEN 'lease expired: the worker of attempt ' || attempt || ' was lost' ELSE last_error END
 WHERE id IN (
     SELECT id FROM (`)
@@ -377,7 +409,7 @@ WHERE id IN (
 	b.WriteString(`)
     ORDER BY visible_at, id
     LIMIT ?6)
-RETURNING id, kind, attempt, priority, payload, idem_key, created_at, last_error, due_at`)
+RETURNING id, kind, attempt, priority, payload, idem_key, created_at, last_error, due_at, visible_at < ?1`)
 	claimSQLs.m[k] = b.String()
 	return claimSQLs.m[k]
 }
@@ -422,7 +454,9 @@ func claimTx(ctx context.Context, tx Execer, q store.ClaimQuery) ([]store.Claime
 	// One set of scan targets for every row: a claim returns hundreds.
 	var c store.Claimed
 	var key, lastErr sql.NullString
-	dest := []any{&c.ID, &c.Kind, &c.Attempt, &c.Priority, &c.Payload, &key, &c.CreatedAt, &lastErr, &c.DueAt}
+	var lapsed bool
+	dest := []any{&c.ID, &c.Kind, &c.Attempt, &c.Priority, &c.Payload, &key, &c.CreatedAt, &lastErr, &c.DueAt, &lapsed}
+	fresh := map[int64]int{} // claimed rows that were pending, by due bucket
 	if len(q.Kinds) == 0 {
 		return cs, nil
 	}
@@ -444,10 +478,22 @@ func claimTx(ctx context.Context, tx Execer, q store.ClaimQuery) ([]store.Claime
 			}
 			c.Key, c.LastError = key.String, lastErr.String
 			cs = append(cs, c)
+			if !lapsed {
+				fresh[dueBucket(c.DueAt)]++
+			}
 		}
 		return len(cs) < q.N, rows.Err()
 	})
-	return cs, err
+	if err != nil {
+		return nil, err
+	}
+	for due, n := range fresh {
+		from := countKey{queue: q.Queue, state: store.Pending, due: due}
+		if err := moveCount(ctx, tx, from, countOf(q.Queue, store.Running, 0), n); err != nil {
+			return nil, err
+		}
+	}
+	return cs, nil
 }
 
 // Claim implements store.Runtime.
@@ -537,7 +583,7 @@ func execHolds(ctx context.Context, tx Execer, query string, args ...any) (bool,
 }
 
 const releaseSQL = `UPDATE lq_jobs SET state = 0, visible_at = ?, lease = NULL, attempt = max(attempt - 1, 0)
-	WHERE id = ? AND lease = ? AND state = 1`
+	WHERE id = ? AND lease = ? AND state = 1 RETURNING queue, state, visible_at`
 
 // Release implements store.Runtime.
 func (s *Store) Release(ctx context.Context, leases []store.Lease, now int64) error {
@@ -546,7 +592,7 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease, now int64) er
 	}
 	return s.w.do(ctx, func(ctx context.Context, tx Execer) error {
 		for _, l := range leases {
-			if _, err := tx.ExecContext(ctx, releaseSQL, now, l.ID, l.Lease); err != nil {
+			if _, err := execCounted(ctx, tx, releaseSQL, fromRunning, now, l.ID, l.Lease); err != nil {
 				return err
 			}
 		}
@@ -579,24 +625,24 @@ func (s *Store) Flush(ctx context.Context) error {
 }
 
 const (
-	completeDeleteSQL = `DELETE FROM lq_jobs WHERE id = ? AND lease = ? AND state = 1`
+	completeDeleteSQL = `DELETE FROM lq_jobs WHERE id = ? AND lease = ? AND state = 1 RETURNING queue, state, visible_at`
 	completeKeepSQL   = `UPDATE lq_jobs SET state = 2, lease = NULL, finished_at = ?1, visible_at = ?1
-		WHERE id = ?2 AND lease = ?3 AND state = 1`
+		WHERE id = ?2 AND lease = ?3 AND state = 1 RETURNING queue, state, visible_at`
 )
 
 // CompleteTx implements store.Runtime.
 func (s *Store) CompleteTx(ctx context.Context, tx store.Tx, l store.Lease, keepAt int64) error {
-	var ok bool
+	var n int
 	var err error
 	if keepAt != 0 {
-		ok, err = execHolds(ctx, tx.SQL(), completeKeepSQL, keepAt, l.ID, l.Lease)
+		n, err = execCounted(ctx, tx.SQL(), completeKeepSQL, fromRunning, keepAt, l.ID, l.Lease)
 	} else {
-		ok, err = execHolds(ctx, tx.SQL(), completeDeleteSQL, l.ID, l.Lease)
+		n, err = execCounted(ctx, tx.SQL(), completeDeleteSQL, gone, l.ID, l.Lease)
 	}
 	if err != nil {
 		return err
 	}
-	if !ok {
+	if n == 0 {
 		return store.ErrLeaseLost
 	}
 	return nil
@@ -632,11 +678,11 @@ func (s *Store) writeCompletions(ctx context.Context, tx Execer, cs []store.Comp
 			del = append(del, i)
 			continue
 		}
-		ok, err := execHolds(ctx, tx, completeKeepSQL, c.At, c.ID, c.Lease.Lease)
+		n, err := execCounted(ctx, tx, completeKeepSQL, fromRunning, c.At, c.ID, c.Lease.Lease)
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
+		if n == 0 {
 			results[i] = store.ErrLeaseLost
 		}
 	}
@@ -658,8 +704,13 @@ WHERE id IN (SELECT value FROM json_each(?1)) AND lease = ?2 AND state = 1`
 // buffers every RETURNING row, which costs about a fifth of the delete.
 const completeDeleteManySQL = completeDeleteAllSQL + "\nRETURNING id"
 
-// completeDeleteOneSQL is completeDeleteAllSQL for a single job.
-const completeDeleteOneSQL = `DELETE FROM lq_jobs WHERE id = ?1 AND lease = ?2 AND state = 1`
+// leaseQueueSQL is the queue of any row of the JSON id list ?1 that holds
+// lease ?2; no row when none does.
+const leaseQueueSQL = `SELECT queue FROM lq_jobs WHERE lease = ?2 AND state = 1 AND id IN (SELECT value FROM json_each(?1)) LIMIT 1`
+
+// completeDeleteOneSQL is completeDeleteAllSQL for a single job, returning
+// its queue and state for the counts.
+const completeDeleteOneSQL = `DELETE FROM lq_jobs WHERE id = ?1 AND lease = ?2 AND state = 1 RETURNING queue, state, visible_at`
 
 // deleteCompleted deletes the jobs of the successes cs[i] for i in which, one
 // statement per lease (a claim takes one lease for its whole batch), and
@@ -682,19 +733,36 @@ func deleteCompleted(ctx context.Context, tx Execer, cs []store.Completion, whic
 		if len(idx) == 1 {
 			// One job of its claim: a delete by primary key, cheaper than
 			// the json_each list (the common case of an idle queue).
-			ok, err := execHolds(ctx, tx, completeDeleteOneSQL, cs[idx[0]].ID, lease)
+			n, err := execCounted(ctx, tx, completeDeleteOneSQL, gone, cs[idx[0]].ID, lease)
 			if err != nil {
 				return err
 			}
-			if !ok {
+			if n == 0 {
 				results[idx[0]] = store.ErrLeaseLost
 			}
 			continue
 		}
+
 		ids = appendIDsJSON(ids[:0], len(idx), func(k int) int64 { return cs[idx[k]].ID })
+		// A lease is one claim's, of one queue: the queue of any of its
+		// rows that still holds it is the queue of every row deleted below.
+		var queue string
 		// TEXT, not a BLOB: json_each would read a BLOB as JSONB.
+		err := tx.QueryRowContext(ctx, leaseQueueSQL, string(ids), lease).Scan(&queue)
+		if errors.Is(err, sql.ErrNoRows) {
+			for _, i := range idx {
+				results[i] = store.ErrLeaseLost
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
 		if all, err := deleteAllHeld(ctx, tx, string(ids), lease, len(idx)); err != nil || all {
 			if err != nil {
+				return err
+			}
+			if err := moveCount(ctx, tx, countOf(queue, store.Running, 0), removed, len(idx)); err != nil {
 				return err
 			}
 			continue
@@ -723,6 +791,9 @@ func deleteCompleted(ctx context.Context, tx Execer, cs []store.Completion, whic
 			if !deleted[cs[i].ID] {
 				results[i] = store.ErrLeaseLost
 			}
+		}
+		if err := moveCount(ctx, tx, countOf(queue, store.Running, 0), removed, len(deleted)); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -775,11 +846,11 @@ func appendIDsJSON(b []byte, n int, id func(i int) int64) []byte {
 
 const (
 	retrySQL = `UPDATE lq_jobs SET state = 0, visible_at = ?, lease = NULL, last_error = ?
-		WHERE id = ? AND lease = ? AND state = 1`
+		WHERE id = ? AND lease = ? AND state = 1 RETURNING queue, state, visible_at`
 	buryFailedSQL = `UPDATE lq_jobs SET state = 3, lease = NULL, finished_at = ?, last_error = ?, dead_reason = ?
-		WHERE id = ? AND lease = ? AND state = 1`
+		WHERE id = ? AND lease = ? AND state = 1 RETURNING queue, state, visible_at`
 	buryLostSQL = `UPDATE lq_jobs SET state = 3, lease = NULL, finished_at = ?, dead_reason = ?, attempt = ?
-		WHERE id = ? AND lease = ? AND state = 1`
+		WHERE id = ? AND lease = ? AND state = 1 RETURNING queue, state, visible_at`
 	attemptSQL = `INSERT INTO lq_attempts (job_id, attempt, started_at, finished_at, error, decision, delay)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`
 )
@@ -795,11 +866,11 @@ func (s *Store) Retry(ctx context.Context, r store.Retry) error {
 		return store.ErrReadOnly
 	}
 	return sqlitefile.ClassifyWriteError(s.w.do(ctx, func(ctx context.Context, tx Execer) error {
-		ok, err := execHolds(ctx, tx, retrySQL, r.Due, r.LastError, r.ID, r.Lease.Lease)
+		n, err := execCounted(ctx, tx, retrySQL, fromRunning, r.Due, r.LastError, r.ID, r.Lease.Lease)
 		if err != nil {
 			return err
 		}
-		if !ok {
+		if n == 0 {
 			return store.ErrLeaseLost
 		}
 		return insertAttempt(ctx, tx, r.ID, r.Record)
@@ -812,20 +883,20 @@ func (s *Store) Bury(ctx context.Context, b store.Burial) error {
 		return store.ErrReadOnly
 	}
 	return sqlitefile.ClassifyWriteError(s.w.do(ctx, func(ctx context.Context, tx Execer) error {
-		var ok bool
+		var n int
 		var err error
 		if b.FollowUpID != nil {
 			*b.FollowUpID = 0
 		}
 		if b.LastError != nil {
-			ok, err = execHolds(ctx, tx, buryFailedSQL, b.At, *b.LastError, b.Reason, b.ID, b.Lease.Lease)
+			n, err = execCounted(ctx, tx, buryFailedSQL, fromRunning, b.At, *b.LastError, b.Reason, b.ID, b.Lease.Lease)
 		} else {
-			ok, err = execHolds(ctx, tx, buryLostSQL, b.At, b.Reason, b.Attempt, b.ID, b.Lease.Lease)
+			n, err = execCounted(ctx, tx, buryLostSQL, fromRunning, b.At, b.Reason, b.Attempt, b.ID, b.Lease.Lease)
 		}
 		if err != nil {
 			return err
 		}
-		if !ok {
+		if n == 0 {
 			return store.ErrLeaseLost
 		}
 		rec := b.Record
@@ -865,14 +936,11 @@ func (s *Store) PurgeCompleted(ctx context.Context, before int64) (int, error) {
 	if s.w == nil {
 		return 0, store.ErrReadOnly
 	}
-	var n int64
+	var n int
 	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM lq_jobs WHERE state = 2 AND finished_at < ?`, before)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
+		var err error
+		n, err = execCounted(ctx, tx, `DELETE FROM lq_jobs WHERE state = 2 AND finished_at < ? RETURNING queue, state, visible_at`, gone, before)
 		return err
 	})
-	return int(n), err
+	return n, err
 }

@@ -64,8 +64,10 @@ func (s *Store) InsertRunning(ctx context.Context, job store.NewJob, r store.Run
 		if r.LastError != "" {
 			lastErr = r.LastError
 		}
-		_, err = tx.ExecContext(ctx, claimRunningSQL, r.Lease, r.Attempt, r.At, r.Until, lastErr, id)
-		return err
+		if _, err = tx.ExecContext(ctx, claimRunningSQL, r.Lease, r.Attempt, r.At, r.Until, lastErr, id); err != nil {
+			return err
+		}
+		return moveCount(ctx, tx, countOf(job.Queue, store.Pending, job.VisibleAt), countOf(job.Queue, store.Running, 0), 1)
 	})
 	if err != nil {
 		return 0, sqlitefile.ClassifyWriteError(err)

@@ -39,7 +39,10 @@ func insertUnique(ctx context.Context, tx Execer, nj *store.NewJob, key any) (in
 		if errors.Is(err, sql.ErrNoRows) {
 			return 0, false, nil
 		}
-		return id, err == nil, err
+		if err != nil {
+			return 0, false, err
+		}
+		return id, true, addCount(ctx, tx, countOf(nj.Queue, store.Pending, nj.VisibleAt), 1)
 	}
 	id, ok, err := insert()
 	if ok || err != nil {
@@ -54,7 +57,8 @@ func insertUnique(ctx context.Context, tx Execer, nj *store.NewJob, key any) (in
 	if !u.Replace || state != store.Pending {
 		return holder, &store.UniqueError{ID: holder, State: state, Kind: kind}
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM lq_jobs WHERE id = ? AND state = 0`, holder); err != nil {
+	if _, err := execCounted(ctx, tx, `DELETE FROM lq_jobs WHERE id = ? AND state = 0 RETURNING queue, state, visible_at`,
+		gone, holder); err != nil {
 		return 0, err
 	}
 	u.Replaced = holder

@@ -172,7 +172,8 @@ func (w *writer) commit(all []*groupcommit.Op[writeOp], cs []store.Completion) {
 	shared := len(batch)+len(cs) > 1
 	wait, stopWait := waitContext(batch, len(cs) > 0)
 	defer stopWait()
-	err := sqlitefile.RunTx(wait, cached{w}, func(tx Execer) error {
+	err := sqlitefile.RunTx(wait, cached{w}, func(stx Execer) error {
+		tx := &countingTx{Execer: stx}
 		// The completions go first: they were queued before the ops, and a
 		// claim of the same batch must find a completed job gone, not take
 		// a job whose lease a mock clock (or a stall) let lapse while its
@@ -192,6 +193,10 @@ func (w *writer) commit(all []*groupcommit.Op[writeOp], cs []store.Completion) {
 			if errs[i] != nil && !shared {
 				return errs[i] // roll back the lone op's partial changes
 			}
+		}
+		// The counts of what the ops moved (counts.go), once.
+		if err := tx.flush(ctx); err != nil {
+			return err
 		}
 		// Commit only into the file the queue opened.
 		return w.file.Load().check()
@@ -246,15 +251,18 @@ func waitContext(ops []*groupcommit.Op[writeOp], completions bool) (context.Cont
 }
 
 // runOp runs one op; shared says other ops share the transaction, so the op
-// gets a savepoint that isolates its failure.
-func runOp(op *groupcommit.Op[writeOp], tx Execer, shared bool) error {
+// gets a savepoint that isolates its failure (and its changes of the counts
+// go with it).
+func runOp(op *groupcommit.Op[writeOp], tx *countingTx, shared bool) error {
 	if !shared {
 		return op.Work.fn(op.Ctx, tx)
 	}
 	if _, err := tx.ExecContext(op.Ctx, "SAVEPOINT lq_op"); err != nil {
 		return err
 	}
+	mark := tx.mark()
 	if err := op.Work.fn(op.Ctx, tx); err != nil {
+		tx.truncate(mark)
 		_, _ = tx.ExecContext(context.Background(), "ROLLBACK TO lq_op")
 		_, _ = tx.ExecContext(context.Background(), "RELEASE lq_op")
 		return err

@@ -21,6 +21,8 @@ import (
 // written.
 //
 // fill's transaction has foreign keys on: insert jobs before their attempts.
+// The jobs' counts by queue and state are taken after fill, in its
+// transaction.
 // The AUTOINCREMENT counter of lq_jobs follows the largest id inserted; fill
 // may raise it further (sqlite_sequence) so that the copy never reuses an id.
 func WriteCopy(ctx context.Context, path string, fill func(ctx context.Context, tx *sql.Tx) error) error {
@@ -66,6 +68,12 @@ func writeCopy(ctx context.Context, name string, fill func(ctx context.Context, 
 		return err
 	}
 	if err := fill(ctx, tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	// The counts of the rows fill wrote, as migration 0010 takes them.
+	if _, err := tx.ExecContext(ctx, `INSERT INTO lq_counts (queue, state, due, n)
+		SELECT queue, state, CASE WHEN state = 0 THEN visible_at >> 38 ELSE 0 END, count(*) FROM lq_jobs GROUP BY 1, 2, 3`); err != nil {
 		tx.Rollback()
 		return err
 	}

@@ -91,6 +91,7 @@ var tests = []test{
 	{"Pause/ClaimsNothing", testPause},
 	{"Cancel/PendingAndRunning", testCancel},
 	{"Jobs/Job/Stats", testList},
+	{"Stats/ExactAfterRandomWrites", testStatsExact},
 	{"Search/Count", testSearchCount},
 	{"Requeue/PurgeDead", testRequeue},
 	{"PurgeCompleted/OldestCompleted", testPurgeCompleted},
