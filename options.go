@@ -122,6 +122,25 @@ type QueueConfig struct {
 	// is reports EventEnqueued once the burial committed. Nil means no
 	// follow-up.
 	OnDead func(dead JobInfo, cause error) (Job, *EnqueueOptions)
+	// OnCancel, when set, is called for each job of this queue that Cancel
+	// or CancelJobs cancels (pending, scheduled or running) and returns a
+	// follow-up job (nil for none) that is enqueued in the same transaction
+	// that cancels the job: both happen or neither, as with OnDead, so
+	// business state waiting on the job hears that it will never run. A
+	// job is cancelled once, so OnCancel is asked once per job (a cancel
+	// the store runs again after a conflict reuses the first answer).
+	// cancelled describes the job as the cancel leaves it: State cancelled,
+	// its payload, attempt count, priority, key, CreatedAt and FinishedAt
+	// (the cancel's time). OnCancel runs inside the cancelling transaction,
+	// on the goroutine that called Cancel: it must not block nor use the
+	// queue. Only the Queue that cancels asks it: a cancel made by a
+	// process without this QueueConfig (lqinspect, another program)
+	// enqueues no follow-up. A follow-up that does not validate, or an
+	// OnCancel that panics, is logged and the job is cancelled without it;
+	// one whose idempotency key is held by a live job is not enqueued
+	// again; one that is reports EventEnqueued once the cancel committed,
+	// after the job's EventCancelled when that is reported at once.
+	OnCancel func(cancelled JobInfo) (Job, *EnqueueOptions)
 	// MaxSnoozes is how many times one job may Snooze (see Snooze) before
 	// a further snooze counts as a failed attempt. Zero or negative means
 	// DefaultMaxSnoozes (100). Requeueing a dead letter resets the count.

@@ -18,7 +18,8 @@ const (
 	bulkRequeueSQL = `UPDATE OR IGNORE lq_jobs SET state = 0, attempt = 0, snoozes = 0, visible_at = ?, lease = NULL,
 		finished_at = NULL, dead_reason = NULL WHERE state = 3 AND id IN (SELECT value FROM json_each(?)) RETURNING id, queue, kind`
 	bulkCancelSQL = `UPDATE lq_jobs SET state = 4, lease = NULL, finished_at = ?
-		WHERE state = 0 AND id IN (SELECT value FROM json_each(?))`
+		WHERE state = 0 AND id IN (SELECT value FROM json_each(?))
+		RETURNING id, queue, kind, payload, attempt, priority, coalesce(idem_key, ''), created_at`
 	bulkDeleteSQL = `DELETE FROM lq_jobs WHERE state IN (2, 3, 4) AND id IN (SELECT value FROM json_each(?))`
 )
 
@@ -31,7 +32,7 @@ func bulkSelectSQL(where []string) string {
 
 // Bulk implements store.Admin: it selects and applies in the same writer
 // transaction.
-func (s *Store) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, before int64, n int) (store.BulkResult, error) {
+func (s *Store) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, before int64, n int, hook store.CancelHook) (store.BulkResult, error) {
 	if s.w == nil {
 		return store.BulkResult{}, store.ErrReadOnly
 	}
@@ -50,14 +51,13 @@ func (s *Store) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, bef
 		}
 		res.Selected, res.Last = len(ids), ids[len(ids)-1]
 		list := idsJSON(ids)
-		if op == store.BulkRequeue {
+		switch op {
+		case store.BulkRequeue:
 			return requeueChunk(ctx, tx, list, q.Now, &res)
+		case store.BulkCancel:
+			return cancelChunk(ctx, tx, list, q.Now, hook, &res)
 		}
-		stmt, stmtArgs := bulkCancelSQL, []any{q.Now, list}
-		if op == store.BulkDelete {
-			stmt, stmtArgs = bulkDeleteSQL, []any{list}
-		}
-		r, err := tx.ExecContext(ctx, stmt, stmtArgs...)
+		r, err := tx.ExecContext(ctx, bulkDeleteSQL, list)
 		if err != nil {
 			return err
 		}
@@ -93,4 +93,15 @@ func requeueChunk(ctx context.Context, tx Execer, ids string, now int64, res *st
 		return err
 	}
 	return keepDeadErrors(ctx, tx, res.Moved[from:])
+}
+
+// cancelChunk cancels the pending rows of ids, lists them in res.Cancelled
+// and inserts their follow-ups (see followCancelled).
+func cancelChunk(ctx context.Context, tx Execer, ids string, now int64, hook store.CancelHook, res *store.BulkResult) error {
+	cs, err := sqlkit.QueryAll(ctx, tx, bulkCancelSQL, []any{now, ids}, sqlkit.ScanCancelled)
+	if err != nil {
+		return err
+	}
+	res.Cancelled, res.Changed = cs, len(cs)
+	return followCancelled(ctx, tx, cs, hook)
 }
