@@ -243,6 +243,10 @@ func (f *faultStore) Bury(ctx context.Context, b store.Burial) error {
 	return f.guard(func() error { return f.Backend.Bury(ctx, b) })
 }
 
+func (f *faultStore) Expire(ctx context.Context, e store.Expiry) (int, error) {
+	return guarded(f, func() (int, error) { return f.Backend.Expire(ctx, e) })
+}
+
 func (f *faultStore) PurgeCompleted(ctx context.Context, before int64) (int, error) {
 	return guarded(f, func() (int, error) { return f.Backend.PurgeCompleted(ctx, before) })
 }

@@ -163,6 +163,13 @@ type Admin interface {
 	OldestCompleted(ctx context.Context) (at int64, ok bool, err error)
 	// PurgeCompleted deletes completed rows finished before before.
 	PurgeCompleted(ctx context.Context, before int64) (int, error)
+	// Expire deletes, with their history, in one transaction, at most
+	// e.Limit of the rows e selects that finished before e.Before, oldest
+	// first, and returns how many.
+	Expire(ctx context.Context, e Expiry) (int, error)
+	// OldestFinished returns the earliest FinishedAt of the rows e selects
+	// (e.Before and e.Limit are ignored); ok is false when there is none.
+	OldestFinished(ctx context.Context, e Expiry) (at int64, ok bool, err error)
 
 	// Pause marks queue paused at at and reports whether it changed (false:
 	// it was paused already, and keeps its first pause time). The queue

@@ -94,6 +94,7 @@ var tests = []test{
 	{"Search/Count", testSearchCount},
 	{"Requeue/PurgeDead", testRequeue},
 	{"PurgeCompleted/OldestCompleted", testPurgeCompleted},
+	{"Expire/OldestFinished", testExpire},
 	{"Bulk", testBulk},
 	{"Dashboard/SummariesAndDeadLetters", testDashboard},
 	{"Dashboard/History", testHistory},
