@@ -20,7 +20,7 @@ const bulkChunk = 500
 // between two of them is judged by its state when its turn comes.
 func (q *Queue) RequeueJobs(ctx context.Context, f JobQuery) (int, error) {
 	f.States = []State{StateDead}
-	total, err := q.bulk(ctx, store.BulkRequeue, f, func(r store.BulkResult) { q.afterRequeue(r.Moved) })
+	total, err := q.bulk(ctx, store.BulkRequeue, f, nil, func(r store.BulkResult) { q.afterRequeue(r.Moved) })
 	if err != nil {
 		return total, wrapf("litequeue: requeue matching jobs: %w", err)
 	}
@@ -32,12 +32,22 @@ func (q *Queue) RequeueJobs(ctx context.Context, f JobQuery) (int, error) {
 // how many. Jobs in other states are never touched, whatever f.States says:
 // f.States may narrow the selection to ready or to scheduled jobs; cancel
 // running jobs by id with Cancel. It works in chunks like RequeueJobs.
+// Each cancelled job reports EventCancelled, and its QueueConfig.OnCancel
+// (when this Queue has one) is asked for a follow-up enqueued in the
+// transaction of its chunk, as for Cancel.
 func (q *Queue) CancelJobs(ctx context.Context, f JobQuery) (int, error) {
 	f.States = narrow(f.States, StateReady, StateScheduled)
 	if len(f.States) == 0 {
 		return 0, nil
 	}
-	total, err := q.bulk(ctx, store.BulkCancel, f, nil)
+	follow := q.cancelHook(unixNanos(q.clock))
+	total, err := q.bulk(ctx, store.BulkCancel, f, follow, func(r store.BulkResult) {
+		for _, c := range r.Cancelled {
+			q.emit(Event{Type: EventCancelled, JobID: c.ID, Queue: c.Queue, Kind: c.Kind, Err: ErrJobCancelled})
+		}
+		follow.done(r.Cancelled)
+	})
+	follow.done(nil)
 	if err != nil {
 		return total, wrapf("litequeue: cancel matching jobs: %w", err)
 	}
@@ -53,7 +63,7 @@ func (q *Queue) DeleteJobs(ctx context.Context, f JobQuery) (int, error) {
 	if len(f.States) == 0 {
 		return 0, nil
 	}
-	total, err := q.bulk(ctx, store.BulkDelete, f, nil)
+	total, err := q.bulk(ctx, store.BulkDelete, f, nil, nil)
 	if err != nil {
 		return total, wrapf("litequeue: delete matching jobs: %w", err)
 	}
@@ -102,9 +112,10 @@ func narrow(asked []State, want ...State) []State {
 
 // bulk applies op to the jobs f selects, newest first, a chunk at a time,
 // each chunk in its own store transaction (selecting and applying in it),
-// and returns how many changed; committed, when set, runs after each chunk
-// that changed something. The clock is read for each chunk.
-func (q *Queue) bulk(ctx context.Context, op store.BulkOp, f JobQuery, committed func(store.BulkResult)) (int, error) {
+// and returns how many changed; follow, when set, asks for the follow-ups
+// of cancelled jobs; committed, when set, runs after each chunk that
+// changed something. The clock is read for each chunk.
+func (q *Queue) bulk(ctx context.Context, op store.BulkOp, f JobQuery, follow *cancelFollowUps, committed func(store.BulkResult)) (int, error) {
 	if err := q.writable(); err != nil {
 		return 0, err
 	}
@@ -115,7 +126,7 @@ func (q *Queue) bulk(ctx context.Context, op store.BulkOp, f JobQuery, committed
 	cursor := int64(1<<63 - 1)
 	for {
 		sq, _, _ := storeQuery(f, unixNanos(q.clock))
-		r, err := q.store.Bulk(ctx, op, sq, cursor, bulkChunk)
+		r, err := q.store.Bulk(ctx, op, sq, cursor, bulkChunk, follow.hook())
 		if err != nil {
 			return total, err
 		}

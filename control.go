@@ -92,7 +92,9 @@ func (q *Queue) localPool(queue string) *pool {
 // no dead letter.
 //
 // Cancelled jobs are kept, in state cancelled, until PurgeCancelled; a
-// cancelled job's idempotency key is free again at once.
+// cancelled job's idempotency key is free again at once. The job's
+// QueueConfig.OnCancel, when this Queue has one, is asked for a follow-up
+// enqueued in the same transaction.
 //
 // Cancel is all or nothing: if any id is unknown (ErrNotFound) or names a
 // job that is completed, dead or cancelled already (ErrWrongState), nothing
@@ -101,10 +103,14 @@ func (q *Queue) Cancel(ctx context.Context, ids ...int64) (int, error) {
 	if err := q.writable(); err != nil {
 		return 0, err
 	}
-	cs, err := q.store.Cancel(ctx, ids, unixNanos(q.clock))
+	now := unixNanos(q.clock)
+	follow := q.cancelHook(now)
+	cs, err := q.store.Cancel(ctx, ids, now, follow.hook())
 	if err != nil {
+		follow.done(nil)
 		return 0, wrapf("litequeue: %w", err)
 	}
+	defer follow.done(cs)
 	for _, c := range cs {
 		if c.Running {
 			if p := q.localPool(c.Queue); p != nil {

@@ -49,14 +49,15 @@ func (d *delivery) completeTx(ctx context.Context, tx *sql.Tx) error {
 		return wrapf("litequeue: complete job %d: %w", d.id, ErrLeaseLost)
 	}
 	var keepAt int64
-	if d.q.opts.CompletedRetention > 0 {
+	keep := d.q.opts.retention(d.q.config(d.queue), store.Completed)
+	if keep > 0 {
 		keepAt = unixNanos(d.q.clock)
 	}
 	if err := d.q.store.CompleteTx(ctx, store.SQLTx(tx), store.Lease{ID: d.id, Lease: d.lease}, keepAt); err != nil {
 		return wrapf("litequeue: complete job %d: %w", d.id, err)
 	}
 	if keepAt != 0 {
-		d.q.noteRetained(keepAt)
+		d.q.noteRetained(keepAt, keep)
 	}
 	// The success is the caller's commit now: a lease extension that finds
 	// the row completed before the handler returns is that commit, not a

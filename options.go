@@ -122,6 +122,35 @@ type QueueConfig struct {
 	// is reports EventEnqueued once the burial committed. Nil means no
 	// follow-up.
 	OnDead func(dead JobInfo, cause error) (Job, *EnqueueOptions)
+	// OnCancel, when set, is called for each job of this queue that Cancel
+	// or CancelJobs cancels (pending, scheduled or running) and returns a
+	// follow-up job (nil for none) that is enqueued in the same transaction
+	// that cancels the job: both happen or neither, as with OnDead, so
+	// business state waiting on the job hears that it will never run. A
+	// job is cancelled once, so OnCancel is asked once per job (a cancel
+	// the store runs again after a conflict reuses the first answer).
+	// cancelled describes the job as the cancel leaves it: State cancelled,
+	// its payload, attempt count, priority, key, CreatedAt and FinishedAt
+	// (the cancel's time). OnCancel runs inside the cancelling transaction,
+	// on the goroutine that called Cancel: it must not block nor use the
+	// queue. Only the Queue that cancels asks it: a cancel made by a
+	// process without this QueueConfig (lqinspect, another program)
+	// enqueues no follow-up. A follow-up that does not validate, or an
+	// OnCancel that panics, is logged and the job is cancelled without it;
+	// one whose idempotency key is held by a live job is not enqueued
+	// again; one that is reports EventEnqueued once the cancel committed,
+	// after the job's EventCancelled when that is reported at once.
+	OnCancel func(cancelled JobInfo) (Job, *EnqueueOptions)
+	// CompletedRetention, DeadRetention and CancelledRetention replace the
+	// Options fields of the same names for this queue's jobs: zero uses
+	// Options' value, KeepForever keeps the jobs until deleted by hand, and
+	// KeepNone (CompletedRetention only) deletes the queue's jobs when they
+	// succeed even when Options.CompletedRetention keeps others'. Every
+	// process started on the same database should configure the same
+	// retention: each one's maintenance deletes by its own configuration.
+	CompletedRetention time.Duration
+	DeadRetention      time.Duration
+	CancelledRetention time.Duration
 	// MaxSnoozes is how many times one job may Snooze (see Snooze) before
 	// a further snooze counts as a failed attempt. Zero or negative means
 	// DefaultMaxSnoozes (100). Requeueing a dead letter resets the count.
@@ -202,8 +231,18 @@ type Options struct {
 	ClaimBatch int
 	// CompletedRetention keeps succeeded jobs, in state completed, for this
 	// long before they are deleted. Default 0: a job is deleted when it
-	// succeeds.
+	// succeeds. KeepForever keeps them until deleted by hand. A queue's
+	// QueueConfig.CompletedRetention replaces it for that queue.
 	CompletedRetention time.Duration
+	// DeadRetention deletes dead letters this long after they died, and
+	// CancelledRetention cancelled jobs this long after their cancel, with
+	// their history, in the started queue's maintenance (transactions of
+	// at most 1,000 jobs). Default 0: kept until deleted by hand
+	// (DeleteJobs, PurgeCancelled, lqinspect purge), as is KeepForever. A
+	// queue's QueueConfig.DeadRetention and CancelledRetention replace them
+	// for that queue.
+	DeadRetention      time.Duration
+	CancelledRetention time.Duration
 	// MaxPayloadBytes is the largest encoded job accepted by Enqueue; larger
 	// ones fail with ErrInvalidJob. Default DefaultMaxPayloadBytes (1 MiB);
 	// negative means no limit.
@@ -302,6 +341,13 @@ func (o *Options) validate() error {
 		if qc.Timeout < 0 {
 			return fmt.Errorf("litequeue: Options.Queues[%q].Timeout is negative (%s); use 0 for no timeout", qc.Name, qc.Timeout)
 		}
+		if qc.CompletedRetention < 0 && qc.CompletedRetention != KeepNone {
+			return fmt.Errorf("litequeue: Options.Queues[%q].CompletedRetention is negative (%s); use KeepNone to keep none", qc.Name, qc.CompletedRetention)
+		}
+		if qc.DeadRetention < 0 || qc.CancelledRetention < 0 {
+			return fmt.Errorf("litequeue: Options.Queues[%q]: DeadRetention (%s) and CancelledRetention (%s) may not be negative; use 0 for Options' value or KeepForever",
+				qc.Name, qc.DeadRetention, qc.CancelledRetention)
+		}
 		if qc.VisibilityTimeout < 0 {
 			return fmt.Errorf("litequeue: Options.Queues[%q].VisibilityTimeout is negative (%s); use 0 for the default (%s)", qc.Name, qc.VisibilityTimeout, DefaultVisibilityTimeout)
 		}
@@ -311,6 +357,9 @@ func (o *Options) validate() error {
 	}
 	if o.CompletedRetention < 0 {
 		return fmt.Errorf("litequeue: Options.CompletedRetention is negative (%s)", o.CompletedRetention)
+	}
+	if o.DeadRetention < 0 || o.CancelledRetention < 0 {
+		return fmt.Errorf("litequeue: Options.DeadRetention (%s) and CancelledRetention (%s) may not be negative; use 0 to keep the jobs", o.DeadRetention, o.CancelledRetention)
 	}
 	return nil
 }

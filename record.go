@@ -49,7 +49,7 @@ func (p *pool) record(d *delivery, o outcome) {
 		// The callback keeps only what a success needs, not the whole outcome.
 		took, at, policy := o.took, o.at, o.policy
 		q.store.Complete(store.Completion{Lease: store.Lease{ID: d.id, Lease: d.lease}, At: at,
-			Keep: q.opts.CompletedRetention > 0, Notify: func(err error) {
+			Keep: p.completedRetention() > 0, Notify: func(err error) {
 				p.mu.Lock()
 				delete(p.completing, d)
 				p.mu.Unlock()
@@ -58,9 +58,7 @@ func (p *pool) record(d *delivery, o outcome) {
 						outcome{kind: outSucceeded, ran: true, took: took, at: at, policy: policy})
 				}
 			}})
-		if q.opts.CompletedRetention > 0 {
-			q.noteRetained(unixNanos(q.clock))
-		}
+		q.noteRetained(unixNanos(q.clock), p.completedRetention())
 		// The slot is free now, not when the success commits: the next claim
 		// then shares the writer's transaction with these successes instead of
 		// waiting for a commit of its own.
@@ -221,7 +219,7 @@ func (p *pool) successWrite(d *delivery, o *outcome) error {
 	q := p.q
 	done := make(chan error, 1)
 	q.store.Complete(store.Completion{Lease: store.Lease{ID: d.id, Lease: d.lease}, At: o.at,
-		Keep: q.opts.CompletedRetention > 0, Notify: func(err error) { done <- err }})
+		Keep: p.completedRetention() > 0, Notify: func(err error) { done <- err }})
 	err := q.store.Flush(context.Background())
 	select {
 	case werr := <-done:

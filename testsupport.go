@@ -192,7 +192,7 @@ func runStored(ctx context.Context, h *handler, q *Queue, payload []byte, spec k
 	herr := safeCall(hctx, d, wrap(q.middlewareNow(), d, policy.Attempts(), timeout, run))
 	from, _ := d.returned()
 	inTx := inCallersTx.has(from)
-	p.finishReports(d, !inTx && (herr != nil || q.opts.CompletedRetention > 0))
+	p.finishReports(d, !inTx && (herr != nil || p.completedRetention() > 0))
 	took := q.clock.Since(now)
 	if herr != nil && timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) && !errors.As(herr, new(*TimeoutError)) {
 		herr = fmt.Errorf("%w: %w", &TimeoutError{Timeout: timeout}, herr)
@@ -208,7 +208,7 @@ func runStored(ctx context.Context, h *handler, q *Queue, payload []byte, spec k
 	default:
 		done := make(chan error, 1)
 		q.store.Complete(store.Completion{Lease: store.Lease{ID: id, Lease: lease}, At: unixNanos(q.clock),
-			Keep: q.opts.CompletedRetention > 0, Notify: func(err error) { done <- err }})
+			Keep: p.completedRetention() > 0, Notify: func(err error) { done <- err }})
 		err := q.store.Flush(ctx)
 		if err == nil {
 			err = <-done

@@ -178,8 +178,8 @@ func (f *faultStore) Resume(ctx context.Context, queue string) (bool, error) {
 	return guarded(f, func() (bool, error) { return f.Backend.Resume(ctx, queue) })
 }
 
-func (f *faultStore) Cancel(ctx context.Context, ids []int64, now int64) ([]store.CancelledJob, error) {
-	return guarded(f, func() ([]store.CancelledJob, error) { return f.Backend.Cancel(ctx, ids, now) })
+func (f *faultStore) Cancel(ctx context.Context, ids []int64, now int64, hook store.CancelHook) ([]store.CancelledJob, error) {
+	return guarded(f, func() ([]store.CancelledJob, error) { return f.Backend.Cancel(ctx, ids, now, hook) })
 }
 
 func (f *faultStore) PurgeCancelled(ctx context.Context, before int64) (int, error) {
@@ -243,6 +243,10 @@ func (f *faultStore) Bury(ctx context.Context, b store.Burial) error {
 	return f.guard(func() error { return f.Backend.Bury(ctx, b) })
 }
 
+func (f *faultStore) Expire(ctx context.Context, e store.Expiry) (int, error) {
+	return guarded(f, func() (int, error) { return f.Backend.Expire(ctx, e) })
+}
+
 func (f *faultStore) PurgeCompleted(ctx context.Context, before int64) (int, error) {
 	return guarded(f, func() (int, error) { return f.Backend.PurgeCompleted(ctx, before) })
 }
@@ -281,8 +285,8 @@ func (f *faultStore) TriggerSchedule(ctx context.Context, name string, now int64
 	return id, queue, kind, err
 }
 
-func (f *faultStore) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, before int64, n int) (store.BulkResult, error) {
-	return guarded(f, func() (store.BulkResult, error) { return f.Backend.Bulk(ctx, op, q, before, n) })
+func (f *faultStore) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, before int64, n int, hook store.CancelHook) (store.BulkResult, error) {
+	return guarded(f, func() (store.BulkResult, error) { return f.Backend.Bulk(ctx, op, q, before, n, hook) })
 }
 
 func (f *faultStore) AddHistory(ctx context.Context, counts []store.HistoryCount, pruneBefore int64) error {

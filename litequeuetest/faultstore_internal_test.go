@@ -23,10 +23,10 @@ import (
 // of the two lists.
 var (
 	storeReads = []string{"Close", "Count", "DeadBefore", "FinishedCounts", "Flush", "History", "Holds", "Job", "Jobs",
-		"LatestDead", "LoadOf", "NextDue", "OldestCompleted", "Paused", "Progress", "ScheduleHistory",
+		"LatestDead", "LoadOf", "NextDue", "OldestCompleted", "OldestFinished", "Paused", "Progress", "ScheduleHistory",
 		"Schedules", "Search", "Stats", "Summaries", "Watch", "WhichCancelled"}
 	storeWrites = []string{"AddHistory", "Bulk", "Bury", "Cancel", "Claim", "Complete", "CompleteTx",
-		"Extend", "FireSchedule", "Insert", "InsertClaim", "InsertRunning", "Pause", "PauseSchedule",
+		"Expire", "Extend", "FireSchedule", "Insert", "InsertClaim", "InsertRunning", "Pause", "PauseSchedule",
 		"PurgeCancelled", "PurgeCompleted", "Release", "RemoveSchedule", "Report", "Requeue",
 		"RequeueCancelled", "Resume", "Retry", "RunNow", "Snooze", "TriggerSchedule", "UpsertSchedule"}
 )

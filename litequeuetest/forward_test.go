@@ -36,8 +36,7 @@ func TestKitReportsEnqueueTxOnlyOnCommit(t *testing.T) {
 	require.NoError(t, tx.Commit())
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, err = k.Wait(ctx, func(e litequeue.Event) bool { return e.Type == litequeue.EventEnqueued && e.JobID == kept })
-	require.NoError(t, err)
+	k.WaitFor(litequeue.EventEnqueued, kept)
 	require.NoError(t, k.Queue.FlushEvents(ctx))
 	var enqueued []litequeue.Event
 	for _, e := range k.Events() {

@@ -13,6 +13,9 @@
 //     the clock to each next due time until nothing is due or scheduled;
 //     Kit.Next does one such step; Kit.Settle drives one job until it
 //     succeeds or dies.
+//   - Kit.Advance moves the clock through a span of time as it passes for
+//     a running process: every job due and every schedule occurrence on
+//     the way runs on time.
 //   - Kit.WaitFor and Kit.Wait wait (in real time, bounded) for an event;
 //     Kit.History and Kit.Events report what happened.
 //   - Work runs one handler call synchronously, without a queue, with a real
@@ -130,6 +133,12 @@ var live struct {
 // fails the test); Rand, a source with a fixed seed, so jitter is the same
 // on every run. Options.OnEvent, when set, is called for every event after
 // the kit records it. Every other option keeps its meaning and default.
+//
+// New makes the file itself (Kit.Path); it takes no existing database.
+// Code that keeps its own tables beside the queue (EnqueueTx, CompleteTx)
+// opens a second *sql.DB on Kit.Path with the "sqlite" driver
+// (modernc.org/sqlite), creates its tables there and passes that handle's
+// transactions to the queue, as it does in production.
 //
 // When the test ends the queue is stopped and closed, and — unless another
 // Kit lived at the same time (parallel tests) — any goroutine started
@@ -303,14 +312,20 @@ func (k *Kit) start() error {
 	return nil
 }
 
-// Wait waits until an event that match accepts has happened — at any time
-// since New, so an event that came before the call counts — and returns
-// the first such event. It fails with ctx's error, or with ErrStuck after
-// Kit.Timeout of real time.
+// Wait waits for the next event that match accepts — one emitted after
+// the call; an earlier one does not count (look for those in Events, or
+// use WaitFor) — and returns it. It fails with ctx's error, or with
+// ErrStuck after Kit.Timeout of real time.
 func (k *Kit) Wait(ctx context.Context, match func(litequeue.Event) bool) (litequeue.Event, error) {
+	_, from, _ := k.since(0)
+	return k.waitFrom(ctx, from, match)
+}
+
+// waitFrom waits for the first event from index from on that match
+// accepts.
+func (k *Kit) waitFrom(ctx context.Context, from int, match func(litequeue.Event) bool) (litequeue.Event, error) {
 	timer := time.NewTimer(k.timeout())
 	defer timer.Stop()
-	from := 0
 	for {
 		evs, n, changed := k.since(from)
 		for _, e := range evs {
@@ -334,7 +349,7 @@ func (k *Kit) Wait(ctx context.Context, match func(litequeue.Event) bool) (liteq
 // that came before the call count.
 func (k *Kit) WaitFor(typ litequeue.EventType, id int64) litequeue.Event {
 	k.t.Helper()
-	e, err := k.Wait(context.Background(), func(e litequeue.Event) bool {
+	e, err := k.waitFrom(context.Background(), 0, func(e litequeue.Event) bool {
 		return e.Type == typ && (id == 0 || e.JobID == id)
 	})
 	if err != nil {
@@ -517,6 +532,14 @@ func (k *Kit) countSince(from int, typ litequeue.EventType) int {
 // DeliverTwice, a write failed by FailWrites) is due at the end of its
 // lease, as its redelivery is. It starts the queue if the kit has not.
 //
+// Schedules: Drain first lets the scheduler enqueue the occurrences due at
+// the clock's time (those a Clock.Add made due, as the schedule's Missed
+// policy allows), and it stops at each occurrence on its way to a job's
+// next due time, so that occurrences run on time instead of being jumped
+// over and counted as missed. Schedules alone do not keep it going: it
+// ends when no handled job is due, scheduled or running; Advance moves
+// through a span of time, occurrences included.
+//
 // Drain is bounded: it stops with an error wrapping ErrLimit after
 // Kit.MaxAttempts handler calls, and with ErrStuck when the queue makes no
 // progress for Kit.Timeout of real time; the result reports what ran until
@@ -528,6 +551,9 @@ func (k *Kit) Drain(ctx context.Context) (DrainResult, error) {
 		return DrainResult{}, err
 	}
 	for {
+		if err := k.settleSchedules(ctx); err != nil {
+			return k.result(m, 0), err
+		}
 		l, err := k.quiet(ctx)
 		if err != nil {
 			return k.result(m, l.Unhandled), err
@@ -538,7 +564,15 @@ func (k *Kit) Drain(ctx context.Context) (DrainResult, error) {
 		if !l.HasNext {
 			return k.result(m, l.Unhandled), nil
 		}
-		k.Clock.Set(l.Next.In(k.Clock.Now().Location()))
+		next := l.Next
+		occ, ok, err := k.nextOccurrence(ctx)
+		if err != nil {
+			return k.result(m, l.Unhandled), err
+		}
+		if ok && occ.Before(next) {
+			next = occ
+		}
+		k.Clock.Set(next.In(k.Clock.Now().Location()))
 	}
 }
 

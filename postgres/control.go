@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -72,7 +73,7 @@ func (s *pgStore) Paused(ctx context.Context) (map[string]int64, error) {
 }
 
 // Cancel implements store.Admin.
-func (s *pgStore) Cancel(ctx context.Context, ids []int64, now int64) ([]store.CancelledJob, error) {
+func (s *pgStore) Cancel(ctx context.Context, ids []int64, now int64, hook store.CancelHook) ([]store.CancelledJob, error) {
 	if err := s.writable(); err != nil {
 		return nil, err
 	}
@@ -82,20 +83,21 @@ func (s *pgStore) Cancel(ctx context.Context, ids []int64, now int64) ([]store.C
 	var out []store.CancelledJob
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		out = out[:0]
-		rows, err := tx.QueryContext(ctx, s.q(`SELECT id, state, queue, kind, lease FROM lq_jobs WHERE id = ANY ($1) FOR UPDATE`), ids)
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT id, state, queue, kind, lease, payload, attempt, priority, coalesce(idem_key, ''), created_at
+			FROM lq_jobs WHERE id = ANY ($1) FOR UPDATE`), ids)
 		if err != nil {
 			return err
 		}
 		type row struct {
-			state       int16
-			queue, kind string
-			lease       sql.NullInt64
+			state int16
+			lease sql.NullInt64
+			c     store.CancelledJob
 		}
 		m := map[int64]row{}
 		for rows.Next() {
 			var id int64
 			var r row
-			if err := rows.Scan(&id, &r.state, &r.queue, &r.kind, &r.lease); err != nil {
+			if err := rows.Scan(&id, &r.state, &r.c.Queue, &r.c.Kind, &r.lease, &r.c.Payload, &r.c.Attempt, &r.c.Priority, &r.c.Key, &r.c.CreatedAt); err != nil {
 				rows.Close()
 				return err
 			}
@@ -118,7 +120,8 @@ func (s *pgStore) Cancel(ctx context.Context, ids []int64, now int64) ([]store.C
 				continue
 			}
 			seen[id] = true
-			c := store.CancelledJob{ID: id, Queue: r.queue, Kind: r.kind, Running: r.state == 1}
+			c := r.c
+			c.ID, c.Running = id, r.state == 1
 			if c.Running {
 				c.Lease = r.lease.Int64
 			}
@@ -129,13 +132,7 @@ func (s *pgStore) Cancel(ctx context.Context, ids []int64, now int64) ([]store.C
 		if err != nil {
 			return err
 		}
-		// The processes running cancelled jobs learn of it by the
-		// notification, as they learn of new jobs.
-		queues := map[string]bool{}
-		for _, c := range out {
-			queues[c.Queue] = true
-		}
-		return s.notifyTx(ctx, tx, queues)
+		return s.followCancelled(ctx, tx, out, hook)
 	})
 	if err != nil {
 		return nil, err
@@ -205,4 +202,35 @@ func (s *pgStore) Snooze(ctx context.Context, sn store.Snooze) error {
 		return fmt.Errorf("litequeue: snooze job %d: %w", sn.ID, store.ErrSnoozeLimit)
 	}
 	return fmt.Errorf("litequeue: snooze job %d: %w", sn.ID, store.ErrLeaseLost)
+}
+
+// followCancelled asks hook (when non-nil) for the follow-up of each job of
+// cs and inserts it on tx (one whose key or uniqueness a live job holds is
+// not: FollowUpID 0), then notifies the queues of cs and of the follow-ups:
+// the processes running cancelled jobs learn of it by the notification, as
+// they learn of new jobs.
+func (s *pgStore) followCancelled(ctx context.Context, tx *sql.Tx, cs []store.CancelledJob, hook store.CancelHook) error {
+	queues := map[string]bool{}
+	for i := range cs {
+		c := &cs[i]
+		queues[c.Queue] = true
+		if hook == nil {
+			continue
+		}
+		c.FollowUp, c.FollowUpID = hook(*c), 0
+		if c.FollowUp == nil {
+			continue
+		}
+		ids, dups, err := s.insertEach(ctx, tx, []store.NewJob{*c.FollowUp})
+		switch {
+		case err != nil:
+			return fmt.Errorf("follow-up of cancelled job %d: %w", c.ID, err)
+		case dups[0] == nil:
+			c.FollowUpID = ids[0]
+			queues[c.FollowUp.Queue] = true
+		case !errors.Is(dups[0], store.ErrDuplicate):
+			return fmt.Errorf("follow-up of cancelled job %d: %w", c.ID, dups[0])
+		}
+	}
+	return s.notifyTx(ctx, tx, queues)
 }

@@ -234,7 +234,7 @@ func (s *pgStore) Summaries(ctx context.Context, now int64, limit int) ([]store.
 }
 
 // Bulk implements store.Admin.
-func (s *pgStore) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, before int64, n int) (store.BulkResult, error) {
+func (s *pgStore) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, before int64, n int, hook store.CancelHook) (store.BulkResult, error) {
 	if err := s.writable(); err != nil {
 		return store.BulkResult{}, err
 	}
@@ -261,14 +261,17 @@ func (s *pgStore) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, b
 			return s.bulkRequeue(ctx, tx, ids, q.Now, &res)
 		case store.BulkCancel:
 			// Pending rows become cancelled (kept), as Cancel makes them.
-			r, err := tx.ExecContext(ctx, s.q(`UPDATE lq_jobs SET state = 4, lease = NULL, finished_at = $1
-				WHERE state = 0 AND id = ANY ($2)`), q.Now, ids)
+			cs, err := sqlkit.QueryAll(ctx, tx, s.q(`UPDATE lq_jobs SET state = 4, lease = NULL, finished_at = $1
+				WHERE state = 0 AND id = ANY ($2)
+				RETURNING id, queue, kind, payload, attempt, priority, coalesce(idem_key, ''), created_at`), []any{q.Now, ids}, sqlkit.ScanCancelled)
 			if err != nil {
 				return err
 			}
-			n, err := r.RowsAffected()
-			res.Changed = int(n)
-			return err
+			res.Cancelled, res.Changed = cs, len(cs)
+			if hook == nil {
+				return nil
+			}
+			return s.followCancelled(ctx, tx, cs, hook)
 		default:
 			return tx.QueryRowContext(ctx, s.q(fmt.Sprintf(deleteWithHistorySQL,
 				"DELETE FROM lq_jobs WHERE state IN (2, 3, 4) AND id = ANY ($1) RETURNING id")), ids).Scan(&res.Changed)

@@ -330,10 +330,10 @@ func TestDeletingJobsDeletesTheirHistory(t *testing.T) {
 		t.Fatalf("%d records after a success and a cancel, want the dead letter's 2 (and the cancelled job's, if kept)", n)
 	}
 	dead := []store.ListState{store.ListDead}
-	if r, err := s.Bulk(ctx, store.BulkDelete, store.JobQuery{IDs: []int64{got[2]}, States: dead}, math.MaxInt64, 10); err != nil || r.Changed != 0 {
+	if r, err := s.Bulk(ctx, store.BulkDelete, store.JobQuery{IDs: []int64{got[2]}, States: dead}, math.MaxInt64, 10, nil); err != nil || r.Changed != 0 {
 		t.Fatalf("deleting the cancelled job as dead = %+v, %v", r, err)
 	}
-	if r, err := s.Bulk(ctx, store.BulkDelete, store.JobQuery{States: dead}, math.MaxInt64, 10); err != nil || r.Changed != 1 {
+	if r, err := s.Bulk(ctx, store.BulkDelete, store.JobQuery{States: dead}, math.MaxInt64, 10, nil); err != nil || r.Changed != 1 {
 		t.Fatalf("deleting the dead = %+v, %v", r, err)
 	}
 	if n := attempts(); n != 0 && n != 1 {

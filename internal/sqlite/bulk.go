@@ -18,7 +18,8 @@ const (
 	bulkRequeueSQL = `UPDATE OR IGNORE lq_jobs SET state = 0, attempt = 0, snoozes = 0, visible_at = ?, lease = NULL,
 		finished_at = NULL, dead_reason = NULL WHERE state = 3 AND id IN (SELECT value FROM json_each(?)) RETURNING id, queue, kind`
 	bulkCancelSQL = `UPDATE lq_jobs SET state = 4, lease = NULL, finished_at = ?
-		WHERE state = 0 AND id IN (SELECT value FROM json_each(?)) RETURNING queue, state, visible_at`
+		WHERE state = 0 AND id IN (SELECT value FROM json_each(?))
+		RETURNING id, queue, kind, payload, attempt, priority, coalesce(idem_key, ''), created_at`
 	bulkDeleteSQL = `DELETE FROM lq_jobs WHERE state IN (2, 3, 4) AND id IN (SELECT value FROM json_each(?)) RETURNING queue, state, visible_at`
 )
 
@@ -31,7 +32,7 @@ func bulkSelectSQL(where []string) string {
 
 // Bulk implements store.Admin: it selects and applies in the same writer
 // transaction.
-func (s *Store) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, before int64, n int) (store.BulkResult, error) {
+func (s *Store) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, before int64, n int, hook store.CancelHook) (store.BulkResult, error) {
 	if s.w == nil {
 		return store.BulkResult{}, store.ErrReadOnly
 	}
@@ -50,14 +51,13 @@ func (s *Store) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, bef
 		}
 		res.Selected, res.Last = len(ids), ids[len(ids)-1]
 		list := idsJSON(ids)
-		if op == store.BulkRequeue {
+		switch op {
+		case store.BulkRequeue:
 			return requeueChunk(ctx, tx, list, q.Now, &res)
+		case store.BulkCancel:
+			return cancelChunk(ctx, tx, list, q.Now, hook, &res)
 		}
-		if op == store.BulkDelete {
-			res.Changed, err = execCounted(ctx, tx, bulkDeleteSQL, gone, list)
-		} else {
-			res.Changed, err = execCounted(ctx, tx, bulkCancelSQL, fromPendingKeepingDue, q.Now, list)
-		}
+		res.Changed, err = execCounted(ctx, tx, bulkDeleteSQL, gone, list)
 		return err
 	})
 	if err != nil {
@@ -91,4 +91,34 @@ func requeueChunk(ctx context.Context, tx Execer, ids string, now int64, res *st
 		return err
 	}
 	return keepDeadErrors(ctx, tx, res.Moved[from:])
+}
+
+// cancelChunk cancels the pending rows of ids, lists them in res.Cancelled
+// and inserts their follow-ups (see followCancelled).
+func cancelChunk(ctx context.Context, tx Execer, ids string, now int64, hook store.CancelHook, res *store.BulkResult) error {
+	// The kept counts move first, from the rows as they are now (the
+	// update below returns them without their due time).
+	rows, err := sqlkit.QueryAll(ctx, tx, `SELECT queue, visible_at FROM lq_jobs WHERE state = 0 AND id IN (SELECT value FROM json_each(?))`,
+		[]any{ids}, func(r *sql.Rows, k *countKey) error {
+			var visible int64
+			if err := r.Scan(&k.queue, &visible); err != nil {
+				return err
+			}
+			*k = countOf(k.queue, store.Pending, visible)
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	for _, k := range rows {
+		if err := moveCount(ctx, tx, k, countOf(k.queue, store.Cancelled, 0), 1); err != nil {
+			return err
+		}
+	}
+	cs, err := sqlkit.QueryAll(ctx, tx, bulkCancelSQL, []any{now, ids}, sqlkit.ScanCancelled)
+	if err != nil {
+		return err
+	}
+	res.Cancelled, res.Changed = cs, len(cs)
+	return followCancelled(ctx, tx, cs, hook)
 }

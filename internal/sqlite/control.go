@@ -62,7 +62,7 @@ const (
 )
 
 // Cancel implements store.Admin.
-func (s *Store) Cancel(ctx context.Context, ids []int64, now int64) ([]store.CancelledJob, error) {
+func (s *Store) Cancel(ctx context.Context, ids []int64, now int64, hook store.CancelHook) ([]store.CancelledJob, error) {
 	if s.w == nil {
 		return nil, store.ErrReadOnly
 	}
@@ -78,8 +78,10 @@ func (s *Store) Cancel(ctx context.Context, ids []int64, now int64) ([]store.Can
 			var c store.CancelledJob
 			var state store.State
 			var lease sql.NullInt64
+			var key sql.NullString
 			var visible int64
-			err := tx.QueryRowContext(ctx, `SELECT state, queue, kind, lease, visible_at FROM lq_jobs WHERE id = ?`, id).Scan(&state, &c.Queue, &c.Kind, &lease, &visible)
+			err := tx.QueryRowContext(ctx, `SELECT state, queue, kind, lease, payload, attempt, priority, idem_key, created_at, visible_at
+				FROM lq_jobs WHERE id = ?`, id).Scan(&state, &c.Queue, &c.Kind, &lease, &c.Payload, &c.Attempt, &c.Priority, &key, &c.CreatedAt, &visible)
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
 				return fmt.Errorf("litequeue: cancel job %d: %w", id, store.ErrNotFound)
@@ -88,7 +90,7 @@ func (s *Store) Cancel(ctx context.Context, ids []int64, now int64) ([]store.Can
 			case state != store.Pending && state != store.Running:
 				return fmt.Errorf("litequeue: cancel job %d: it is %s already: %w", id, StateName(state), store.ErrWrongState)
 			}
-			c.ID = id
+			c.ID, c.Key = id, key.String
 			query := cancelPendingSQL
 			if state == store.Running {
 				query = cancelRunningSQL
@@ -102,12 +104,37 @@ func (s *Store) Cancel(ctx context.Context, ids []int64, now int64) ([]store.Can
 			}
 			out = append(out, c)
 		}
-		return nil
+		return followCancelled(ctx, tx, out, hook)
 	})
 	if err != nil {
 		return nil, sqlitefile.ClassifyWriteError(err)
 	}
 	return out, nil
+}
+
+// followCancelled asks hook (when non-nil) for the follow-up of each job of
+// cs and inserts it on tx; one whose key or uniqueness a live job holds is
+// not inserted (FollowUpID 0).
+func followCancelled(ctx context.Context, tx Execer, cs []store.CancelledJob, hook store.CancelHook) error {
+	if hook == nil {
+		return nil
+	}
+	for i := range cs {
+		c := &cs[i]
+		c.FollowUp, c.FollowUpID = hook(*c), 0
+		if c.FollowUp == nil {
+			continue
+		}
+		id, err := insertOne(ctx, tx, c.FollowUp, nil)
+		switch {
+		case errors.Is(err, store.ErrDuplicate):
+		case err != nil:
+			return fmt.Errorf("follow-up of cancelled job %d: %w", c.ID, err)
+		default:
+			c.FollowUpID = id
+		}
+	}
+	return nil
 }
 
 // WhichCancelled implements store.Runtime with one statement.

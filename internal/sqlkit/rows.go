@@ -107,3 +107,9 @@ func AddFinished(ctx context.Context, m store.Summaries, db Querier, st store.St
 	}
 	return nil
 }
+
+// ScanCancelled reads a row of (id, queue, kind, payload, attempt,
+// priority, key (empty for none), created_at): a row a bulk cancel cancelled.
+func ScanCancelled(rows *sql.Rows, c *store.CancelledJob) error {
+	return rows.Scan(&c.ID, &c.Queue, &c.Kind, &c.Payload, &c.Attempt, &c.Priority, &c.Key, &c.CreatedAt)
+}

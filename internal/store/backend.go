@@ -138,8 +138,9 @@ type Admin interface {
 	// Cancelled (lease NULL), running rows become Cancelled keeping their
 	// lease, both with FinishedAt now. An unknown id (ErrNotFound) or a row
 	// that is completed, dead or already cancelled (ErrWrongState) cancels
-	// nothing; the error names the id.
-	Cancel(ctx context.Context, ids []int64, now int64) ([]CancelledJob, error)
+	// nothing; the error names the id. hook, when non-nil, is asked for
+	// each cancelled job's follow-up, inserted in the same transaction.
+	Cancel(ctx context.Context, ids []int64, now int64, hook CancelHook) ([]CancelledJob, error)
 	// Bulk selects, in one write transaction, the up to n highest ids below
 	// before among the rows q selects, and applies op to those of them in
 	// op's states: BulkRequeue makes dead rows whose key no live row holds
@@ -147,8 +148,10 @@ type Admin interface {
 	// dead); BulkCancel makes pending rows Cancelled at q.Now (as Cancel
 	// does; running rows are left alone); BulkDelete deletes completed,
 	// dead and cancelled rows with their history. Other rows are left
-	// alone.
-	Bulk(ctx context.Context, op BulkOp, q JobQuery, before int64, n int) (BulkResult, error)
+	// alone. A BulkCancel lists the rows it cancelled in
+	// BulkResult.Cancelled and asks hook (when non-nil) for each one's
+	// follow-up, as Cancel does; other ops ignore hook.
+	Bulk(ctx context.Context, op BulkOp, q JobQuery, before int64, n int, hook CancelHook) (BulkResult, error)
 	// PurgeCancelled deletes cancelled rows (with their history) that were
 	// cancelled before before and returns how many.
 	PurgeCancelled(ctx context.Context, before int64) (int, error)
@@ -156,6 +159,13 @@ type Admin interface {
 	OldestCompleted(ctx context.Context) (at int64, ok bool, err error)
 	// PurgeCompleted deletes completed rows finished before before.
 	PurgeCompleted(ctx context.Context, before int64) (int, error)
+	// Expire deletes, with their history, in one transaction, at most
+	// e.Limit of the rows e selects that finished before e.Before, oldest
+	// first, and returns how many.
+	Expire(ctx context.Context, e Expiry) (int, error)
+	// OldestFinished returns the earliest FinishedAt of the rows e selects
+	// (e.Before and e.Limit are ignored); ok is false when there is none.
+	OldestFinished(ctx context.Context, e Expiry) (at int64, ok bool, err error)
 
 	// Pause marks queue paused at at and reports whether it changed (false:
 	// it was paused already, and keeps its first pause time). The queue

@@ -128,6 +128,8 @@ type BulkResult struct {
 	Last     int64   // the lowest id selected (the next call's before); 0 if none
 	Changed  int     // rows changed
 	Moved    []Moved // the rows requeued (BulkRequeue)
+	// Cancelled are the rows cancelled (BulkCancel), with their follow-ups.
+	Cancelled []CancelledJob
 }
 
 // DeadMessage is a dead row as the dead-letter groups read it.

@@ -201,7 +201,7 @@ func testStatsExact(t *testing.T, e *env) {
 				Record: store.Attempt{Attempt: 1, StartedAt: now, FinishedAt: now, Decision: "snooze"}})
 		}},
 		{"cancel", func() error {
-			_, err := e.s.Cancel(e.ctx, []int64{pick(), pick()}, now)
+			_, err := e.s.Cancel(e.ctx, []int64{pick(), pick()}, now, nil)
 			return err
 		}},
 		{"requeue", func() error {
@@ -220,13 +220,22 @@ func testStatsExact(t *testing.T, e *env) {
 			_, err := e.s.PurgeCompleted(e.ctx, now-int64(rng.IntN(300)))
 			return err
 		}},
+		{"expire", func() error {
+			x := store.Expiry{State: []store.State{store.Completed, store.Dead, store.Cancelled}[rng.IntN(3)],
+				Before: now - int64(rng.IntN(300))*unit, Limit: 1 + rng.IntN(5)}
+			if rng.IntN(2) == 0 {
+				x.Queues = []string{queues[rng.IntN(3)]}
+			}
+			_, err := e.s.Expire(e.ctx, x)
+			return err
+		}},
 		{"purge cancelled", func() error {
 			_, err := e.s.PurgeCancelled(e.ctx, now-int64(rng.IntN(300)))
 			return err
 		}},
 		{"bulk", func() error {
 			op := []store.BulkOp{store.BulkRequeue, store.BulkCancel, store.BulkDelete}[rng.IntN(3)]
-			_, err := e.s.Bulk(e.ctx, op, store.JobQuery{Queue: queues[rng.IntN(3)], Now: now}, math.MaxInt64, 1+rng.IntN(10))
+			_, err := e.s.Bulk(e.ctx, op, store.JobQuery{Queue: queues[rng.IntN(3)], Now: now}, math.MaxInt64, 1+rng.IntN(10), nil)
 			return err
 		}},
 		{"time passes (leases lapse)", func() error {

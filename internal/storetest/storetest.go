@@ -95,6 +95,7 @@ var tests = []test{
 	{"Search/Count", testSearchCount},
 	{"Requeue/PurgeDead", testRequeue},
 	{"PurgeCompleted/OldestCompleted", testPurgeCompleted},
+	{"Expire/OldestFinished", testExpire},
 	{"Bulk", testBulk},
 	{"Dashboard/SummariesAndDeadLetters", testDashboard},
 	{"Dashboard/History", testHistory},
@@ -507,7 +508,7 @@ func testBuryErrorOnce(t *testing.T, e *env) {
 			require.NoError(t, err)
 		}},
 		{"Bulk", func(id int64) {
-			res, err := e.s.Bulk(e.ctx, store.BulkRequeue, store.JobQuery{IDs: []int64{id}, Now: 300}, math.MaxInt64, 10)
+			res, err := e.s.Bulk(e.ctx, store.BulkRequeue, store.JobQuery{IDs: []int64{id}, Now: 300}, math.MaxInt64, 10, nil)
 			require.NoError(t, err)
 			require.Equal(t, 1, res.Changed)
 		}},
@@ -622,12 +623,12 @@ func testPause(t *testing.T, e *env) {
 func testCancel(t *testing.T, e *env) {
 	l := running(t, e)
 	pending := insert(t, e, job("q", "k", 0, 5000))[0]
-	_, err := e.s.Cancel(e.ctx, []int64{pending, l.ID + 1000}, 200)
+	_, err := e.s.Cancel(e.ctx, []int64{pending, l.ID + 1000}, 200, nil)
 	require.ErrorIs(t, err, store.ErrNotFound)
 	j, _ := get(t, e, pending)
 	require.Equal(t, store.Pending, j.State, "all or nothing")
 
-	cs, err := e.s.Cancel(e.ctx, []int64{pending, l.ID}, 200)
+	cs, err := e.s.Cancel(e.ctx, []int64{pending, l.ID}, 200, nil)
 	require.NoError(t, err)
 	require.Len(t, cs, 2)
 	byID := map[int64]store.CancelledJob{}
@@ -643,7 +644,7 @@ func testCancel(t *testing.T, e *env) {
 	j, _ = get(t, e, pending)
 	require.Equal(t, store.Cancelled, j.State)
 	require.Equal(t, int64(200), j.FinishedAt)
-	_, err = e.s.Cancel(e.ctx, []int64{pending}, 300)
+	_, err = e.s.Cancel(e.ctx, []int64{pending}, 300, nil)
 	require.ErrorIs(t, err, store.ErrWrongState)
 	n, err := e.s.PurgeCancelled(e.ctx, 201)
 	require.NoError(t, err)
@@ -739,10 +740,10 @@ func testRequeue(t *testing.T, e *env) {
 	require.Zero(t, j.Attempt, "attempts reset")
 
 	c := bury(t, e, "r", "", 400)
-	res, err := e.s.Bulk(e.ctx, store.BulkRequeue, store.JobQuery{Queue: "r", Now: 500}, math.MaxInt64, 10)
+	res, err := e.s.Bulk(e.ctx, store.BulkRequeue, store.JobQuery{Queue: "r", Now: 500}, math.MaxInt64, 10, nil)
 	require.NoError(t, err)
 	require.Equal(t, []store.Moved{{ID: c, Queue: "r", Kind: "k"}}, res.Moved)
-	res, err = e.s.Bulk(e.ctx, store.BulkDelete, store.JobQuery{Queue: "q", States: []store.ListState{store.ListDead}}, math.MaxInt64, 10)
+	res, err = e.s.Bulk(e.ctx, store.BulkDelete, store.JobQuery{Queue: "q", States: []store.ListState{store.ListDead}}, math.MaxInt64, 10, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Changed)
 	_, _, err = e.s.Job(e.ctx, b)
@@ -775,16 +776,16 @@ func testBulk(t *testing.T, e *env) {
 	a := bury(t, e, "q", "", 100)
 	b := bury(t, e, "q", "", 200)
 	pending := insert(t, e, job("q", "k", 0, 9999))[0]
-	res, err := e.s.Bulk(e.ctx, store.BulkRequeue, store.JobQuery{Queue: "q", Now: 300}, math.MaxInt64, 10)
+	res, err := e.s.Bulk(e.ctx, store.BulkRequeue, store.JobQuery{Queue: "q", Now: 300}, math.MaxInt64, 10, nil)
 	require.NoError(t, err)
 	require.Equal(t, 3, res.Selected)
 	require.Equal(t, 2, res.Changed, "only dead rows are requeued")
 	require.Equal(t, a, res.Last)
 	require.ElementsMatch(t, []int64{a, b}, movedIDs(res.Moved))
-	res, err = e.s.Bulk(e.ctx, store.BulkCancel, store.JobQuery{IDs: []int64{pending}, Now: 400}, math.MaxInt64, 10)
+	res, err = e.s.Bulk(e.ctx, store.BulkCancel, store.JobQuery{IDs: []int64{pending}, Now: 400}, math.MaxInt64, 10, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Changed)
-	res, err = e.s.Bulk(e.ctx, store.BulkDelete, store.JobQuery{Queue: "q"}, math.MaxInt64, 10)
+	res, err = e.s.Bulk(e.ctx, store.BulkDelete, store.JobQuery{Queue: "q"}, math.MaxInt64, 10, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Changed, "only the cancelled row is deleted")
 	_, _, err = e.s.Job(e.ctx, pending)

@@ -115,7 +115,7 @@ func (r *Recorder) ObserveQueue(q *litequeue.Queue) (metric.Registration, error)
 		return c
 	}
 	jobs, err := r.meter.Int64ObservableGauge(r.prefix+"jobs",
-		metric.WithDescription("Jobs in the queue file by queue and state."), metric.WithUnit("{job}"))
+		metric.WithDescription("Jobs in the queue file by queue and state (ready, scheduled, running, completed, dead, cancelled)."), metric.WithUnit("{job}"))
 	errs = append(errs, err)
 	oldest := gauge("oldest_ready.age", "How long the longest-waiting ready job of the queue has been due; 0 when none is ready.", "s")
 	paused := gauge("queue.paused", "1 while the queue is paused in every process, 0 otherwise.", "1")
@@ -133,6 +133,10 @@ func (r *Recorder) ObserveQueue(q *litequeue.Queue) (metric.Registration, error)
 		if err != nil {
 			return err
 		}
+		cancelled, _, err := q.FinishedCounts(ctx, litequeue.StateCancelled, 0)
+		if err != nil {
+			return err
+		}
 		pausedQueues, err := q.PausedQueues(ctx)
 		if err != nil {
 			return err
@@ -143,13 +147,18 @@ func (r *Recorder) ObserveQueue(q *litequeue.Queue) (metric.Registration, error)
 		}
 		for _, s := range sums {
 			for state, n := range map[litequeue.State]int{litequeue.StateReady: s.Ready, litequeue.StateScheduled: s.Scheduled,
-				litequeue.StateRunning: s.Running, litequeue.StateCompleted: s.Completed, litequeue.StateDead: s.Dead} {
+				litequeue.StateRunning: s.Running, litequeue.StateCompleted: s.Completed, litequeue.StateDead: s.Dead,
+				litequeue.StateCancelled: cancelled[s.Queue]} {
 				o.ObserveInt64(jobs, int64(n), metric.WithAttributes(attribute.String("queue", s.Queue), attribute.String("state", string(state))))
 			}
+			delete(cancelled, s.Queue)
 			o.ObserveFloat64(oldest, s.OldestReady.Seconds(), metric.WithAttributes(attribute.String("queue", s.Queue)))
 			if _, ok := pausedQueues[s.Queue]; !ok {
 				o.ObserveFloat64(paused, 0, metric.WithAttributes(attribute.String("queue", s.Queue)))
 			}
+		}
+		for name, n := range cancelled { // queues with only cancelled jobs
+			o.ObserveInt64(jobs, int64(n), metric.WithAttributes(attribute.String("queue", name), attribute.String("state", string(litequeue.StateCancelled))))
 		}
 		for name := range pausedQueues {
 			o.ObserveFloat64(paused, 1, metric.WithAttributes(attribute.String("queue", name)))

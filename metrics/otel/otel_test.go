@@ -42,6 +42,10 @@ func TestRecorderCountsEventsAndReadsTheQueue(t *testing.T) {
 	require.NoError(t, err)
 	_, err = q.Enqueue(ctx, Job{}, &litequeue.EnqueueOptions{Delay: time.Hour})
 	require.NoError(t, err)
+	gone, err := q.Enqueue(ctx, Job{}, &litequeue.EnqueueOptions{Delay: 2 * time.Hour})
+	require.NoError(t, err)
+	_, err = q.Cancel(ctx, gone)
+	require.NoError(t, err)
 	require.NoError(t, q.Start(ctx))
 	<-dead
 	require.NoError(t, q.Stop(ctx))
@@ -70,7 +74,9 @@ func TestRecorderCountsEventsAndReadsTheQueue(t *testing.T) {
 			}
 		}
 	}
-	require.Equal(t, int64(2), got["litequeue.events/enqueued"])
+	require.Equal(t, int64(3), got["litequeue.events/enqueued"])
+	require.Equal(t, int64(1), got["litequeue.events/cancelled"])
+	require.Equal(t, int64(1), got["litequeue.jobs/cancelled"])
 	require.Equal(t, int64(1), got["litequeue.events/dead"])
 	require.Equal(t, int64(1), got["litequeue.jobs/dead"])
 	require.Equal(t, int64(1), got["litequeue.jobs/scheduled"])

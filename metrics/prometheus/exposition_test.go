@@ -110,6 +110,10 @@ func exposition(t *testing.T, open func(*litequeue.Options) (*litequeue.Queue, e
 		_, err = q.Enqueue(ctx, Job{}, nil)
 		require.NoError(t, err)
 	}
+	cancelled, err := q.Enqueue(ctx, Job{}, &litequeue.EnqueueOptions{Delay: time.Hour})
+	require.NoError(t, err)
+	_, err = q.Cancel(ctx, cancelled)
+	require.NoError(t, err)
 	require.NoError(t, q.Pause(ctx, "reports"))
 	_, err = q.RegisterSchedule(ctx, litequeue.Schedule{Name: "nightly", Cron: "30 2 * * *", TimeZone: "Europe/Berlin", Job: Job{}})
 	require.NoError(t, err)
@@ -186,6 +190,11 @@ func exposition(t *testing.T, open func(*litequeue.Options) (*litequeue.Queue, e
 	// Dropped events: the buffer of 1 overflowed while the hook was held.
 	require.Positive(t, q.DroppedEvents())
 	require.Equal(t, float64(q.DroppedEvents()), value(t, families, "litequeue_events_dropped_total", nil))
+
+	// Jobs by state, cancelled ones too.
+	require.Equal(t, 6.0, value(t, families, "litequeue_jobs", map[string]string{"queue": "default", "state": "ready"}), "five and the triggered schedule's")
+	require.Equal(t, 1.0, value(t, families, "litequeue_jobs", map[string]string{"queue": "default", "state": "cancelled"}))
+	require.Contains(t, families["litequeue_jobs"].GetHelp(), "cancelled")
 
 	// Paused per queue, a queue with no jobs too.
 	require.Equal(t, 1.0, value(t, families, "litequeue_queue_paused", map[string]string{"queue": "reports"}))

@@ -21,6 +21,7 @@ package prometheus
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -92,7 +93,7 @@ func NewCollector(opts *Options) *Collector {
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "handler_duration_seconds",
 			Help: "How long handlers ran, by queue, kind and outcome (succeeded, retrying, dead).", Buckets: o.Buckets},
 			[]string{"queue", "kind", "outcome"}),
-		jobs: prometheus.NewDesc(ns+"_jobs", "Jobs in the queue file by queue and state (ready, scheduled, running, completed, dead); counts stop at 100,000 per queue.",
+		jobs: prometheus.NewDesc(ns+"_jobs", "Jobs in the queue file by queue and state (ready, scheduled, running, completed, dead, cancelled); counts stop at 100,000 per queue.",
 			[]string{"queue", "state"}, nil),
 		oldest: prometheus.NewDesc(ns+"_oldest_ready_seconds", "How long the longest-waiting ready job of the queue has been due; 0 when none is ready.",
 			[]string{"queue"}, nil),
@@ -178,6 +179,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.ScrapeTimeout)
 	defer cancel()
 	sums, err := q.QueueSummaries(ctx, 0)
+	var cancelled map[string]int
+	if err == nil {
+		cancelled, _, err = q.FinishedCounts(ctx, litequeue.StateCancelled, 0)
+	}
 	var paused map[string]time.Time
 	if err == nil {
 		paused, err = q.PausedQueues(ctx)
@@ -191,11 +196,18 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	for name, n := range cancelled { // queues with only cancelled jobs (QueueSummaries lists none)
+		if !slices.ContainsFunc(sums, func(s litequeue.QueueSummary) bool { return s.Queue == name }) {
+			ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.GaugeValue, float64(n), name, string(litequeue.StateCancelled))
+		}
+	}
 	for _, s := range sums {
 		for state, n := range map[litequeue.State]int{litequeue.StateReady: s.Ready, litequeue.StateScheduled: s.Scheduled,
-			litequeue.StateRunning: s.Running, litequeue.StateCompleted: s.Completed, litequeue.StateDead: s.Dead} {
+			litequeue.StateRunning: s.Running, litequeue.StateCompleted: s.Completed, litequeue.StateDead: s.Dead,
+			litequeue.StateCancelled: cancelled[s.Queue]} {
 			ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.GaugeValue, float64(n), s.Queue, string(state))
 		}
+		delete(cancelled, s.Queue)
 		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, s.OldestReady.Seconds(), s.Queue)
 		if _, ok := paused[s.Queue]; !ok {
 			ch <- prometheus.MustNewConstMetric(c.paused, prometheus.GaugeValue, 0, s.Queue)
