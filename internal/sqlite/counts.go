@@ -193,8 +193,3 @@ func gone(queue string, st store.State, visible int64) (countKey, countKey) {
 	return countOf(queue, st, visible), removed
 }
 
-// fromPendingKeepingDue is the move of a statement that changed pending rows
-// into what it returned without changing visible_at (a cancel).
-func fromPendingKeepingDue(queue string, st store.State, visible int64) (countKey, countKey) {
-	return countOf(queue, store.Pending, visible), countOf(queue, st, visible)
-}
