@@ -136,7 +136,8 @@ func (q *Queue) wrap(d *delivery, maxAttempts int, timeout time.Duration, run fu
 		h = mw[i](h)
 	}
 	info := AttemptInfo{ID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, MaxAttempts: maxAttempts,
-		Priority: d.priority, Key: d.key, EnqueuedAt: time.Unix(0, d.createdAt), Timeout: timeout}
+		Priority: d.priority, Key: d.key, EnqueuedAt: time.Unix(0, d.createdAt), Timeout: timeout,
+		Trace: d.metadata().trace}
 	return func(ctx context.Context, _ *delivery) error { return h(ctx, info) }
 }
 

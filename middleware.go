@@ -17,6 +17,9 @@ type AttemptInfo struct {
 	// Timeout is the attempt's timeout in force (the job type's Timeout,
 	// else the queue's); 0 means none.
 	Timeout time.Duration
+	// Trace is the W3C trace context of the enqueue (EnqueueOptions.Trace);
+	// zero if none.
+	Trace TraceContext
 }
 
 // HandlerFunc runs one attempt of a job: the registered handler, as the

@@ -110,6 +110,15 @@ const liveKeySQL = `SELECT id FROM lq_jobs WHERE idem_key = ? AND state IN (0, 1
 // insertOne writes one job on tx. With a key held by a live job it inserts
 // nothing and returns that job's id and a *store.DuplicateError.
 func insertOne(ctx context.Context, tx Execer, nj *store.NewJob, stmt *sql.Stmt) (int64, error) {
+	id, err := insertRow(ctx, tx, nj, stmt)
+	if err != nil || nj.Meta == "" {
+		return id, err
+	}
+	return id, writeMeta(ctx, tx, id, nj)
+}
+
+// insertRow is insertOne without the job's metadata.
+func insertRow(ctx context.Context, tx Execer, nj *store.NewJob, stmt *sql.Stmt) (int64, error) {
 	var key any
 	if nj.Key != "" {
 		key = nj.Key
@@ -217,7 +226,7 @@ var insertManySQL = func() map[int]string {
 // without an idempotency key (a keyed job needs its duplicate check).
 func keylessRun(jobs []store.NewJob) int {
 	n := 0
-	for n < len(jobs) && n < maxInsertRows && jobs[n].Key == "" && jobs[n].Unique == nil {
+	for n < len(jobs) && n < maxInsertRows && jobs[n].Key == "" && jobs[n].Unique == nil && jobs[n].Meta == "" {
 		n++
 	}
 	k := 1
@@ -335,7 +344,7 @@ func claimNew(ctx context.Context, tx Execer, q store.ClaimQuery, id int64, nj *
 		return nil, false, err
 	}
 	return []store.Claimed{{ID: id, Kind: nj.Kind, Attempt: 1, Priority: nj.Priority, Payload: nj.Payload,
-		Key: nj.Key, CreatedAt: nj.CreatedAt, DueAt: nj.VisibleAt}}, true, nil
+		Key: nj.Key, CreatedAt: nj.CreatedAt, DueAt: nj.VisibleAt, Meta: nj.Meta}}, true, nil
 }
 
 // claimSQL returns the statement that claims up to ?6 due rows of priority
@@ -377,7 +386,7 @@ WHERE id IN (
 	b.WriteString(`)
     ORDER BY visible_at, id
     LIMIT ?6)
-RETURNING id, kind, attempt, priority, payload, idem_key, created_at, last_error, due_at`)
+RETURNING id, kind, attempt, priority, payload, idem_key, created_at, last_error, due_at, meta`)
 	claimSQLs.m[k] = b.String()
 	return claimSQLs.m[k]
 }
@@ -421,8 +430,8 @@ func claimTx(ctx context.Context, tx Execer, q store.ClaimQuery) ([]store.Claime
 	cs := make([]store.Claimed, 0, min(q.N, 64))
 	// One set of scan targets for every row: a claim returns hundreds.
 	var c store.Claimed
-	var key, lastErr sql.NullString
-	dest := []any{&c.ID, &c.Kind, &c.Attempt, &c.Priority, &c.Payload, &key, &c.CreatedAt, &lastErr, &c.DueAt}
+	var key, lastErr, meta sql.NullString
+	dest := []any{&c.ID, &c.Kind, &c.Attempt, &c.Priority, &c.Payload, &key, &c.CreatedAt, &lastErr, &c.DueAt, &meta}
 	if len(q.Kinds) == 0 {
 		return cs, nil
 	}
@@ -442,7 +451,7 @@ func claimTx(ctx context.Context, tx Execer, q store.ClaimQuery) ([]store.Claime
 			if err := rows.Scan(dest...); err != nil {
 				return false, err
 			}
-			c.Key, c.LastError = key.String, lastErr.String
+			c.Key, c.LastError, c.Meta = key.String, lastErr.String, meta.String
 			cs = append(cs, c)
 		}
 		return len(cs) < q.N, rows.Err()

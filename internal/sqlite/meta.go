@@ -1,0 +1,64 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/litequeue/litequeue/internal/store"
+)
+
+// A job's metadata (store.MetaDoc): the meta column of its row, and its
+// tags once more in lq_job_tags (migration 0010), which listings by tag
+// read.
+
+// writeMeta stores nj's metadata on the row id that insertRow just wrote,
+// in the same transaction.
+func writeMeta(ctx context.Context, tx Execer, id int64, nj *store.NewJob) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE lq_jobs SET meta = ? WHERE id = ?`, nj.Meta, id); err != nil {
+		return err
+	}
+	for _, tag := range nj.Tags {
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO lq_job_tags (tag, job_id) VALUES (?, ?)`, tag, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// metaWhere adds to a listing's conditions those of q's tags (one seek of
+// lq_job_tags per row examined) and metadata (read from the meta column of
+// the rows examined). With tags, tagFrom makes the first tag's range of
+// lq_job_tags the rows examined.
+func metaWhere(q store.JobQuery, where []string, args []any) ([]string, []any) {
+	for i, tag := range q.Tags {
+		name := "tag" + strconv.Itoa(i)
+		where = append(where, fmt.Sprintf("EXISTS (SELECT 1 FROM lq_job_tags g WHERE g.tag = :%s AND g.job_id = lq_jobs.id)", name))
+		args = append(args, sql.Named(name, tag))
+	}
+	keys := make([]string, 0, len(q.Metadata))
+	for k := range q.Metadata {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
+		kn, vn := "mdk"+strconv.Itoa(i), "mdv"+strconv.Itoa(i)
+		where = append(where, fmt.Sprintf("meta IS NOT NULL AND json_extract(meta, '$.metadata.' || json_quote(:%s)) = :%s", kn, vn))
+		args = append(args, sql.Named(kn, k), sql.Named(vn, q.Metadata[k]))
+	}
+	return where, args
+}
+
+// tagFrom is the FROM clause of a listing: with tags, the jobs are reached
+// from the first tag's range of lq_job_tags, walked in id order (CROSS
+// JOIN keeps that order of the loops), so that a page reads only the jobs
+// of that tag, however few or many of the file's jobs have it; idCol is
+// then the tag row's job id, which the window and the order use.
+func tagFrom(q store.JobQuery) (from, idCol string) {
+	if len(q.Tags) == 0 {
+		return "lq_jobs", "id"
+	}
+	return "lq_job_tags tg CROSS JOIN lq_jobs ON lq_jobs.id = tg.job_id AND tg.tag = :tag0", "tg.job_id"
+}

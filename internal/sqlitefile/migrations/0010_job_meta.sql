@@ -1,0 +1,19 @@
+-- litequeue schema version 10: a job's metadata, tags and trace context.
+--
+-- meta is NULL for a job enqueued without any, else a JSON object: "tags"
+-- (an array of strings), "metadata" (an object of strings), "traceparent"
+-- and "tracestate" (the W3C trace context of the enqueue) and "occurrence"
+-- (the scheduled time a schedule's job runs for, in Unix nanoseconds).
+-- lq_job_tags holds each tag of a job once more, in a table of its own, so
+-- that a listing by tag reads one range of its primary key instead of the
+-- jobs; its rows go with their job (ON DELETE CASCADE, through
+-- lq_job_tags_job).
+ALTER TABLE lq_jobs ADD COLUMN meta TEXT;
+
+CREATE TABLE lq_job_tags (
+    tag    TEXT    NOT NULL,
+    job_id INTEGER NOT NULL REFERENCES lq_jobs (id) ON DELETE CASCADE,
+    PRIMARY KEY (tag, job_id)
+) STRICT, WITHOUT ROWID;
+
+CREATE INDEX lq_job_tags_job ON lq_job_tags (job_id);

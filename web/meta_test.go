@@ -1,0 +1,57 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/web"
+	"github.com/stretchr/testify/require"
+)
+
+// The job page shows a job's tags, metadata and trace context.
+
+var metaOpts = &litequeue.EnqueueOptions{
+	Tags:     []string{"invoice", "tenant:42"},
+	Metadata: map[string]string{"request_id": "r-1", "note": xss},
+	Trace:    litequeue.TraceContext{TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
+}
+
+func TestJobPageShowsMetadata(t *testing.T) {
+	f := openFixture(t, nil)
+	ctx := context.Background()
+	id, err := f.q.Enqueue(ctx, Email{To: "m@example.com"}, metaOpts)
+	require.NoError(t, err)
+	plain, err := f.q.Enqueue(ctx, Email{To: "p@example.com"}, nil)
+	require.NoError(t, err)
+	d := serve(t, web.Handler(f.q, nil))
+	code, body, _ := d.get(fmt.Sprintf("/jobs/%d", id))
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `<span class="tag">invoice</span>`)
+	require.Contains(t, body, `<span class="tag">tenant:42</span>`)
+	require.Contains(t, body, `<dt>request_id</dt><dd>r-1</dd>`)
+	require.Contains(t, body, `<code data-traceparent>00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01</code>`)
+	require.NotContains(t, body, "<script>window.__xss", "metadata is escaped")
+	code, body, _ = d.get(fmt.Sprintf("/jobs/%d", plain))
+	require.Equal(t, http.StatusOK, code)
+	require.NotContains(t, body, "<h2>Metadata</h2>")
+	require.NotContains(t, body, `class="tags"`)
+}
+
+func TestJobMetadataInABrowser(t *testing.T) {
+	bctx := browser(t)
+	f := openFixture(t, nil)
+	id, err := f.q.Enqueue(context.Background(), Email{To: "m@example.com"}, metaOpts)
+	require.NoError(t, err)
+	srv := serve(t, web.Handler(f.q, nil))
+	step(t, bctx, chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", srv.URL, id)), chromedp.WaitVisible(chromedp.CSS("dd.tags")))
+	tags := run(t, bctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("dd.tags span.tag")].map(s => s.textContent)`))
+	require.Equal(t, []string{"invoice", "tenant:42"}, tags)
+	meta := run(t, bctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("dl.metadata dt, dl.metadata dd")].map(e => e.textContent)`))
+	require.Equal(t, []string{"note", xss, "request_id", "r-1"}, meta, "keys in order, values as text")
+	require.Equal(t, "undefined", run(t, bctx, chromedp.Evaluate[string](`typeof window.__xss`)), "no injected script ran")
+	shoot(t, bctx, t.TempDir(), "job-metadata.png")
+}
