@@ -69,7 +69,7 @@ func (s *Store) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, error
 		}
 		where = append(where, "("+strings.Join(ors, " OR ")+")")
 	}
-	query := "SELECT " + JobColumns + " FROM lq_jobs"
+	query := "SELECT " + s.jobColumns() + " FROM lq_jobs"
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -107,7 +107,7 @@ func (s *Store) Job(ctx context.Context, id int64) (store.Job, []store.Attempt, 
 		return store.Job{}, nil, err
 	}
 	defer tx.Rollback()
-	j, err := ScanJob(tx.QueryRowContext(ctx, "SELECT "+JobColumns+" FROM lq_jobs WHERE id = ?", id))
+	j, err := ScanJob(tx.QueryRowContext(ctx, "SELECT "+s.jobColumns()+" FROM lq_jobs WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Job{}, nil, fmt.Errorf("litequeue: job %d: %w", id, store.ErrNotFound)
 	}

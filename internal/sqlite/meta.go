@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/litequeue/litequeue/internal/store"
 )
@@ -62,3 +63,24 @@ func tagFrom(q store.JobQuery) (from, idCol string) {
 	}
 	return "lq_job_tags tg CROSS JOIN lq_jobs ON lq_jobs.id = tg.job_id AND tg.tag = :tag0", "tg.job_id"
 }
+
+// metaVersion is the schema version that added the meta column and
+// lq_job_tags (migration 0010).
+const metaVersion = 10
+
+// jobColumns is JobColumns, with NULL for meta on a file opened read-only
+// at a schema older than metaVersion.
+func (s *Store) jobColumns() string { return s.noMetaColumns(JobColumns) }
+
+// noMetaColumns rewrites a query that selects JobColumns for a file
+// without the meta column (Store.noMeta); other stores get it unchanged.
+func (s *Store) noMetaColumns(query string) string {
+	if !s.noMeta {
+		return query
+	}
+	return strings.Replace(query, "dead_reason, meta", "dead_reason, NULL", 1)
+}
+
+// hasMetaFilter reports whether q filters by tag or metadata: on a file
+// without them (Store.noMeta) it selects nothing.
+func hasMetaFilter(q store.JobQuery) bool { return len(q.Tags) > 0 || len(q.Metadata) > 0 }

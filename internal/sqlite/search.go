@@ -88,6 +88,9 @@ func searchSQLFrom(q store.JobQuery, where []string) string {
 
 // Search implements store.Admin.
 func (s *Store) Search(ctx context.Context, q store.JobQuery, p store.PageQuery) (store.Page, error) {
+	if s.noMeta && hasMetaFilter(q) {
+		return store.MakePage(p, nil, 0, 0, true), nil
+	}
 	where, args := queryWhere(q)
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -106,7 +109,7 @@ func (s *Store) Search(ctx context.Context, q store.JobQuery, p store.PageQuery)
 		return store.MakePage(p, nil, lo.Int64, hi.Int64, false), nil
 	}
 	args = append(args, sql.Named("before", before), sql.Named("floor", floor), sql.Named("limit", p.Limit))
-	rows, err := tx.QueryContext(ctx, searchSQLFrom(q, where), args...)
+	rows, err := tx.QueryContext(ctx, s.noMetaColumns(searchSQLFrom(q, where)), args...)
 	if err != nil {
 		return store.Page{}, err
 	}
@@ -128,6 +131,9 @@ func (s *Store) Search(ctx context.Context, q store.JobQuery, p store.PageQuery)
 // Count implements store.Admin. A state filter counts through an index; a
 // filter by kind or text alone reads every row.
 func (s *Store) Count(ctx context.Context, q store.JobQuery, limit int) (int, error) {
+	if s.noMeta && hasMetaFilter(q) {
+		return 0, nil
+	}
 	where, args := queryWhere(q)
 	from, _ := tagFrom(q)
 	query := "SELECT 1 FROM " + from

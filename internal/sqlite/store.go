@@ -25,6 +25,9 @@ type Store struct {
 	owned bool    // Open made db and wdb; Close closes them
 	wconn *sql.Conn
 	w     *writer // nil when read-only
+	// noMeta: a file opened read-only at a schema older than metaVersion,
+	// whose jobs have no meta column and no tag table (metaColumns).
+	noMeta bool
 
 	closeOnce sync.Once
 	closeErr  error
