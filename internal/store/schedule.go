@@ -117,7 +117,19 @@ type Schedule struct {
 	// Unique is the uniqueness of the schedule's jobs, encoded by the
 	// caller ("" for none): part of the definition.
 	Unique string
+	// EndAt, when not 0, is the last moment an occurrence may have;
+	// MaxRuns, when not 0, the most occurrences the schedule enqueues
+	// (RunCount so far, triggers not counted); RunFirst makes the first
+	// occurrence the registration (see ScheduleSQL.Upsert). Once a
+	// schedule ended its NextAt is NeverAt.
+	EndAt    int64
+	MaxRuns  int64
+	RunCount int64
+	RunFirst bool
 }
+
+// NeverAt is the NextAt of a schedule that has no occurrence left.
+const NeverAt = 1<<63 - 1
 
 // SameTiming reports whether s and o have the same cron, interval and zone.
 func (s *Schedule) SameTiming(o *Schedule) bool {
@@ -129,7 +141,7 @@ func (s *Schedule) SameTiming(o *Schedule) bool {
 func (s *Schedule) SameDefinition(o *Schedule) bool {
 	return s.SameTiming(o) && s.Queue == o.Queue && s.Kind == o.Kind && bytes.Equal(s.Payload, o.Payload) &&
 		s.Priority == o.Priority && s.Missed == o.Missed && s.CatchUp == o.CatchUp && s.Overlap == o.Overlap && s.Grace == o.Grace &&
-		s.Unique == o.Unique
+		s.Unique == o.Unique && s.EndAt == o.EndAt && s.MaxRuns == o.MaxRuns && s.RunFirst == o.RunFirst
 }
 
 // ScheduleChange says what UpsertSchedule did.
@@ -158,6 +170,10 @@ type Firing struct {
 	SkipFirst, SkipLast int64
 	SkipDetail          string
 	Overlap             int
+	// MaxRuns and RunCount are the schedule's as planned from: when the
+	// jobs this firing enqueues (or finds a twin for) bring RunCount to
+	// MaxRuns, NextAt becomes NeverAt instead of NewNext.
+	MaxRuns, RunCount int64
 }
 
 // FireResult is what FireSchedule did.

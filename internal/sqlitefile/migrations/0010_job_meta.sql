@@ -17,3 +17,13 @@ CREATE TABLE lq_job_tags (
 ) STRICT, WITHOUT ROWID;
 
 CREATE INDEX lq_job_tags_job ON lq_job_tags (job_id);
+
+-- Schedules that start at once, end at a date or after a number of runs:
+-- end_at (Unix nanoseconds, 0 for none), max_runs (0 for no limit),
+-- run_count (the occurrences enqueued so far, triggers not counted) and
+-- run_first (the first occurrence is the registration, 1, or the first
+-- time the timing gives, 0).
+ALTER TABLE lq_schedules ADD COLUMN end_at INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE lq_schedules ADD COLUMN max_runs INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE lq_schedules ADD COLUMN run_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE lq_schedules ADD COLUMN run_first INTEGER NOT NULL DEFAULT 0;
