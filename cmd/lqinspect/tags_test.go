@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/litequeue/litequeue"
@@ -80,4 +81,26 @@ func TestShowPrintsMetadata(t *testing.T) {
 	require.Zero(t, r.code, r.stderr)
 	require.Contains(t, r.stdout, `"tags": [`)
 	require.Contains(t, r.stdout, `"tenant": "42"`)
+}
+
+func TestSchedulesShowsAnEndedSchedule(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "queue.db")
+	mock := clock.NewMock()
+	mock.Set(t0)
+	q, err := litequeue.Open(path, &litequeue.Options{Clock: mock, PollInterval: -1})
+	require.NoError(t, err)
+	_, err = q.RegisterSchedule(context.Background(), litequeue.Schedule{Name: "over", Cron: "@hourly", Job: SendEmail{}, EndAt: t0.Add(-time.Hour)})
+	require.NoError(t, err)
+	_, err = q.RegisterSchedule(context.Background(), litequeue.Schedule{Name: "bounded", Cron: "@hourly", Job: SendEmail{}, MaxRuns: 3})
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+	r := lq(t, "", "schedules", path)
+	require.Zero(t, r.code, r.stderr)
+	require.Regexp(t, `over\s+@hourly\s+\S+\s+ended\s+-`, r.stdout)
+	require.Regexp(t, `bounded\s+@hourly\s+\S+\s+active`, r.stdout)
+	r = lq(t, "", "schedules", path, "--json")
+	require.Zero(t, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"ended": true`)
+	require.Contains(t, r.stdout, `"max_runs": 3`)
+	require.Contains(t, r.stdout, `"end_at": "2025-12-31T23:00:00Z"`)
 }
