@@ -26,8 +26,25 @@ func writeMeta(ctx context.Context, tx Execer, id int64, nj *store.NewJob) error
 			return err
 		}
 	}
-	return nil
+	if len(nj.Tags) == 0 {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, sweepTagsSQL, tagSweepRows)
+	return err
 }
+
+// sweepTagsSQL deletes the tag rows of deleted jobs among ?1 consecutive
+// rows of lq_job_tags_job from a random job id: lq_job_tags has no foreign
+// key (migration 0010), and each tagged enqueue sweeps this way. With
+// tagSweepRows at least twice the most tags of a job, the rows left by
+// deleted jobs stay fewer than the live ones.
+const sweepTagsSQL = `DELETE FROM lq_job_tags WHERE job_id IN (
+    SELECT t.job_id FROM (SELECT job_id FROM lq_job_tags INDEXED BY lq_job_tags_job
+        WHERE job_id >= (SELECT abs(random() % (max(job_id) + 1)) FROM lq_job_tags) ORDER BY job_id LIMIT ?1) t
+    WHERE NOT EXISTS (SELECT 1 FROM lq_jobs j WHERE j.id = t.job_id))`
+
+// tagSweepRows is how many tag rows each tagged enqueue looks at.
+const tagSweepRows = 32
 
 // metaWhere adds to a listing's conditions those of q's tags (one seek of
 // lq_job_tags per row examined) and metadata (read from the meta column of
