@@ -135,9 +135,10 @@ func (q *Queue) wrap(d *delivery, maxAttempts int, timeout time.Duration, run fu
 	for i := len(mw) - 1; i >= 0; i-- {
 		h = mw[i](h)
 	}
+	m := d.metadata()
 	info := AttemptInfo{ID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, MaxAttempts: maxAttempts,
 		Priority: d.priority, Key: d.key, EnqueuedAt: time.Unix(0, d.createdAt), Timeout: timeout,
-		Trace: d.metadata().trace}
+		Trace: m.trace, Tags: m.tags, Metadata: m.metadata}
 	return func(ctx context.Context, _ *delivery) error { return h(ctx, info) }
 }
 

@@ -47,6 +47,9 @@ func testMetaDelivered(t *testing.T, b conformanceBackend) {
 	h.Q.Use(func(next litequeue.HandlerFunc) litequeue.HandlerFunc {
 		return func(ctx context.Context, a litequeue.AttemptInfo) error {
 			ctx = context.WithValue(ctx, metaTraceKey{}, a.Trace)
+			if a.Tags != nil && (a.Metadata["request_id"] != "r-1" || len(a.Tags) != 2) {
+				return errors.New("the middleware did not see the job's tags and metadata")
+			}
 			return next(ctx, a)
 		}
 	})

@@ -18,8 +18,11 @@ type AttemptInfo struct {
 	// else the queue's); 0 means none.
 	Timeout time.Duration
 	// Trace is the W3C trace context of the enqueue (EnqueueOptions.Trace);
-	// zero if none.
-	Trace TraceContext
+	// zero if none. Tags and Metadata are the job's (EnqueueOptions); nil
+	// if none. Read them, do not change them: they are shared.
+	Trace    TraceContext
+	Tags     []string
+	Metadata map[string]string
 }
 
 // HandlerFunc runs one attempt of a job: the registered handler, as the
