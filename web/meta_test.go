@@ -30,8 +30,8 @@ func TestJobPageShowsMetadata(t *testing.T) {
 	d := serve(t, web.Handler(f.q, nil))
 	code, body, _ := d.get(fmt.Sprintf("/jobs/%d", id))
 	require.Equal(t, http.StatusOK, code)
-	require.Contains(t, body, `<span class="tag">invoice</span>`)
-	require.Contains(t, body, `<span class="tag">tenant:42</span>`)
+	require.Contains(t, body, `<a class="tag" href="/jobs?tag=invoice">invoice</a>`)
+	require.Contains(t, body, `>tenant:42</a>`)
 	require.Contains(t, body, `<dt>request_id</dt><dd>r-1</dd>`)
 	require.Contains(t, body, `<code data-traceparent>00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01</code>`)
 	require.NotContains(t, body, "<script>window.__xss", "metadata is escaped")
@@ -39,6 +39,17 @@ func TestJobPageShowsMetadata(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.NotContains(t, body, "<h2>Metadata</h2>")
 	require.NotContains(t, body, `class="tags"`)
+
+	// The jobs page filters by tag, and its links and forms keep the tag.
+	code, body, _ = d.get("/jobs?tag=invoice")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, fmt.Sprintf(`href="/jobs/%d"`, id))
+	require.NotContains(t, body, fmt.Sprintf(`href="/jobs/%d"`, plain))
+	require.Contains(t, body, `<input name="tag" value="invoice"`)
+	require.Contains(t, body, `<input type="hidden" name="tag" value="invoice">`)
+	code, body, _ = d.get("/jobs?tag=nope")
+	require.Equal(t, http.StatusOK, code)
+	require.NotContains(t, body, fmt.Sprintf(`href="/jobs/%d"`, id))
 }
 
 func TestJobMetadataInABrowser(t *testing.T) {
@@ -46,12 +57,18 @@ func TestJobMetadataInABrowser(t *testing.T) {
 	f := openFixture(t, nil)
 	id, err := f.q.Enqueue(context.Background(), Email{To: "m@example.com"}, metaOpts)
 	require.NoError(t, err)
+	_, err = f.q.Enqueue(context.Background(), Email{To: "other@example.com"}, nil)
+	require.NoError(t, err)
 	srv := serve(t, web.Handler(f.q, nil))
 	step(t, bctx, chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", srv.URL, id)), chromedp.WaitVisible(chromedp.CSS("dd.tags")))
-	tags := run(t, bctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("dd.tags span.tag")].map(s => s.textContent)`))
+	tags := run(t, bctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("dd.tags a.tag")].map(s => s.textContent)`))
 	require.Equal(t, []string{"invoice", "tenant:42"}, tags)
 	meta := run(t, bctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("dl.metadata dt, dl.metadata dd")].map(e => e.textContent)`))
 	require.Equal(t, []string{"note", xss, "request_id", "r-1"}, meta, "keys in order, values as text")
 	require.Equal(t, "undefined", run(t, bctx, chromedp.Evaluate[string](`typeof window.__xss`)), "no injected script ran")
 	shoot(t, bctx, t.TempDir(), "job-metadata.png")
+	clickAndLoad(t, bctx, `dd.tags a.tag:nth-of-type(2)`)
+	require.Contains(t, run(t, bctx, chromedp.Evaluate[string](`location.search`)), "tag=tenant")
+	ids := run(t, bctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("table.jobs tbody tr td:nth-child(2)")].map(td => td.textContent)`))
+	require.Equal(t, []string{fmt.Sprint(id)}, ids, "the tag's link lists the jobs that carry it")
 }
