@@ -151,10 +151,18 @@ func testMetaFilters(t *testing.T, b conformanceBackend) {
 	require.Equal(t, []int64{ids[0]}, list(litequeue.JobQuery{Metadata: map[string]string{"tenant": "2"}}))
 	require.Equal(t, []int64{a}, list(litequeue.JobQuery{Tags: []string{"big"}, Metadata: map[string]string{"tenant": "1"}}))
 	require.Empty(t, list(litequeue.JobQuery{Metadata: map[string]string{"tenant": "3"}}))
-	// A deleted job leaves no tag behind: cancel and delete a, then list.
-	_, err = h.Q.Cancel(ctx, a)
+	// The bulk operations take the same filter; a deleted job leaves no
+	// tag that matches: cancel and delete a, then list.
+	n, err := h.Q.CancelJobs(ctx, litequeue.JobQuery{Tags: []string{"blue"}})
 	require.NoError(t, err)
-	n, err := h.Q.DeleteJobs(ctx, litequeue.JobQuery{IDs: []int64{a}})
+	require.Zero(t, n)
+	n, err = h.Q.CancelJobs(ctx, litequeue.JobQuery{Tags: []string{"big"}, Metadata: map[string]string{"tenant": "1"}})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	info, err := h.Q.Job(ctx, a)
+	require.NoError(t, err)
+	require.Equal(t, litequeue.StateCancelled, info.State)
+	n, err = h.Q.DeleteJobs(ctx, litequeue.JobQuery{IDs: []int64{a}})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Equal(t, []int64{ids[2]}, list(litequeue.JobQuery{Tags: []string{"big"}}))
