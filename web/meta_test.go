@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/litequeue/litequeue"
@@ -71,4 +72,28 @@ func TestJobMetadataInABrowser(t *testing.T) {
 	require.Contains(t, run(t, bctx, chromedp.Evaluate[string](`location.search`)), "tag=tenant")
 	ids := run(t, bctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("table.jobs tbody tr td:nth-child(2)")].map(td => td.textContent)`))
 	require.Equal(t, []string{fmt.Sprint(id)}, ids, "the tag's link lists the jobs that carry it")
+}
+
+// The schedule page shows a schedule's bounds, and an ended schedule as
+// ended.
+func TestSchedulePageShowsItsBounds(t *testing.T) {
+	f := openFixture(t, nil)
+	ctx := context.Background()
+	now := f.clock.Now()
+	_, err := f.q.RegisterSchedule(ctx, litequeue.Schedule{Name: "bounded", Cron: "@hourly", Job: Email{To: "x"},
+		EndAt: now.Add(24 * time.Hour), MaxRuns: 5, RunImmediately: true})
+	require.NoError(t, err)
+	_, err = f.q.RegisterSchedule(ctx, litequeue.Schedule{Name: "over", Cron: "@hourly", Job: Email{To: "x"}, EndAt: now.Add(-time.Hour)})
+	require.NoError(t, err)
+	d := serve(t, web.Handler(f.q, nil))
+	code, body, _ := d.get("/schedules/bounded")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "<dt>First run</dt><dd>at its registration</dd>")
+	require.Regexp(t, `<dd data-schedule-end>after <[^>]+>[^<]+</[a-z]+>, or after 5 runs \(0 so far\)</dd>`, body)
+	code, body, _ = d.get("/schedules/over")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `<span class="state ended">ended</span>`)
+	require.Contains(t, body, "— ended</dd>")
+	_, list, _ := d.get("/schedules")
+	require.Contains(t, list, `<span class="state ended">ended</span>`)
 }
