@@ -103,6 +103,10 @@ func testScheduleEndAt(t *testing.T, b conformanceBackend) {
 	require.True(t, info.NextRun.IsZero())
 	require.Empty(t, info.NextRuns(start, 5))
 	require.Equal(t, end, info.EndAt.UTC())
+	hist, err := h.Q.ScheduleHistory(ctx, "bounded", 1)
+	require.NoError(t, err)
+	require.Equal(t, "ended", hist[0].Type)
+	require.Equal(t, "end date passed: 2026-03-02T02:30:00Z", hist[0].Detail)
 	h.Clock.Set(start.Add(5 * time.Hour))
 	h.flush(t)
 	require.Len(t, tickJobs(t, h.Q), 2)
@@ -162,11 +166,15 @@ func testScheduleMaxRuns(t *testing.T, b conformanceBackend) {
 		h.flush(t)
 	}
 	require.Len(t, tickJobs(t, a.Q), 3, "three runs, by two processes")
+	hist, err := a.Q.ScheduleHistory(ctx, "thrice", 1)
+	require.NoError(t, err)
+	require.Equal(t, "ended", hist[0].Type)
+	require.Equal(t, "run limit reached: 3 runs", hist[0].Detail)
 	require.NoError(t, c.Q.Close())
 
 	// A restart with a raised limit: from the next occurrence after now,
 	// up to the new limit; the count is kept.
-	_, err := a.Q.RegisterSchedule(ctx, litequeue.Schedule{Name: "thrice", Cron: "*/10 * * * *", Job: Tick{"t"}, MaxRuns: 4})
+	_, err = a.Q.RegisterSchedule(ctx, litequeue.Schedule{Name: "thrice", Cron: "*/10 * * * *", Job: Tick{"t"}, MaxRuns: 4})
 	require.NoError(t, err)
 	info = scheduleNamed(t, a.Q, "thrice")
 	require.False(t, info.Ended)

@@ -272,8 +272,10 @@ func (s ScheduleInfo) NextRuns(from time.Time, n int) []time.Time {
 // "registered", "updated", "paused", "resumed", "enqueued" (Occurrence,
 // JobID; Detail "late" when past the grace), "triggered", "skipped"
 // (Count occurrences from Occurrence to Last, Detail says why), "waiting"
-// (OverlapWait holds Occurrence) and "duplicate" (the job's uniqueness:
-// JobID is the twin that blocked the occurrence; nothing was enqueued).
+// (OverlapWait holds Occurrence), "duplicate" (the job's uniqueness:
+// JobID is the twin that blocked the occurrence; nothing was enqueued) and
+// "ended" (no occurrence is left: Detail says whether the end date passed
+// or the run limit was reached).
 type ScheduleEvent struct {
 	ID         int64
 	Time       time.Time

@@ -203,6 +203,9 @@ func (s *scheduler) report(ss *store.Schedule, f *store.Firing, res store.FireRe
 			"count", f.Skipped, "first", time.Unix(0, f.SkipFirst), "last", time.Unix(0, f.SkipLast),
 			"missed_policy", describeMissed(MissedPolicy(ss.Missed), ss.CatchUp))
 	}
+	if res.Ended {
+		q.log.Info("litequeue: schedule ended: no occurrence is left", LogSchedule, ss.Name, "runs", ss.RunCount+int64(len(res.IDs)))
+	}
 	if res.OverlapHit {
 		q.log.Info("litequeue: schedule skipped an occurrence: its previous job is still pending or running",
 			LogSchedule, ss.Name, "count", len(f.Jobs))
@@ -285,6 +288,9 @@ func plan(s *store.Schedule, t *timing, now time.Time) (store.Firing, error) {
 		MaxRuns: s.MaxRuns, RunCount: s.RunCount}
 	if next.IsZero() || ended(s, next.UnixNano()) {
 		f.NewNext = store.NeverAt
+		if s.EndAt != 0 && !next.IsZero() && next.UnixNano() > s.EndAt {
+			f.EndDetail = "end date passed: " + time.Unix(0, s.EndAt).In(t.loc).Format(time.RFC3339)
+		}
 	} else {
 		f.NewNext = next.UnixNano()
 	}

@@ -283,8 +283,21 @@ func (q *ScheduleSQL) Fire(ctx context.Context, tx ScheduleTx, f store.Firing) (
 			lastAt, lastJob = jobs[i].VisibleAt, ids[i]
 		}
 	}
-	_, err = tx.ExecContext(ctx, q.Fired, f.Name, newNext, f.Skipped, lastJob, lastAt, runs)
-	return res, err
+	if _, err = tx.ExecContext(ctx, q.Fired, f.Name, newNext, f.Skipped, lastJob, lastAt, runs); err != nil {
+		return res, err
+	}
+	if newNext == store.NeverAt {
+		res.Ended = true
+		detail := "no occurrence is left"
+		switch {
+		case f.MaxRuns > 0 && f.RunCount+runs >= f.MaxRuns:
+			detail = fmt.Sprintf("run limit reached: %d runs", f.RunCount+runs)
+		case f.EndDetail != "":
+			detail = f.EndDetail
+		}
+		return res, q.addEvent(ctx, tx, f.Name, f.Now, "ended", 0, 0, 0, 0, detail)
+	}
+	return res, nil
 }
 
 // duplicateDetail is the detail of a "duplicate" event.

@@ -172,8 +172,11 @@ type Firing struct {
 	Overlap             int
 	// MaxRuns and RunCount are the schedule's as planned from: when the
 	// jobs this firing enqueues (or finds a twin for) bring RunCount to
-	// MaxRuns, NextAt becomes NeverAt instead of NewNext.
+	// MaxRuns, NextAt becomes NeverAt instead of NewNext. A firing that
+	// leaves NextAt at NeverAt records an "ended" event, with EndDetail
+	// when not the run limit.
 	MaxRuns, RunCount int64
+	EndDetail         string
 }
 
 // FireResult is what FireSchedule did.
@@ -184,13 +187,14 @@ type FireResult struct {
 	IDs        []int64 // the jobs of Firing.Jobs that were enqueued or found live
 	New        []bool  // IDs[i] was inserted by this firing
 	Dups       []error // Dups[i]: the *UniqueError of a job its twin blocked; nil otherwise
+	Ended      bool    // the schedule has no occurrence left (its "ended" event was recorded)
 }
 
 // ScheduleEvent is one record of a schedule's history. Zero times mean none.
 type ScheduleEvent struct {
 	ID         int64
 	At         int64
-	Type       string // registered, updated, paused, resumed, enqueued, triggered, skipped, waiting, duplicate
+	Type       string // registered, updated, paused, resumed, enqueued, triggered, skipped, waiting, duplicate, ended
 	Occurrence int64
 	Last       int64
 	JobID      int64
