@@ -15,36 +15,36 @@ import (
 // tags once more in lq_job_tags (migration 0010), which listings by tag
 // read.
 
-// writeMeta stores nj's metadata on the row id that insertRow just wrote,
-// in the same transaction.
-func writeMeta(ctx context.Context, tx Execer, id int64, nj *store.NewJob) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE lq_jobs SET meta = ? WHERE id = ?`, nj.Meta, id); err != nil {
-		return err
+// metaArg is nj's meta column: NULL for none.
+func metaArg(nj *store.NewJob) any {
+	if nj.Meta == "" {
+		return nil
 	}
+	return nj.Meta
+}
+
+// writeTags stores nj's tags for the row id that insertRow just wrote, in
+// the same transaction, and sweeps twice as many tag rows (sweepTagsSQL).
+func writeTags(ctx context.Context, tx Execer, id int64, nj *store.NewJob) error {
 	for _, tag := range nj.Tags {
 		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO lq_job_tags (tag, job_id) VALUES (?, ?)`, tag, id); err != nil {
 			return err
 		}
 	}
-	if len(nj.Tags) == 0 {
-		return nil
-	}
-	_, err := tx.ExecContext(ctx, sweepTagsSQL, tagSweepRows)
+	_, err := tx.ExecContext(ctx, sweepTagsSQL, 2*len(nj.Tags))
 	return err
 }
 
 // sweepTagsSQL deletes the tag rows of deleted jobs among ?1 consecutive
 // rows of lq_job_tags_job from a random job id: lq_job_tags has no foreign
-// key (migration 0010), and each tagged enqueue sweeps this way. With
-// tagSweepRows at least twice the most tags of a job, the rows left by
-// deleted jobs stay fewer than the live ones.
+// key (migration 0010), and each tagged enqueue sweeps this way, twice as
+// many rows as it adds: of the rows it samples, the share left by deleted
+// jobs is then at most a half in the long run, so they stay no more than
+// the live ones.
 const sweepTagsSQL = `DELETE FROM lq_job_tags WHERE job_id IN (
     SELECT t.job_id FROM (SELECT job_id FROM lq_job_tags INDEXED BY lq_job_tags_job
         WHERE job_id >= (SELECT abs(random() % (max(job_id) + 1)) FROM lq_job_tags) ORDER BY job_id LIMIT ?1) t
     WHERE NOT EXISTS (SELECT 1 FROM lq_jobs j WHERE j.id = t.job_id))`
-
-// tagSweepRows is how many tag rows each tagged enqueue looks at.
-const tagSweepRows = 32
 
 // metaWhere adds to a listing's conditions those of q's tags (one seek of
 // lq_job_tags per row examined) and metadata (read from the meta column of

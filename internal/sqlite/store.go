@@ -105,22 +105,23 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-const insertJobSQL = `INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload, idem_key)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+const insertJobSQL = `INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload, idem_key, meta)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const liveKeySQL = `SELECT id FROM lq_jobs WHERE idem_key = ? AND state IN (0, 1)`
 
-// insertOne writes one job on tx. With a key held by a live job it inserts
-// nothing and returns that job's id and a *store.DuplicateError.
+// insertOne writes one job on tx, and its tags (writeTags). With a key
+// held by a live job it inserts nothing and returns that job's id and a
+// *store.DuplicateError.
 func insertOne(ctx context.Context, tx Execer, nj *store.NewJob, stmt *sql.Stmt) (int64, error) {
 	id, err := insertRow(ctx, tx, nj, stmt)
-	if err != nil || nj.Meta == "" {
+	if err != nil || len(nj.Tags) == 0 {
 		return id, err
 	}
-	return id, writeMeta(ctx, tx, id, nj)
+	return id, writeTags(ctx, tx, id, nj)
 }
 
-// insertRow is insertOne without the job's metadata.
+// insertRow is insertOne without the job's tags.
 func insertRow(ctx context.Context, tx Execer, nj *store.NewJob, stmt *sql.Stmt) (int64, error) {
 	var key any
 	if nj.Key != "" {
@@ -137,7 +138,7 @@ func insertRow(ctx context.Context, tx Execer, nj *store.NewJob, stmt *sql.Stmt)
 	if nj.Unique != nil {
 		return insertUnique(ctx, tx, nj, key)
 	}
-	args := []any{nj.Queue, nj.Kind, nj.Priority, nj.VisibleAt, nj.VisibleAt, nj.CreatedAt, nj.Payload, key}
+	args := []any{nj.Queue, nj.Kind, nj.Priority, nj.VisibleAt, nj.VisibleAt, nj.CreatedAt, nj.Payload, key, metaArg(nj)}
 	var res sql.Result
 	var err error
 	if stmt != nil {
@@ -216,10 +217,10 @@ const maxInsertRows = 256
 // insertManySQL[k] inserts k keyless jobs in one statement, for k a power of
 // two up to maxInsertRows: a handful of statement texts, each prepared once.
 var insertManySQL = func() map[int]string {
-	const row = "(?, ?, ?, ?, ?, ?, ?, NULL)"
+	const row = "(?, ?, ?, ?, ?, ?, ?, NULL, NULL)"
 	m := map[int]string{}
 	for k := 2; k <= maxInsertRows; k *= 2 {
-		m[k] = strings.TrimSuffix(insertJobSQL, "(?, ?, ?, ?, ?, ?, ?, ?)") + strings.Repeat(row+", ", k-1) + row + " RETURNING id"
+		m[k] = strings.TrimSuffix(insertJobSQL, "(?, ?, ?, ?, ?, ?, ?, ?, ?)") + strings.Repeat(row+", ", k-1) + row + " RETURNING id"
 	}
 	return m
 }()
