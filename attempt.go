@@ -36,7 +36,7 @@ func (p *pool) execute(d *delivery) {
 // outcome.
 func (p *pool) runAttempt(d *delivery) outcome {
 	q := p.q
-	h := q.handlerFor(d.kind)
+	h := p.r.handlers[d.kind]
 	if h == nil { // cannot happen: we claim only registered kinds
 		return outcome{kind: outRelease}
 	}
@@ -62,7 +62,7 @@ func (p *pool) runAttempt(d *delivery) outcome {
 		hctx, c2 = withClockTimeout(q.clock, ctx, timeout, &TimeoutError{Timeout: timeout})
 		defer c2()
 	}
-	run = q.wrap(d, policy.Attempts(), timeout, run)
+	run = wrap(p.r.middleware, d, policy.Attempts(), timeout, run)
 	d.mu.Lock()
 	d.cancel = cancel
 	d.mu.Unlock()
@@ -96,12 +96,6 @@ func (p *pool) runAttempt(d *delivery) outcome {
 	return p.returnedWith(d, policy, inCallersTx.has(from), err, took)
 }
 
-func (q *Queue) handlerFor(kind string) *handler {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.handlers[kind]
-}
-
 // PanicError is the failure recorded when a handler panics.
 type PanicError struct {
 	Value any    // what the handler panicked with
@@ -121,26 +115,7 @@ func safeCall(ctx context.Context, d *delivery, run func(context.Context, *deliv
 
 // awaitEnqueued waits, before d's EventStarted, until its EventEnqueued was
 // emitted if an enqueue of this process still reports it.
-func (q *Queue) awaitEnqueued(d *delivery) { q.gate.wait(d) }
-
-// wrap returns run inside q's middleware, in the order of Use.
-func (q *Queue) wrap(d *delivery, maxAttempts int, timeout time.Duration, run func(context.Context, *delivery) error) func(context.Context, *delivery) error {
-	q.mu.Lock()
-	mw := q.middleware
-	q.mu.Unlock()
-	if len(mw) == 0 {
-		return run
-	}
-	h := HandlerFunc(func(ctx context.Context, _ AttemptInfo) error { return run(ctx, d) })
-	for i := len(mw) - 1; i >= 0; i-- {
-		h = mw[i](h)
-	}
-	m := d.metadata()
-	info := AttemptInfo{ID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, MaxAttempts: maxAttempts,
-		Priority: d.priority, Key: d.key, EnqueuedAt: time.Unix(0, d.createdAt), Timeout: timeout,
-		Trace: m.trace, Tags: m.tags, Metadata: m.metadata}
-	return func(ctx context.Context, _ *delivery) error { return h(ctx, info) }
-}
+func (c *core) awaitEnqueued(d *delivery) { c.gate.wait(d.queue, d.kind, d.createdAt, d.attempt) }
 
 // returnedWith is the outcome of d's attempt whose handler returned err
 // after took; inTx when it put its success into the caller's transaction.
@@ -309,4 +284,21 @@ func (p *pool) snoozed(d *delivery, policy RetryPolicy, err error, took time.Dur
 // (CompleteTx), once that transaction is found committed.
 func (p *pool) finishTx(d *delivery, policy RetryPolicy, took time.Duration) {
 	p.record(d, outcome{kind: outSucceededTx, ran: true, took: took, policy: policy})
+}
+
+// wrap returns run inside the middleware mw, the first outermost (the order
+// of Use).
+func wrap(mw []Middleware, d *delivery, maxAttempts int, timeout time.Duration, run func(context.Context, *delivery) error) func(context.Context, *delivery) error {
+	if len(mw) == 0 {
+		return run
+	}
+	h := HandlerFunc(func(ctx context.Context, _ AttemptInfo) error { return run(ctx, d) })
+	for i := len(mw) - 1; i >= 0; i-- {
+		h = mw[i](h)
+	}
+	m := d.metadata()
+	info := AttemptInfo{ID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, MaxAttempts: maxAttempts,
+		Priority: d.priority, Key: d.key, EnqueuedAt: time.Unix(0, d.createdAt), Timeout: timeout,
+		Trace: m.trace, Tags: m.tags, Metadata: m.metadata}
+	return func(ctx context.Context, _ *delivery) error { return h(ctx, info) }
 }

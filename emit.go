@@ -10,9 +10,9 @@ import (
 
 // emit reports e: it logs it, tells the queue's listeners (its history) in
 // the emitting goroutine, and hands it to Options.OnEvent.
-func (q *Queue) emit(e Event) {
+func (c *core) emit(e Event) {
 	if e.Time.IsZero() {
-		e.Time = q.clock.Now()
+		e.Time = c.clock.Now()
 	}
 	level := slog.LevelDebug
 	switch e.Type {
@@ -23,7 +23,7 @@ func (q *Queue) emit(e Event) {
 	case EventSucceeded, EventReleased, EventRequeued:
 		level = slog.LevelInfo
 	}
-	if q.log.Enabled(context.Background(), level) {
+	if c.log.Enabled(context.Background(), level) {
 		attrs := []slog.Attr{
 			slog.Int64(LogJobID, e.JobID),
 			slog.String(LogQueue, e.Queue),
@@ -43,18 +43,18 @@ func (q *Queue) emit(e Event) {
 		if e.Err != nil {
 			attrs = append(attrs, slog.String(LogError, e.Err.Error()))
 		}
-		q.log.LogAttrs(context.Background(), level, "litequeue: job "+string(e.Type), attrs...)
+		c.log.LogAttrs(context.Background(), level, "litequeue: job "+string(e.Type), attrs...)
 	}
-	for _, l := range q.listeners {
+	for _, l := range c.listeners {
 		l(e)
 	}
-	q.deliver(e)
+	c.deliver(e)
 }
 
 // deliver hands e to OnEvent's goroutine; when EventBuffer events already
 // wait, e is dropped and counted (DroppedEvents) rather than blocking.
-func (q *Queue) deliver(e Event) {
-	p := q.events
+func (c *core) deliver(e Event) {
+	p := c.events
 	if p == nil {
 		return
 	}

@@ -24,7 +24,7 @@ var (
 	earliestDue = time.Unix(0, 0)
 )
 
-func (q *Queue) prepare(job Job, o *EnqueueOptions) (store.NewJob, error) {
+func (c *core) prepare(job Job, o *EnqueueOptions) (store.NewJob, error) {
 	if job == nil {
 		return store.NewJob{}, fmt.Errorf("%w: nil job", ErrInvalidJob)
 	}
@@ -50,7 +50,7 @@ func (q *Queue) prepare(job Job, o *EnqueueOptions) (store.NewJob, error) {
 	if o.Delay != 0 && !o.RunAt.IsZero() {
 		return store.NewJob{}, fmt.Errorf("%w: both Delay and RunAt are set; set one", ErrInvalidJob)
 	}
-	now := q.clock.Now()
+	now := c.clock.Now()
 	nj.CreatedAt = now.UnixNano()
 	due := now
 	switch {
@@ -73,9 +73,9 @@ func (q *Queue) prepare(job Job, o *EnqueueOptions) (store.NewJob, error) {
 	if err != nil {
 		return store.NewJob{}, fmt.Errorf("%w: job of kind %q does not encode as JSON: %v", ErrInvalidJob, nj.Kind, err)
 	}
-	if q.opts.MaxPayloadBytes > 0 && len(payload) > q.opts.MaxPayloadBytes {
+	if c.opts.MaxPayloadBytes > 0 && len(payload) > c.opts.MaxPayloadBytes {
 		return store.NewJob{}, fmt.Errorf("%w: job of kind %q encodes to %d bytes, over Options.MaxPayloadBytes (%d); store large data elsewhere and enqueue a reference",
-			ErrInvalidJob, nj.Kind, len(payload), q.opts.MaxPayloadBytes)
+			ErrInvalidJob, nj.Kind, len(payload), c.opts.MaxPayloadBytes)
 	}
 	if err := checkPayloadText(nj.Kind, job, payload); err != nil {
 		return store.NewJob{}, err
@@ -370,10 +370,15 @@ func (q *Queue) dueAt(queue, kind string, due int64) {
 	q.mu.Lock()
 	run := q.run
 	q.mu.Unlock()
-	if run == nil {
-		return
+	if run != nil {
+		run.dueAt(queue, kind, due)
 	}
-	if p, ok := run.pools[queue]; ok && p.kinds[kind] {
+}
+
+// dueAt sets the wake-up of the named queue's pool, if it handles kind, to
+// claim at the Unix nanosecond due, unless it is set earlier.
+func (r *runState) dueAt(queue, kind string, due int64) {
+	if p, ok := r.pools[queue]; ok && p.kinds[kind] {
 		p.dueAt(time.Unix(0, due))
 	}
 }

@@ -71,13 +71,14 @@ func (g *enqueueGate) leave(jobs ...store.NewJob) {
 	g.mu.Unlock()
 }
 
-// wait returns once no enqueue of a job with d's key is open. Only a
-// first attempt can overtake its enqueue.
-func (g *enqueueGate) wait(d *delivery) {
-	if d.attempt != 1 || g.open.Load() == 0 {
+// wait returns once no enqueue of the job of queue and kind enqueued at the
+// Unix nanosecond created is open. Only a first attempt can overtake its
+// enqueue.
+func (g *enqueueGate) wait(queue, kind string, created int64, attempt int) {
+	if attempt != 1 || g.open.Load() == 0 {
 		return
 	}
-	k := gateKey{d.queue, d.kind, d.createdAt}
+	k := gateKey{queue, kind, created}
 	g.mu.Lock()
 	if g.keys[k] == 0 {
 		g.mu.Unlock()

@@ -28,7 +28,8 @@ func FuzzPayloadDecode(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	q := &Queue{handlers: map[string]*handler{}, configs: map[string]QueueConfig{}}
+	q := &Queue{handlers: map[string]*handler{}}
+	q.configs = map[string]QueueConfig{}
 	var ran int
 	Register(q, func(ctx context.Context, d *Delivery[SendEmail]) error { ran++; return nil })
 	Register(q, func(ctx context.Context, d *Delivery[OwnPolicy]) error {

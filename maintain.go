@@ -55,10 +55,10 @@ func latest(a, b time.Time) time.Time {
 
 // noteRetained sets the cleanup alarm for a job completed at the Unix
 // nanosecond at and kept for CompletedRetention, unless it is set earlier.
-func (q *Queue) noteRetained(at int64) {
-	q.cleanup.set(time.Unix(0, addClamped(time.Unix(0, at), q.opts.CompletedRetention)), true)
+func (c *core) noteRetained(at int64) {
+	c.cleanup.set(time.Unix(0, addClamped(time.Unix(0, at), c.opts.CompletedRetention)), true)
 }
 
-func (q *Queue) purgeCompletedBefore(ctx context.Context, cutoff int64) (int, error) {
-	return q.store.PurgeCompleted(ctx, cutoff)
+func (c *core) purgeCompletedBefore(ctx context.Context, cutoff int64) (int, error) {
+	return c.store.PurgeCompleted(ctx, cutoff)
 }

@@ -21,7 +21,7 @@ import (
 
 // delivery is the untyped state of one claimed job.
 type delivery struct {
-	q         *Queue
+	q         *core
 	p         *pool
 	id        int64
 	lease     int64
@@ -63,9 +63,13 @@ type jobOwn struct {
 
 // runState is the state of a started queue.
 type runState struct {
-	q     *Queue
-	base  context.Context // values for handlers; never cancelled by Start's caller alone
-	pools map[string]*pool
+	q *core
+	// handlers and middleware are the Queue's as Start found them: Register
+	// and Use are refused while the queue runs.
+	handlers   map[string]*handler
+	middleware []Middleware
+	base       context.Context // values for handlers; never cancelled by Start's caller alone
+	pools      map[string]*pool
 
 	stopping  chan struct{}  // closed when Stop begins: no new claims
 	settled   chan struct{}  // closed once running handlers returned or were released: leases need no more extending
@@ -82,7 +86,7 @@ type runState struct {
 
 // pool runs one queue's handlers in this process.
 type pool struct {
-	q         *Queue
+	q         *core
 	r         *runState
 	cfg       QueueConfig
 	kindList  []string // the kinds this pool runs, sorted

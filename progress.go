@@ -291,9 +291,9 @@ func (d *delivery) publishOutcome(state State) {
 	d.q.progressHub().publish(d.id, final, finished(state))
 }
 
-func (q *Queue) progressInterval() time.Duration {
-	if q.opts.ProgressInterval > 0 {
-		return q.opts.ProgressInterval
+func (c *core) progressInterval() time.Duration {
+	if c.opts.ProgressInterval > 0 {
+		return c.opts.ProgressInterval
 	}
 	return DefaultProgressInterval
 }

@@ -305,9 +305,9 @@ func (p *pool) writeBurial(d *delivery, b store.Burial, dead Event) error {
 		q.supersedeTx([]int64{followID})
 		q.emit(Event{Type: EventEnqueued, JobID: followID, Queue: f.Queue, Kind: f.Kind, Delay: time.Duration(f.VisibleAt - f.CreatedAt)})
 		if f.VisibleAt > f.CreatedAt {
-			q.dueAt(f.Queue, f.Kind, f.VisibleAt)
+			p.r.dueAt(f.Queue, f.Kind, f.VisibleAt)
 		} else {
-			q.wake(f.Queue)
+			p.r.wake(f.Queue)
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,11 +22,15 @@ import (
 // per occurrence), and is woken by changes to schedules made here and, via
 // the queue's data_version poll, by other processes.
 type scheduler struct {
-	q      *Queue
-	r      *runState
-	wakeCh chan struct{}
-	alarm  *alarm
-	wakes  atomic.Uint64 // calls of wake, for tests to tell which rounds saw which changes
+	q *core
+	// Of the run the scheduler belongs to: its goroutines (Stop waits for
+	// them), closed when Stop begins, and the wake-up of a queue's pool.
+	bg        *sync.WaitGroup
+	stopping  <-chan struct{}
+	wakeQueue func(queue string)
+	wakeCh    chan struct{}
+	alarm     *alarm
+	wakes     atomic.Uint64 // calls of wake, for tests to tell which rounds saw which changes
 	// events are the events of the round under way, emitted once its
 	// alarm is set (the alarm's contract: a test that waits for an event
 	// and then advances a mock clock must find the alarm set); wakeQueues
@@ -39,15 +44,18 @@ type scheduler struct {
 	gated []store.NewJob
 }
 
-// newScheduler makes the scheduler of run r; start starts it.
-func newScheduler(q *Queue, r *runState) *scheduler {
-	return &scheduler{q: q, r: r, wakeCh: make(chan struct{}, 1), alarm: newAlarm(q.clock)}
+// newScheduler makes the scheduler of a run: bg counts its goroutines,
+// stopping is closed when the run's Stop begins, wakeQueue wakes a queue's
+// pool. start starts it.
+func newScheduler(c *core, bg *sync.WaitGroup, stopping <-chan struct{}, wakeQueue func(queue string)) *scheduler {
+	return &scheduler{q: c, bg: bg, stopping: stopping, wakeQueue: wakeQueue,
+		wakeCh: make(chan struct{}, 1), alarm: newAlarm(c.clock)}
 }
 
-// start runs the scheduler until r stops; Stop waits for it with the
-// dispatchers (r.bg).
+// start runs the scheduler until its run stops; Stop waits for it with the
+// dispatchers.
 func (s *scheduler) start() {
-	s.r.bg.Add(1)
+	s.bg.Add(1)
 	go s.loop()
 }
 
@@ -68,12 +76,12 @@ func (s *scheduler) wake() {
 const scheduleRetry = 5 * time.Second
 
 func (s *scheduler) loop() {
-	defer s.r.bg.Done()
+	defer s.bg.Done()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
 		select {
-		case <-s.r.stopping:
+		case <-s.stopping:
 			cancel()
 		case <-ctx.Done():
 		}
@@ -101,7 +109,7 @@ func (s *scheduler) loop() {
 			(*h)(now, next, wakes)
 		}
 		select {
-		case <-s.r.stopping:
+		case <-s.stopping:
 			s.alarm.stop()
 			return
 		case <-s.alarm.C:
@@ -189,7 +197,7 @@ func (s *scheduler) emitEvents() {
 	s.q.gate.leave(s.gated...)
 	s.gated = s.gated[:0]
 	for _, name := range s.wakeQueues {
-		s.q.wake(name)
+		s.wakeQueue(name)
 	}
 	s.events, s.wakeQueues = s.events[:0], s.wakeQueues[:0]
 }

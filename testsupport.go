@@ -56,19 +56,19 @@ func (h *handler) Registered() (kind, queue string) { return h.kind, h.queue }
 // dropOutcome asks the test kit's fault hooks whether the outcome of d's
 // attempt, which ended with err, is lost with its process; if so it reports
 // the loss. Without hooks it returns false.
-func (q *Queue) dropOutcome(d *delivery, maxAttempts int, err error) bool {
-	if q.faults.Drop == nil || !q.faults.Drop(d.outcome(maxAttempts, err)) {
+func (c *core) dropOutcome(d *delivery, maxAttempts int, err error) bool {
+	if c.faults.Drop == nil || !c.faults.Drop(d.outcome(maxAttempts, err)) {
 		return false
 	}
-	q.outcomeLost(d, maxAttempts, err)
+	c.outcomeLost(d, maxAttempts, err)
 	return true
 }
 
 // outcomeLost tells the test kit's fault hooks, if any, that the outcome of
 // d's attempt was not written: its row stays running until its lease ends.
-func (q *Queue) outcomeLost(d *delivery, maxAttempts int, err error) {
-	if q.faults.Lost != nil {
-		q.faults.Lost(d.outcome(maxAttempts, err))
+func (c *core) outcomeLost(d *delivery, maxAttempts int, err error) {
+	if c.faults.Lost != nil {
+		c.faults.Lost(d.outcome(maxAttempts, err))
 	}
 }
 
@@ -123,7 +123,8 @@ func (q *Queue) load(ctx context.Context) (kitlink.Load, error) {
 // captureHandler registers on a bare queue (no file) and returns what was
 // registered.
 func captureHandler(register func(q *Queue)) *handler {
-	bare := &Queue{handlers: map[string]*handler{}, configs: map[string]QueueConfig{}}
+	bare := &Queue{handlers: map[string]*handler{}}
+	bare.configs = map[string]QueueConfig{}
 	register(bare)
 	for _, h := range bare.handlers {
 		return h
@@ -147,7 +148,7 @@ func runStored(ctx context.Context, h *handler, q *Queue, payload []byte, spec k
 	// The pool is a stand-in for the dispatcher's: its alarm (which a retry
 	// sets) has no listener; a retry wakes the queue's running dispatcher,
 	// if any, instead.
-	p := &pool{q: q, cfg: q.config(queue), due: newAlarm(q.clock)}
+	p := &pool{q: &q.core, cfg: q.config(queue), due: newAlarm(q.clock)}
 	defer p.due.stop()
 	now := q.clock.Now()
 	created := spec.EnqueuedAt
@@ -168,7 +169,7 @@ func runStored(ctx context.Context, h *handler, q *Queue, payload []byte, spec k
 		return 0, wrapf("litequeue: storing the job for the test: %w", err)
 	}
 	q.emit(Event{Type: EventEnqueued, JobID: id, Queue: queue, Kind: h.kind})
-	d := &delivery{q: q, p: p, id: id, lease: lease, queue: queue, kind: h.kind, attempt: attempt,
+	d := &delivery{q: &q.core, p: p, id: id, lease: lease, queue: queue, kind: h.kind, attempt: attempt,
 		priority: spec.Priority, payload: payload, key: spec.Key, createdAt: nj.CreatedAt, dueAt: nj.VisibleAt,
 		lastErr: spec.LastError}
 	own, run, decodeErr := h.prepare(payload)
@@ -188,7 +189,7 @@ func runStored(ctx context.Context, h *handler, q *Queue, payload []byte, spec k
 		hctx, cancel = withClockTimeout(q.clock, ctx, t, &TimeoutError{Timeout: t})
 		defer cancel()
 	}
-	herr := safeCall(hctx, d, q.wrap(d, policy.Attempts(), timeout, run))
+	herr := safeCall(hctx, d, wrap(q.middlewareNow(), d, policy.Attempts(), timeout, run))
 	from, _ := d.returned()
 	inTx := inCallersTx.has(from)
 	p.finishReports(d, !inTx && (herr != nil || q.opts.CompletedRetention > 0))
@@ -226,18 +227,19 @@ func runStored(ctx context.Context, h *handler, q *Queue, payload []byte, spec k
 func runHandler(ctx context.Context, h *handler, q *Queue, payload []byte, spec kitlink.Spec) error {
 	if q == nil {
 		o := (*Options)(nil).withDefaults()
-		q = &Queue{opts: o, clock: o.Clock, log: o.Logger, rnd: o.Rand, handlers: map[string]*handler{}, configs: map[string]QueueConfig{}}
+		q = &Queue{handlers: map[string]*handler{}}
+		q.opts, q.clock, q.log, q.rnd, q.configs = o, o.Clock, o.Logger, o.Rand, map[string]QueueConfig{}
 	}
 	queue := spec.Queue
 	if queue == "" {
 		queue = h.queue
 	}
-	p := &pool{q: q, cfg: q.config(queue)}
+	p := &pool{q: &q.core, cfg: q.config(queue)}
 	created := spec.EnqueuedAt
 	if created.IsZero() {
 		created = q.clock.Now()
 	}
-	d := &delivery{q: q, p: p, id: spec.ID, queue: queue, kind: h.kind, attempt: max(spec.Attempt, 1),
+	d := &delivery{q: &q.core, p: p, id: spec.ID, queue: queue, kind: h.kind, attempt: max(spec.Attempt, 1),
 		priority: spec.Priority, payload: payload, key: spec.Key, createdAt: created.UnixNano(),
 		dueAt: created.UnixNano(), lastErr: spec.LastError, started: q.clock.Now()}
 	d.start()
@@ -245,7 +247,7 @@ func runHandler(ctx context.Context, h *handler, q *Queue, payload []byte, spec 
 	if err != nil {
 		return Permanent(err)
 	}
-	run = q.wrap(d, p.policy(own.policy).Attempts(), timeoutFor(own.timeout, own.hasTimeout, p.cfg.Timeout), run)
+	run = wrap(q.middlewareNow(), d, p.policy(own.policy).Attempts(), timeoutFor(own.timeout, own.hasTimeout, p.cfg.Timeout), run)
 	if t := timeoutFor(own.timeout, own.hasTimeout, p.cfg.Timeout); t > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = withClockTimeout(q.clock, ctx, t, &TimeoutError{Timeout: t})
@@ -257,4 +259,11 @@ func runHandler(ctx context.Context, h *handler, q *Queue, payload []byte, spec 
 		return err
 	}
 	return safeCall(ctx, d, run)
+}
+
+// middlewareNow returns the middleware added to q so far.
+func (q *Queue) middlewareNow() []Middleware {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.middleware
 }

@@ -133,7 +133,7 @@ func progressFromStore(jp store.JobProgress, now int64) Progress {
 	return p
 }
 
-func (q *Queue) progressHub() *hub {
-	q.hubOnce.Do(func() { q.hub = &hub{watchers: map[int64][]*watcher{}, current: map[int64]Progress{}} })
-	return q.hub
+func (c *core) progressHub() *hub {
+	c.hubOnce.Do(func() { c.hub = &hub{watchers: map[int64][]*watcher{}, current: map[int64]Progress{}} })
+	return c.hub
 }

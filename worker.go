@@ -133,7 +133,7 @@ func (q *Queue) Start(ctx context.Context) error {
 		}
 		r.pools[name] = newPool(q, r, cfg, kinds)
 	}
-	r.sched = newScheduler(q, r)
+	r.sched = newScheduler(&q.core, &r.bg, r.stopping, r.wake)
 	// The watch's baseline comes before the first claim, so that a write by
 	// another process at any moment after it is noticed.
 	if err := r.initPaused(ctx); err != nil {
@@ -205,7 +205,8 @@ func (q *Queue) checkQueueConfigs(byQueue map[string][]string) error {
 // newRunState returns the state of a run of q whose handlers see ctx's
 // values.
 func newRunState(q *Queue, ctx context.Context) *runState {
-	return &runState{q: q, base: context.WithoutCancel(ctx), pools: map[string]*pool{},
+	return &runState{q: &q.core, handlers: maps.Clone(q.handlers), middleware: slices.Clone(q.middleware),
+		base: context.WithoutCancel(ctx), pools: map[string]*pool{},
 		stopping: make(chan struct{}), settled: make(chan struct{}), stopped: make(chan struct{}), escalate: make(chan struct{})}
 }
 
@@ -215,7 +216,7 @@ func newPool(q *Queue, r *runState, cfg QueueConfig, kinds []string) *pool {
 	sort.Strings(kinds)
 	kj, _ := json.Marshal(kinds)
 	p := &pool{
-		q: q, r: r, cfg: cfg, kindList: kinds, kindsJSON: string(kj),
+		q: &q.core, r: r, cfg: cfg, kindList: kinds, kindsJSON: string(kj),
 		capacity:   cfg.Concurrency + 2*q.opts.ClaimBatch,
 		prefetch:   newPrefetch(cfg.Concurrency, q.opts.ClaimBatch),
 		wakeCh:     make(chan struct{}, 1),

@@ -188,20 +188,19 @@ func planChart(steps []planStep, jitter bool) template.HTML {
 		return ""
 	}
 	const w, h, left, bottom = 600.0, 220.0, 56.0, 24.0
-	var top time.Duration
+	var longest time.Duration
 	for _, s := range retries {
-		top = max(top, s.Cumulative, s.Ceiling)
+		longest = max(longest, s.Cumulative, s.Ceiling)
 	}
-	if top <= 0 {
-		top = 1
-	}
+	step, n := durationTicks(longest, 5)
+	top := step * time.Duration(n)
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %.0f %.0f" role="img" aria-label="retry schedule">`, w+left+8, h+bottom)
 	y := func(d time.Duration) float64 { return h - h*float64(d)/float64(top) + 4 }
-	for i := 0; i <= 4; i++ {
-		d := time.Duration(float64(top) * float64(i) / 4)
+	for i := 0; i <= n; i++ {
+		d := step * time.Duration(i)
 		fmt.Fprintf(&b, `<line class="grid" x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f"/><text class="axis" x="%.0f" y="%.1f" text-anchor="end">%s</text>`,
-			left, y(d), w+left, y(d), left-4, y(d)+4, esc(fmtDur(d)))
+			left, y(d), w+left, y(d), left-4, y(d)+4, esc(tickLabel(d)))
 	}
 	bw := w / float64(len(retries))
 	var line []string
