@@ -11,8 +11,9 @@ import (
 // Backup implements store.Backuper: it writes the queue's tables, as one
 // consistent snapshot (a REPEATABLE READ, READ ONLY transaction), to a new
 // queue file at path. Every job committed before Backup began is in the
-// copy with its id, state, attempts, due time, lease, key, history, progress
-// and output; so are the paused queues, the schedules with their history
+// copy with its id, state, attempts, due time, lease, key, history, progress,
+// output, tags and metadata; so are the paused queues, the schedules with
+// their bounds and history
 // and the dashboard's per-minute counts. New ids in the copy continue after
 // the largest PostgreSQL has handed out (after the largest any copied row
 // names, for a role that may not read the id sequence). Workers and
