@@ -296,7 +296,9 @@ func wrap(mw []Middleware, d *delivery, maxAttempts int, timeout time.Duration, 
 	for i := len(mw) - 1; i >= 0; i-- {
 		h = mw[i](h)
 	}
+	m := d.metadata()
 	info := AttemptInfo{ID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, MaxAttempts: maxAttempts,
-		Priority: d.priority, Key: d.key, EnqueuedAt: time.Unix(0, d.createdAt), Timeout: timeout}
+		Priority: d.priority, Key: d.key, EnqueuedAt: time.Unix(0, d.createdAt), Timeout: timeout,
+		Trace: m.trace, Tags: m.tags, Metadata: m.metadata}
 	return func(ctx context.Context, _ *delivery) error { return h(ctx, info) }
 }

@@ -32,17 +32,33 @@ type Delivery[J Job] struct {
 	EnqueuedAt time.Time
 	// LastError is the error of the previous attempt, empty on the first.
 	LastError string
+	// Tags and Metadata are what the enqueue attached (EnqueueOptions); nil
+	// if none. Read them, do not change them: they are shared.
+	Tags     []string
+	Metadata map[string]string
+	// Trace is the W3C trace context of the enqueue (EnqueueOptions.Trace);
+	// zero if none.
+	Trace TraceContext
+	// Occurrence is, for a job a schedule enqueued, the scheduled time of
+	// the occurrence this job runs for (the same on every attempt); zero
+	// for other jobs.
+	Occurrence time.Time
 
 	d *delivery
 }
 
 func (d *delivery) info() JobInfo {
+	m := d.metadata()
 	return JobInfo{
 		ID: d.id, Queue: d.queue, Kind: d.kind, State: StateRunning, Attempt: d.attempt,
 		Priority: d.priority, Key: d.key, Payload: json.RawMessage(d.payload),
 		CreatedAt: time.Unix(0, d.createdAt), LastError: d.lastErr,
+		Tags: m.tags, Metadata: m.metadata, Trace: m.trace, Occurrence: m.occurrence,
 	}
 }
+
+// metadata decodes the delivery's job metadata.
+func (d *delivery) metadata() jobMeta { return decodeMeta(d.meta) }
 
 func (d *delivery) completeTx(ctx context.Context, tx *sql.Tx) error {
 	if d.q.store == nil { // a delivery made for a test, with no queue behind it

@@ -24,7 +24,8 @@ func (p *pool) claimQuery(n int) store.ClaimQuery {
 // delivery makes the delivery of a job claimed by cq.
 func (p *pool) delivery(c store.Claimed, cq store.ClaimQuery) *delivery {
 	d := &delivery{q: p.q, p: p, id: c.ID, lease: cq.Lease, queue: p.cfg.Name, kind: c.Kind, attempt: c.Attempt,
-		priority: c.Priority, payload: c.Payload, key: c.Key, createdAt: c.CreatedAt, dueAt: c.DueAt, lastErr: c.LastError}
+		priority: c.Priority, payload: c.Payload, key: c.Key, createdAt: c.CreatedAt, dueAt: c.DueAt, lastErr: c.LastError,
+		meta: c.Meta}
 	d.until.Store(cq.Until)
 	return d
 }

@@ -84,6 +84,9 @@ func (c *core) prepare(job Job, o *EnqueueOptions) (store.NewJob, error) {
 	if err := prepareUnique(job, o, &nj); err != nil {
 		return store.NewJob{}, err
 	}
+	if err := prepareMeta(o, 0, &nj); err != nil {
+		return store.NewJob{}, err
+	}
 	return nj, nil
 }
 

@@ -61,6 +61,21 @@ type EnqueueOptions struct {
 	// overriding the job type's UniqueOptions method. Nil means the job
 	// type's, if any. It works together with Key: the key is checked first.
 	Unique *UniqueOptions
+	// Tags label the job for listings (JobQuery.Tags, `lqinspect jobs
+	// --tag`, the dashboard): at most MaxTags, each 1 to MaxTagLen of
+	// a-z A-Z 0-9 . _ : / - (ErrInvalidMetadata otherwise). A repeated tag
+	// is stored once. Nil means none.
+	Tags []string
+	// Metadata is key-value data stored with the job and shown with it
+	// (JobInfo.Metadata, Delivery.Metadata); JobQuery.Metadata filters by
+	// it. At most MaxMetadataKeys keys of at most MaxMetadataKeyLen bytes,
+	// values of at most MaxMetadataValueLen bytes, all valid UTF-8 without
+	// NUL (ErrInvalidMetadata otherwise). Nil means none.
+	Metadata map[string]string
+	// Trace is the W3C trace context to carry to the handler
+	// (Delivery.Trace); the OpenTelemetry adapter sets it from the
+	// context's span. Each field at most MaxTraceLen bytes. Zero means none.
+	Trace TraceContext
 }
 
 // BatchItem is one job of EnqueueBatch with its options (nil for none).

@@ -38,6 +38,15 @@ type JobInfo struct {
 	// none. Filled by Job only.
 	Progress *Progress       `json:"progress,omitempty"`
 	Output   json.RawMessage `json:"output,omitempty"`
+	// Tags and Metadata are what the enqueue attached (EnqueueOptions);
+	// nil if none.
+	Tags     []string          `json:"tags,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+	// Trace is the W3C trace context of the enqueue; zero if none.
+	Trace TraceContext `json:"trace,omitzero"`
+	// Occurrence is, for a job a schedule enqueued, the scheduled time of
+	// the occurrence it runs for; zero otherwise.
+	Occurrence time.Time `json:"occurrence,omitzero"`
 }
 
 // AttemptRecord is one failed attempt in a job's history. In JSON, Delay is

@@ -17,6 +17,12 @@ type AttemptInfo struct {
 	// Timeout is the attempt's timeout in force (the job type's Timeout,
 	// else the queue's); 0 means none.
 	Timeout time.Duration
+	// Trace is the W3C trace context of the enqueue (EnqueueOptions.Trace);
+	// zero if none. Tags and Metadata are the job's (EnqueueOptions); nil
+	// if none. Read them, do not change them: they are shared.
+	Trace    TraceContext
+	Tags     []string
+	Metadata map[string]string
 }
 
 // HandlerFunc runs one attempt of a job: the registered handler, as the

@@ -34,6 +34,7 @@ type delivery struct {
 	createdAt int64
 	dueAt     int64 // when this attempt became due: the order among claimed jobs
 	lastErr   string
+	meta      string       // the job's metadata JSON (metadata.go), "" for none
 	until     atomic.Int64 // when the lease ends, as last written (by the claim or an extension)
 
 	st      atomic.Int32 // a deliveryState: changed only by its transitions (delivery_state.go)

@@ -70,6 +70,28 @@ type Schedule struct {
 	// Grace is how late an occurrence may be enqueued and still count as
 	// on time, for MissedSkip. Default DefaultScheduleGrace (1 minute).
 	Grace time.Duration
+	// RunImmediately makes the schedule's first occurrence the moment it is
+	// first registered, instead of the first time Cron or Every gives; the
+	// occurrences after it follow the timing. A schedule that exists
+	// already and has not enqueued a job yet runs at the registration that
+	// sets it; one that ran is not run again (every process registers its
+	// schedules at each start). That first occurrence is never skipped as
+	// missed, whatever Missed says.
+	RunImmediately bool
+	// EndAt, when not zero, ends the schedule after that moment: no
+	// occurrence later than EndAt is enqueued, and once the next one would
+	// be, the schedule has ended (ScheduleInfo.Ended) and enqueues nothing
+	// more. It may lie in the past (the schedule is then ended); times
+	// outside 1678–2262 are refused.
+	EndAt time.Time
+	// MaxRuns, when above zero, ends the schedule once it enqueued that
+	// many occurrences (an occurrence whose unique twin stood for it counts
+	// too; skipped, missed and triggered ones do not). Negative is an
+	// error. The count (ScheduleInfo.RunCount) is stored with the schedule,
+	// shared by every process and kept across restarts and redefinitions.
+	// Raising MaxRuns or moving EndAt of an ended schedule starts it again
+	// from its next occurrence after now.
+	MaxRuns int
 }
 
 // MissedPolicy says what a schedule does with occurrences that passed while
@@ -212,6 +234,15 @@ type ScheduleInfo struct {
 	// Unique is the uniqueness of the schedule's jobs, read from the job's
 	// UniqueOptions at registration; nil for none.
 	Unique *UniqueOptions
+	// RunImmediately, EndAt and MaxRuns are the definition's (see
+	// Schedule); RunCount is how many occurrences it enqueued; Ended says
+	// it has none left (past EndAt, or MaxRuns reached): NextRun is then
+	// zero.
+	RunImmediately bool
+	EndAt          time.Time
+	MaxRuns        int
+	RunCount       int64
+	Ended          bool
 
 	timing *timing
 }
@@ -219,15 +250,18 @@ type ScheduleInfo struct {
 // NextRuns returns the next n occurrences after from (none for a paused
 // schedule).
 func (s ScheduleInfo) NextRuns(from time.Time, n int) []time.Time {
-	if s.Paused || s.timing == nil {
+	if s.Paused || s.timing == nil || s.Ended {
 		return nil
+	}
+	if s.MaxRuns > 0 {
+		n = min(n, s.MaxRuns-int(s.RunCount))
 	}
 	var out []time.Time
 	at := s.NextRun
 	if at.Before(from) {
 		at = s.timing.next(from)
 	}
-	for len(out) < n && !at.IsZero() {
+	for len(out) < n && !at.IsZero() && (s.EndAt.IsZero() || !at.After(s.EndAt)) {
 		out = append(out, at)
 		at = s.timing.next(at)
 	}
@@ -238,8 +272,10 @@ func (s ScheduleInfo) NextRuns(from time.Time, n int) []time.Time {
 // "registered", "updated", "paused", "resumed", "enqueued" (Occurrence,
 // JobID; Detail "late" when past the grace), "triggered", "skipped"
 // (Count occurrences from Occurrence to Last, Detail says why), "waiting"
-// (OverlapWait holds Occurrence) and "duplicate" (the job's uniqueness:
-// JobID is the twin that blocked the occurrence; nothing was enqueued).
+// (OverlapWait holds Occurrence), "duplicate" (the job's uniqueness:
+// JobID is the twin that blocked the occurrence; nothing was enqueued) and
+// "ended" (no occurrence is left: Detail says whether the end date passed
+// or the run limit was reached).
 type ScheduleEvent struct {
 	ID         int64
 	Time       time.Time
@@ -310,6 +346,10 @@ func (q *Queue) validateSchedule(s Schedule, now time.Time) (store.Schedule, *ti
 		return store.Schedule{}, nil, bad("Overlap", fmt.Errorf("unknown policy %d", int(s.Overlap)))
 	case s.Grace < 0:
 		return store.Schedule{}, nil, bad("Grace", fmt.Errorf("negative grace %s; use 0 for the default (%s)", s.Grace, DefaultScheduleGrace))
+	case s.MaxRuns < 0:
+		return store.Schedule{}, nil, bad("MaxRuns", fmt.Errorf("negative run limit %d; use 0 for none", s.MaxRuns))
+	case !s.EndAt.IsZero() && (s.EndAt.After(maxRunAt) || s.EndAt.Before(minRunAt)):
+		return store.Schedule{}, nil, bad("EndAt", fmt.Errorf("%s is outside the years 1678–2262 that the queue can store", s.EndAt))
 	}
 	if s.Queue != "" {
 		if err := validName("queue", s.Queue); err != nil {
@@ -328,7 +368,13 @@ func (q *Queue) validateSchedule(s Schedule, now time.Time) (store.Schedule, *ti
 		Name: s.Name, Cron: s.Cron, Every: int64(s.Every), Anchor: now.UnixNano(), TZ: tz,
 		Queue: nj.Queue, Kind: nj.Kind, Payload: nj.Payload, Priority: s.Priority,
 		Missed: int(s.Missed), CatchUp: s.CatchUp, Overlap: int(s.Overlap), Grace: int64(s.Grace), NextAt: next.UnixNano(),
-		Unique: uniq,
+		Unique: uniq, MaxRuns: int64(s.MaxRuns), RunFirst: s.RunImmediately,
+	}
+	if !s.EndAt.IsZero() {
+		st.EndAt = max(s.EndAt.UnixNano(), 1)
+		if st.NextAt > st.EndAt && !s.RunImmediately {
+			st.NextAt = store.NeverAt
+		}
 	}
 	if t.spec != nil {
 		st.Anchor = 0 // a cron schedule has no anchor; "@every D" counts from now like Every
@@ -346,6 +392,15 @@ func summary(s *store.Schedule) string {
 		when, s.TZ, s.Kind, s.Queue, s.Priority, s.Payload, describeMissed(MissedPolicy(s.Missed), s.CatchUp), OverlapPolicy(s.Overlap))
 	if s.Unique != "" {
 		out += "; unique " + s.Unique
+	}
+	if s.RunFirst {
+		out += "; runs at once"
+	}
+	if s.EndAt != 0 {
+		out += "; ends " + time.Unix(0, s.EndAt).UTC().Format(time.RFC3339)
+	}
+	if s.MaxRuns != 0 {
+		out += fmt.Sprintf("; at most %d runs", s.MaxRuns)
 	}
 	return out
 }
@@ -376,6 +431,9 @@ func diff(s, o *store.Schedule) string {
 	add("overlap", OverlapPolicy(s.Overlap), OverlapPolicy(o.Overlap))
 	add("grace", time.Duration(s.Grace), time.Duration(o.Grace))
 	add("unique", s.Unique, o.Unique)
+	add("run immediately", s.RunFirst, o.RunFirst)
+	add("end", nanoTime(s.EndAt).UTC(), nanoTime(o.EndAt).UTC())
+	add("max runs", s.MaxRuns, o.MaxRuns)
 	return strings.Join(d, "; ")
 }
 
@@ -478,6 +536,9 @@ func (q *Queue) setPaused(ctx context.Context, name string, paused bool) error {
 			return fmt.Errorf("litequeue: resume schedule %q: stored definition: %w", name, err)
 		}
 		next = t.next(now).UnixNano()
+		if ended(&ss[0], next) {
+			next = store.NeverAt
+		}
 	}
 	verb := map[bool]string{true: "pause", false: "resume"}[paused]
 	if err := st.PauseSchedule(ctx, name, paused, next, now.UnixNano()); err != nil {
@@ -507,6 +568,9 @@ func (q *Queue) TriggerSchedule(ctx context.Context, name string) (int64, error)
 	id, queue, kind, err := q.store.TriggerSchedule(ctx, name, now.UnixNano(), func(s *store.Schedule, j *store.NewJob) error {
 		var err error
 		if u, err = scheduleUnique(s, j); err != nil {
+			return err
+		}
+		if err := occurrenceMeta(j, j.VisibleAt); err != nil {
 			return err
 		}
 		nj = *j
@@ -582,14 +646,19 @@ func publicSchedule(s *store.Schedule) ScheduleInfo {
 	case 4:
 		outcome = "cancelled"
 	}
-	return ScheduleInfo{
+	info := ScheduleInfo{
 		Name: s.Name, Cron: s.Cron, Every: time.Duration(s.Every), TimeZone: tz, Queue: s.Queue, Kind: s.Kind,
 		Payload: json.RawMessage(s.Payload), Priority: s.Priority, Missed: MissedPolicy(s.Missed), CatchUp: s.CatchUp,
 		Overlap: OverlapPolicy(s.Overlap), Grace: time.Duration(s.Grace), Paused: s.Paused, Waiting: s.Waiting,
 		NextRun: nanoTime(s.NextAt), LastRun: nanoTime(s.LastAt), LastJobID: s.LastJob, LastOutcome: outcome,
 		MissedCount: s.MissedCount, Revision: s.Revision, Created: nanoTime(s.CreatedAt), Updated: nanoTime(s.UpdatedAt),
 		Unique: u, timing: t,
+		RunImmediately: s.RunFirst, EndAt: nanoTime(s.EndAt), MaxRuns: int(s.MaxRuns), RunCount: s.RunCount,
 	}
+	if s.NextAt == store.NeverAt && (s.EndAt != 0 || s.MaxRuns != 0) {
+		info.Ended, info.NextRun = true, time.Time{}
+	}
+	return info
 }
 
 // wakeScheduler wakes this process's scheduler, if the queue runs.

@@ -211,6 +211,9 @@ func (s *scheduler) report(ss *store.Schedule, f *store.Firing, res store.FireRe
 			"count", f.Skipped, "first", time.Unix(0, f.SkipFirst), "last", time.Unix(0, f.SkipLast),
 			"missed_policy", describeMissed(MissedPolicy(ss.Missed), ss.CatchUp))
 	}
+	if res.Ended {
+		q.log.Info("litequeue: schedule ended: no occurrence is left", LogSchedule, ss.Name, "runs", ss.RunCount+int64(len(res.IDs)))
+	}
 	if res.OverlapHit {
 		q.log.Info("litequeue: schedule skipped an occurrence: its previous job is still pending or running",
 			LogSchedule, ss.Name, "count", len(f.Jobs))
@@ -257,13 +260,17 @@ const scheduleKeep = 2*MaxCatchUp + 1
 func plan(s *store.Schedule, t *timing, now time.Time) (store.Firing, error) {
 	first := time.Unix(0, s.NextAt)
 	latest, dropped, d0, d1, next := t.dueSlots(first, now, scheduleKeep)
+	latest, room := bound(s, latest)
 	grace := time.Duration(s.Grace)
 	if grace <= 0 {
 		grace = DefaultScheduleGrace
 	}
 	late := func(at time.Time) bool {
-		// An occurrence held by OverlapWait was on time when it came.
-		return now.Sub(at) > grace && !(s.Waiting && at.Equal(first))
+		// An occurrence held by OverlapWait was on time when it came; the
+		// immediate first run of a schedule that has not run is never
+		// missed.
+		return now.Sub(at) > grace && !(s.Waiting && at.Equal(first)) &&
+			!(s.RunFirst && s.LastAt == 0 && s.RunCount == 0 && at.Equal(first))
 	}
 	var missed, fire []time.Time
 	for _, at := range latest {
@@ -285,11 +292,20 @@ func plan(s *store.Schedule, t *timing, now time.Time) (store.Firing, error) {
 		fireLate = missed[len(missed)-n:]
 		missed = missed[:len(missed)-n]
 	}
-	f := store.Firing{Name: s.Name, Revision: s.Revision, NextAt: s.NextAt, Now: now.UnixNano(), Overlap: s.Overlap}
-	if next.IsZero() {
-		f.NewNext = maxStoredTime.UnixNano()
+	f := store.Firing{Name: s.Name, Revision: s.Revision, NextAt: s.NextAt, Now: now.UnixNano(), Overlap: s.Overlap,
+		MaxRuns: s.MaxRuns, RunCount: s.RunCount}
+	if next.IsZero() || ended(s, next.UnixNano()) {
+		f.NewNext = store.NeverAt
+		if s.EndAt != 0 && !next.IsZero() && next.UnixNano() > s.EndAt {
+			f.EndDetail = "end date passed: " + time.Unix(0, s.EndAt).In(t.loc).Format(time.RFC3339)
+		}
 	} else {
 		f.NewNext = next.UnixNano()
+	}
+	if room >= 0 {
+		// The first occurrences the run limit leaves room for.
+		fireLate = fireLate[:min(room, len(fireLate))]
+		fire = fire[:min(room-len(fireLate), len(fire))]
 	}
 	f.Skipped = dropped + int64(len(missed))
 	if f.Skipped > 0 {
@@ -309,6 +325,9 @@ func plan(s *store.Schedule, t *timing, now time.Time) (store.Firing, error) {
 		nj := store.NewJob{Queue: s.Queue, Kind: s.Kind, Priority: s.Priority,
 			VisibleAt: at.UnixNano(), CreatedAt: now.UnixNano(), Payload: s.Payload, Key: occurrenceKey(s.Name, at)}
 		if _, err := scheduleUnique(s, &nj); err != nil && uerr == nil {
+			uerr = err
+		}
+		if err := occurrenceMeta(&nj, nj.VisibleAt); err != nil && uerr == nil {
 			uerr = err
 		}
 		f.Jobs = append(f.Jobs, nj)

@@ -35,6 +35,14 @@ type JobQuery struct {
 	// finished (completed, died or were cancelled) at or after FinishedFrom
 	// and before FinishedBefore; a job that has not finished fails them.
 	FinishedFrom, FinishedBefore time.Time
+	// Tags, when not empty, keeps the jobs that carry every one of these
+	// tags (EnqueueOptions.Tags), through an index. A string that is no
+	// valid tag selects nothing.
+	Tags []string
+	// Metadata, when not empty, keeps the jobs whose metadata holds each
+	// of these keys with exactly its value. No index serves it: ListJobs
+	// bounds its cost with PageRequest.ScanLimit.
+	Metadata map[string]string
 }
 
 // PageRequest asks ListJobs for one page of jobs, newest (highest id)
@@ -80,14 +88,15 @@ type JobPage struct {
 func storeQuery(f JobQuery, now int64) (sq store.JobQuery, ok bool, err error) {
 	sq = store.JobQuery{Queue: f.Queue, Kind: f.Kind, Kinds: f.Kinds, Text: f.Text, IDs: f.IDs, Now: now,
 		CreatedFrom: boundNanos(f.CreatedFrom), CreatedBefore: boundNanos(f.CreatedBefore),
-		FinishedFrom: boundNanos(f.FinishedFrom), FinishedBefore: boundNanos(f.FinishedBefore)}
+		FinishedFrom: boundNanos(f.FinishedFrom), FinishedBefore: boundNanos(f.FinishedBefore),
+		Tags: f.Tags, Metadata: f.Metadata}
 	for _, s := range f.States {
 		if _, err := ParseState(string(s)); err != nil {
 			return store.JobQuery{}, false, err
 		}
 		sq.States = append(sq.States, listState(s))
 	}
-	ok = storableText(f.Queue) && storableText(f.Kind)
+	ok = storableText(f.Queue) && storableText(f.Kind) && checkMetaQuery(f)
 	for _, k := range f.Kinds {
 		ok = ok && storableText(k)
 	}

@@ -53,6 +53,10 @@ func jobInfo(j store.Job, now int64) JobInfo {
 	if j.FinishedAt != 0 {
 		info.FinishedAt = time.Unix(0, j.FinishedAt)
 	}
+	if j.Meta != "" {
+		m := decodeMeta(j.Meta)
+		info.Tags, info.Metadata, info.Trace, info.Occurrence = m.tags, m.metadata, m.trace, m.occurrence
+	}
 	return info
 }
 

@@ -70,10 +70,12 @@ func Register[J Job](q *Queue, fn func(ctx context.Context, d *Delivery[J]) erro
 		}
 		own.policy = policy
 		run := func(ctx context.Context, d *delivery) error {
+			m := d.metadata()
 			return fn(ctx, &Delivery[J]{
 				Job: job, ID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt,
 				MaxAttempts: d.p.policy(policy).Attempts(), Priority: d.priority, Key: d.key,
 				EnqueuedAt: time.Unix(0, d.createdAt), LastError: d.lastErr, d: d,
+				Tags: m.tags, Metadata: m.metadata, Trace: m.trace, Occurrence: m.occurrence,
 			})
 		}
 		return own, run, nil

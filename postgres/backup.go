@@ -11,8 +11,9 @@ import (
 // Backup implements store.Backuper: it writes the queue's tables, as one
 // consistent snapshot (a REPEATABLE READ, READ ONLY transaction), to a new
 // queue file at path. Every job committed before Backup began is in the
-// copy with its id, state, attempts, due time, lease, key, history, progress
-// and output; so are the paused queues, the schedules with their history
+// copy with its id, state, attempts, due time, lease, key, history, progress,
+// output, tags and metadata; so are the paused queues, the schedules with
+// their bounds and history
 // and the dashboard's per-minute counts. New ids in the copy continue after
 // the largest PostgreSQL has handed out (after the largest any copied row
 // names, for a role that may not read the id sequence). Workers and
@@ -67,12 +68,17 @@ var backupTables = []struct{ name, read, write string }{
 	{"jobs",
 		`SELECT id, queue, kind, state, priority, visible_at, attempt, payload, idem_key, lease, created_at, run_at,
 			attempted_at, finished_at, last_error, dead_reason, due_at, snoozes, progress, progress_msg, progress_at,
-			output, unique_key, unique_states
+			output, unique_key, unique_states, meta::text
 		FROM lq_jobs ORDER BY id`,
 		`INSERT INTO lq_jobs (id, queue, kind, state, priority, visible_at, attempt, payload, idem_key, lease, created_at, run_at,
 			attempted_at, finished_at, last_error, dead_reason, due_at, snoozes, progress, progress_msg, progress_at,
-			output, unique_key, unique_states)
-		VALUES (?, ?, ?, ?, ?, ?, ?, coalesce(?, x''), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+			output, unique_key, unique_states, meta)
+		VALUES (?, ?, ?, ?, ?, ?, ?, coalesce(?, x''), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+	// The file indexes each job's tags in a table of their own.
+	{"job tags",
+		`SELECT DISTINCT t.tag, j.id FROM lq_jobs j CROSS JOIN LATERAL jsonb_array_elements_text(j.meta -> 'tags') AS t(tag)
+		WHERE j.meta IS NOT NULL AND jsonb_typeof(j.meta -> 'tags') = 'array'`,
+		`INSERT INTO lq_job_tags (tag, job_id) VALUES (?, ?)`},
 	// Attempt records outlive no job on PostgreSQL; any that did would
 	// break the file's foreign key, so only those of copied jobs come.
 	{"attempt history",
@@ -85,11 +91,13 @@ var backupTables = []struct{ name, read, write string }{
 		`INSERT INTO lq_queues (queue, paused_at) VALUES (?, ?)`},
 	{"schedules",
 		`SELECT name, cron, every, anchor, tz, queue, kind, payload, priority, missed, catch_up, overlap, grace,
-			paused::int, waiting::int, next_at, revision, last_at, last_job, missed_count, created_at, updated_at, uniq
+			paused::int, waiting::int, next_at, revision, last_at, last_job, missed_count, created_at, updated_at, uniq,
+			end_at, max_runs, run_count, run_first::int
 		FROM lq_schedules ORDER BY name`,
 		`INSERT INTO lq_schedules (name, cron, every, anchor, tz, queue, kind, payload, priority, missed, catch_up, overlap, grace,
-			paused, waiting, next_at, revision, last_at, last_job, missed_count, created_at, updated_at, uniq)
-		VALUES (?, ?, ?, ?, ?, ?, ?, coalesce(?, x''), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+			paused, waiting, next_at, revision, last_at, last_job, missed_count, created_at, updated_at, uniq,
+			end_at, max_runs, run_count, run_first)
+		VALUES (?, ?, ?, ?, ?, ?, ?, coalesce(?, x''), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 	{"schedule history",
 		`SELECT id, schedule, at, event, occurrence, last, job_id, count, detail FROM lq_schedule_events ORDER BY id`,
 		`INSERT INTO lq_schedule_events (id, schedule, at, event, occurrence, last, job_id, count, detail)

@@ -59,7 +59,7 @@ func jobQueryWhere(q store.JobQuery, a *args, t string) ([]string, error) {
 	if len(q.IDs) > 0 {
 		where = append(where, t+".id = ANY ("+a.add(q.IDs)+")")
 	}
-	return where, nil
+	return metaWhere(q, where, a, t), nil
 }
 
 // stateCond is the condition of one listing state.

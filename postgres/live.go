@@ -11,12 +11,12 @@ import (
 
 // Progress, output and unique jobs (Runtime.Report, Admin.Progress, NewJob.Unique).
 
-// slowPath reports whether jobs holds a unique job: such a batch is inserted
+// slowPath reports whether jobs holds a unique job or a job with metadata: such a batch is inserted
 // one job at a time (insertEach), on its transaction, instead of by the
 // merged insert.
 func slowPath(jobs []store.NewJob) bool {
 	for i := range jobs {
-		if jobs[i].Unique != nil {
+		if jobs[i].Unique != nil || jobs[i].Meta != "" {
 			return true
 		}
 	}
@@ -75,8 +75,8 @@ const (
 	// insertOneSQL inserts one job unless a unique index refuses it (a live
 	// holder of its idempotency key, or a row blocking its uniqueness key):
 	// then it inserts nothing and answers no row.
-	insertOneSQL = `INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload, idem_key, unique_key, unique_states)
-VALUES ($1, $2, $3, $4, $4, $5, $6, NULLIF($7, ''), $8, $9)
+	insertOneSQL = `INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload, idem_key, unique_key, unique_states, meta)
+VALUES ($1, $2, $3, $4, $4, $5, $6, NULLIF($7, ''), $8, $9, NULLIF($10, '')::jsonb)
 ON CONFLICT DO NOTHING
 RETURNING id`
 	uniqueHolderSQL = `SELECT id, state, kind FROM lq_jobs
@@ -127,7 +127,7 @@ func (s *pgStore) insertOne(ctx context.Context, tx *sql.Tx, nj *store.NewJob) (
 	insert := func() (int64, bool, error) {
 		var id int64
 		err := tx.QueryRowContext(ctx, s.q(insertOneSQL), nj.Queue, nj.Kind, int64(nj.Priority), nj.VisibleAt, nj.CreatedAt,
-			payload, nj.Key, ukey, ustates).Scan(&id)
+			payload, nj.Key, ukey, ustates, nj.Meta).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return 0, false, nil
 		}

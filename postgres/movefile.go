@@ -69,6 +69,7 @@ type moveRow struct {
 	output                         []byte
 	uniqueKey                      *string
 	uniqueStates                   *int16
+	meta                           *string // JSON (store.MetaDoc), nil for none
 }
 
 // MoveStep names a point of MoveFile after which the move may stop (a
@@ -203,7 +204,7 @@ func MoveFileWith(ctx context.Context, path, url string, opts *MoveOptions) (Mov
 	rows, err := conn.QueryContext(ctx, `SELECT id, queue, kind, state, priority, visible_at, attempt, payload, idem_key, lease,
 		created_at, run_at, attempted_at, finished_at, last_error, dead_reason, `+
 		selectList(cols, "due_at", "NULL", "snoozes", "0", "progress", "NULL", "progress_msg", "NULL", "progress_at", "NULL",
-			"output", "NULL", "unique_key", "NULL", "unique_states", "NULL")+`
+			"output", "NULL", "unique_key", "NULL", "unique_states", "NULL", "meta", "NULL")+`
 		FROM lq_jobs ORDER BY id`)
 	if err != nil {
 		return m, err
@@ -214,7 +215,7 @@ func MoveFileWith(ctx context.Context, path, url string, opts *MoveOptions) (Mov
 		var r moveRow
 		if err := rows.Scan(&r.id, &r.queue, &r.kind, &r.state, &r.priority, &r.visibleAt, &r.attempt, &r.payload, &r.key, &r.lease,
 			&r.createdAt, &r.runAt, &r.attemptedAt, &r.finishedAt, &r.lastError, &r.deadReason, &r.dueAt,
-			&r.snoozes, &r.progress, &r.progressMsg, &r.progressAt, &r.output, &r.uniqueKey, &r.uniqueStates); err != nil {
+			&r.snoozes, &r.progress, &r.progressMsg, &r.progressAt, &r.output, &r.uniqueKey, &r.uniqueStates, &r.meta); err != nil {
 			rows.Close()
 			return m, err
 		}
@@ -223,7 +224,7 @@ func MoveFileWith(ctx context.Context, path, url string, opts *MoveOptions) (Mov
 		}
 		r.queue, r.kind = esc.text(r.queue), esc.text(r.kind)
 		r.key, r.lastError, r.deadReason = esc.ptr(r.key), esc.ptr(r.lastError), esc.ptr(r.deadReason)
-		r.progressMsg, r.uniqueKey = esc.ptr(r.progressMsg), esc.ptr(r.uniqueKey)
+		r.progressMsg, r.uniqueKey, r.meta = esc.ptr(r.progressMsg), esc.ptr(r.uniqueKey), esc.ptr(r.meta)
 		jobs = append(jobs, r)
 		seq = max(seq, r.id)
 	}
@@ -419,10 +420,12 @@ func checkMove(ctx context.Context, s *pgStore, tx *sql.Tx, todo []moveRow) erro
 
 const moveJobsSQL = `INSERT INTO lq_jobs (id, queue, kind, state, priority, visible_at, attempt, payload, idem_key, lease,
     created_at, run_at, attempted_at, finished_at, due_at, last_error, dead_reason,
-    snoozes, progress, progress_msg, progress_at, output, unique_key, unique_states)
-SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::smallint[], $5::bigint[], $6::bigint[], $7::integer[],
+    snoozes, progress, progress_msg, progress_at, output, unique_key, unique_states, meta)
+SELECT c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, c22, c23, c24, c25::jsonb
+FROM unnest($1::bigint[], $2::text[], $3::text[], $4::smallint[], $5::bigint[], $6::bigint[], $7::integer[],
     $8::bytea[], $9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[],
-    $16::text[], $17::text[], $18::integer[], $19::float8[], $20::text[], $21::bigint[], $22::bytea[], $23::text[], $24::smallint[])`
+    $16::text[], $17::text[], $18::integer[], $19::float8[], $20::text[], $21::bigint[], $22::bytea[], $23::text[], $24::smallint[],
+    $25::text[]) AS u(c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, c22, c23, c24, c25)`
 
 // copyJobs inserts the rows with their ids, in chunks.
 func copyJobs(ctx context.Context, s *pgStore, tx *sql.Tx, todo []moveRow) error {
@@ -444,6 +447,7 @@ func copyJobs(ctx context.Context, s *pgStore, tx *sql.Tx, todo []moveRow) error
 			progressAts                       []*int64
 			outputs                           [][]byte
 			uniqueStates                      []*int16
+			metas                             []*string
 		)
 		for _, r := range chunk {
 			ids, queues, kinds, states = append(ids, r.id), append(queues, r.queue), append(kinds, r.kind), append(states, r.state)
@@ -453,10 +457,11 @@ func copyJobs(ctx context.Context, s *pgStore, tx *sql.Tx, todo []moveRow) error
 			lastErrs, reasons = append(lastErrs, r.lastError), append(reasons, r.deadReason)
 			snoozes, progress, progressMsgs, progressAts = append(snoozes, r.snoozes), append(progress, r.progress), append(progressMsgs, r.progressMsg), append(progressAts, r.progressAt)
 			outputs, uniqueKeys, uniqueStates = append(outputs, r.output), append(uniqueKeys, r.uniqueKey), append(uniqueStates, r.uniqueStates)
+			metas = append(metas, r.meta)
 		}
 		if _, err := tx.ExecContext(ctx, s.q(moveJobsSQL), ids, queues, kinds, states, prios, vis, attempts, payloads, keys, leases,
 			created, runAt, attempted, finished, dues, lastErrs, reasons,
-			snoozes, progress, progressMsgs, progressAts, outputs, uniqueKeys, uniqueStates); err != nil {
+			snoozes, progress, progressMsgs, progressAts, outputs, uniqueKeys, uniqueStates, metas); err != nil {
 			return fmt.Errorf("litequeue: copy jobs: %w", err)
 		}
 	}

@@ -49,6 +49,8 @@ type fileSchedule struct {
 	lastAt, lastJob                 *int64
 	missedCount, createdAt, updated int64
 	uniq                            string // the job type's UniqueOptions as JSON; "" for none
+	endAt, maxRuns, runCount        int64
+	runFirst                        bool
 }
 
 type scheduleEventRow struct {
@@ -142,13 +144,14 @@ func readFileState(ctx context.Context, conn *sql.Conn) (fileState, error) {
 		// no uniqueness.
 		err := scanAll(ctx, conn, `SELECT name, cron, every, anchor, tz, queue, kind, payload, priority, missed, catch_up,
 			overlap, grace, paused, waiting, next_at, revision, last_at, last_job, missed_count, created_at, updated_at, `+
-			selectList(cols, "uniq", "''")+`
+			selectList(cols, "uniq", "''", "end_at", "0", "max_runs", "0", "run_count", "0", "run_first", "0")+`
 			FROM lq_schedules ORDER BY name`, func(rows *sql.Rows) error {
 			var s fileSchedule
-			var paused, waiting int64
+			var paused, waiting, runFirst int64
 			err := rows.Scan(&s.name, &s.cron, &s.every, &s.anchor, &s.tz, &s.queue, &s.kind, &s.payload, &s.priority, &s.missed, &s.catchUp,
-				&s.overlap, &s.grace, &paused, &waiting, &s.nextAt, &s.revision, &s.lastAt, &s.lastJob, &s.missedCount, &s.createdAt, &s.updated, &s.uniq)
-			s.paused, s.waiting = paused != 0, waiting != 0
+				&s.overlap, &s.grace, &paused, &waiting, &s.nextAt, &s.revision, &s.lastAt, &s.lastJob, &s.missedCount, &s.createdAt, &s.updated, &s.uniq,
+				&s.endAt, &s.maxRuns, &s.runCount, &runFirst)
+			s.paused, s.waiting, s.runFirst = paused != 0, waiting != 0, runFirst != 0
 			if s.payload == nil {
 				s.payload = []byte{}
 			}
@@ -238,10 +241,12 @@ func copyState(ctx context.Context, s *pgStore, tx *sql.Tx, st fileState) error 
 	}
 	for _, sc := range st.schedules {
 		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO lq_schedules (name, cron, every, anchor, tz, queue, kind, payload, priority, missed, catch_up,
-			overlap, grace, paused, waiting, next_at, revision, last_at, last_job, missed_count, created_at, updated_at, uniq)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`),
+			overlap, grace, paused, waiting, next_at, revision, last_at, last_job, missed_count, created_at, updated_at, uniq,
+			end_at, max_runs, run_count, run_first)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)`),
 			sc.name, sc.cron, sc.every, sc.anchor, sc.tz, sc.queue, sc.kind, sc.payload, sc.priority, sc.missed, sc.catchUp,
-			sc.overlap, sc.grace, sc.paused, sc.waiting, sc.nextAt, sc.revision, sc.lastAt, sc.lastJob, sc.missedCount, sc.createdAt, sc.updated, sc.uniq); err != nil {
+			sc.overlap, sc.grace, sc.paused, sc.waiting, sc.nextAt, sc.revision, sc.lastAt, sc.lastJob, sc.missedCount, sc.createdAt, sc.updated, sc.uniq,
+			sc.endAt, sc.maxRuns, sc.runCount, sc.runFirst); err != nil {
 			return fmt.Errorf("litequeue: copy schedule %q: %w", sc.name, err)
 		}
 	}

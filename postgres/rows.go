@@ -16,12 +16,12 @@ type rowScanner interface{ Scan(dest ...any) error }
 func scanJob(r rowScanner) (store.Job, error) {
 	var j store.Job
 	var state int16
-	var key, lastErr, reason sql.NullString
+	var key, lastErr, reason, meta sql.NullString
 	var attempted, finished sql.NullInt64
 	err := r.Scan(&j.ID, &j.Queue, &j.Kind, &state, &j.Attempt, &j.Priority, &key, &j.Payload, &j.CreatedAt,
-		&j.RunAt, &j.VisibleAt, &attempted, &finished, &lastErr, &reason)
+		&j.RunAt, &j.VisibleAt, &attempted, &finished, &lastErr, &reason, &meta)
 	j.State = store.State(state)
-	j.Key, j.LastError, j.DeadReason = key.String, lastErr.String, reason.String
+	j.Key, j.LastError, j.DeadReason, j.Meta = key.String, lastErr.String, reason.String, meta.String
 	j.AttemptedAt, j.FinishedAt = attempted.Int64, finished.Int64
 	return j, err
 }

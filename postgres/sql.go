@@ -159,7 +159,7 @@ a AS (DELETE FROM lq_attempts WHERE job_id IN (SELECT id FROM d))
 SELECT count(*) FROM d`
 
 	jobColumns = `id, queue, kind, state, attempt, priority, idem_key, payload, created_at, run_at, visible_at,
-attempted_at, finished_at, last_error, dead_reason`
+attempted_at, finished_at, last_error, dead_reason, meta::text`
 
 	// attemptsSQL reads a job's attempt history; the last record of a dead
 	// job with an empty error reads the job's last_error (deadtext.go).
@@ -276,7 +276,7 @@ SET state = 1, visible_at = $5, lease = $6, attempt = j.attempt + 1, attempted_a
     last_error = CASE WHEN j.state = 1
         THEN 'lease expired: the worker of attempt ' || j.attempt || ' was lost' ELSE j.last_error END
 WHERE j.id = ANY (ARRAY(SELECT id FROM c))
-RETURNING j.id, j.kind, j.attempt, j.priority, j.payload, j.idem_key, j.created_at, j.last_error, j.due_at`
+RETURNING j.id, j.kind, j.attempt, j.priority, j.payload, j.idem_key, j.created_at, j.last_error, j.due_at, j.meta::text`
 )
 
 // qualifier rewrites the statements' table and function names to

@@ -244,14 +244,14 @@ func (s *pgStore) claimInto(b *pgx.Batch, q store.ClaimQuery, out *[]store.Claim
 		*out = (*out)[:0]
 		// One set of scan targets for every row: a claim returns hundreds.
 		var c store.Claimed
-		var key, lastErr *string
+		var key, lastErr, meta *string
 		var due *int64
-		dest := []any{&c.ID, &c.Kind, &c.Attempt, &c.Priority, &c.Payload, &key, &c.CreatedAt, &lastErr, &due}
+		dest := []any{&c.ID, &c.Kind, &c.Attempt, &c.Priority, &c.Payload, &key, &c.CreatedAt, &lastErr, &due, &meta}
 		for rows.Next() {
 			// Zeroed, so that nothing of the last row carries over (pgx
 			// gives Payload a new slice; the zeroing keeps that true of any
 			// driver that would reuse one).
-			c, key, lastErr, due = store.Claimed{}, nil, nil, nil
+			c, key, lastErr, due, meta = store.Claimed{}, nil, nil, nil, nil
 			if err := rows.Scan(dest...); err != nil {
 				return localError{err}
 			}
@@ -263,6 +263,9 @@ func (s *pgStore) claimInto(b *pgx.Batch, q store.ClaimQuery, out *[]store.Claim
 			}
 			if due != nil {
 				c.DueAt = *due
+			}
+			if meta != nil {
+				c.Meta = *meta
 			}
 			*out = append(*out, c)
 		}
@@ -300,12 +303,12 @@ func (s *pgStore) claimTx(ctx context.Context, tx *sql.Tx, q store.ClaimQuery) (
 	var out []store.Claimed
 	for rows.Next() {
 		var c store.Claimed
-		var key, lastErr sql.NullString
+		var key, lastErr, meta sql.NullString
 		var due sql.NullInt64
-		if err := rows.Scan(&c.ID, &c.Kind, &c.Attempt, &c.Priority, &c.Payload, &key, &c.CreatedAt, &lastErr, &due); err != nil {
+		if err := rows.Scan(&c.ID, &c.Kind, &c.Attempt, &c.Priority, &c.Payload, &key, &c.CreatedAt, &lastErr, &due, &meta); err != nil {
 			return nil, err
 		}
-		c.Key, c.LastError, c.DueAt = key.String, lastErr.String, due.Int64
+		c.Key, c.LastError, c.DueAt, c.Meta = key.String, lastErr.String, due.Int64, meta.String
 		out = append(out, c)
 	}
 	sortClaimed(out)

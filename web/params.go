@@ -31,16 +31,18 @@ const (
 type jobFilter struct {
 	Queue, Kind, State, Text string
 	Group                    string
+	Tag                      string // a tag the jobs carry (litequeue.JobQuery.Tags)
 }
 
 // filterFrom reads the filter of the query (or form) v: "queue", "kind"
 // (trimmed of surrounding spaces; at most maxFilterName bytes each),
 // "state" (one of litequeue.States), "q" (at most maxFilterText bytes) and
 // "group" (at most maxFilterGroup bytes; with it, state must be empty or
-// dead and q empty).
+// dead and q empty) and "tag" (trimmed; at most maxFilterName bytes; a
+// string no tag can be selects nothing).
 func filterFrom(v url.Values) (jobFilter, error) {
 	f := jobFilter{Queue: strings.TrimSpace(v.Get("queue")), Kind: strings.TrimSpace(v.Get("kind")),
-		State: v.Get("state"), Text: v.Get("q"), Group: v.Get("group")}
+		State: v.Get("state"), Text: v.Get("q"), Group: v.Get("group"), Tag: strings.TrimSpace(v.Get("tag"))}
 	if len(f.Group) > maxFilterGroup {
 		return jobFilter{}, fmt.Errorf("the group filter is %d bytes long; at most %d are taken (open the group from the dead letters page)", len(f.Group), maxFilterGroup)
 	}
@@ -50,7 +52,7 @@ func filterFrom(v url.Values) (jobFilter, error) {
 	for _, c := range []struct {
 		name, s string
 		max     int
-	}{{"queue", f.Queue, maxFilterName}, {"kind", f.Kind, maxFilterName}, {"text", f.Text, maxFilterText}} {
+	}{{"queue", f.Queue, maxFilterName}, {"kind", f.Kind, maxFilterName}, {"text", f.Text, maxFilterText}, {"tag", f.Tag, maxFilterName}} {
 		if len(c.s) > c.max {
 			return jobFilter{}, fmt.Errorf("the %s filter is %d bytes long; at most %d are taken", c.name, len(c.s), c.max)
 		}
@@ -76,6 +78,9 @@ func deadFilterFrom(v url.Values) (jobFilter, error) {
 // query is the filter as a litequeue.JobQuery.
 func (f jobFilter) query() litequeue.JobQuery {
 	q := litequeue.JobQuery{Queue: f.Queue, Kind: f.Kind, Text: f.Text}
+	if f.Tag != "" {
+		q.Tags = []string{f.Tag}
+	}
 	if st, err := litequeue.ParseState(f.State); err == nil && f.State != "" {
 		q.States = []litequeue.State{st}
 	}
@@ -85,7 +90,7 @@ func (f jobFilter) query() litequeue.JobQuery {
 // Values is the filter as query parameters, without the empty ones.
 func (f jobFilter) Values() url.Values {
 	v := url.Values{}
-	for k, s := range map[string]string{"queue": f.Queue, "kind": f.Kind, "state": f.State, "q": f.Text, "group": f.Group} {
+	for k, s := range map[string]string{"queue": f.Queue, "kind": f.Kind, "state": f.State, "q": f.Text, "group": f.Group, "tag": f.Tag} {
 		if s != "" {
 			v.Set(k, s)
 		}

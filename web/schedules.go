@@ -45,6 +45,8 @@ func newScheduleRow(si litequeue.ScheduleInfo, now time.Time, runs int) schedule
 		row.State = "paused"
 	case si.Waiting:
 		row.State = "waiting"
+	case si.Ended:
+		row.State = "ended"
 	case si.NextRun.Before(now):
 		row.State = "overdue"
 	default:

@@ -17,6 +17,7 @@ const lastErrorWidth = 40
 type listFlags struct {
 	queue, kind, order string
 	limit, offset      int
+	tags               string // comma-separated; jobs only
 }
 
 func (l *listFlags) add(fs *flagSet) {
@@ -97,7 +98,12 @@ func (a *app) list(fs *flagSet, args []string, l *listFlags, states func() ([]li
 	if err := a.noteFilters(fs, f, l.queue, l.kind); err != nil {
 		return err
 	}
-	jobs, err := f.q.Jobs(a.ctx, filter)
+	var jobs []litequeue.JobInfo
+	if l.tags != "" {
+		jobs, err = taggedJobs(a, f.q, filter, l.tags)
+	} else {
+		jobs, err = f.q.Jobs(a.ctx, filter)
+	}
 	if err != nil {
 		return err
 	}
@@ -129,6 +135,7 @@ the last error, shortened.`)
 	var l listFlags
 	l.add(fs)
 	state := fs.String("state", "", "only jobs in these states, comma-separated: ready, scheduled, running, completed, dead")
+	fs.StringVar(&l.tags, "tag", "", "only jobs that carry these tags, comma-separated (every one of them); newest first")
 	fs.jsonFlag()
 	fs.fileFlags(false)
 	return a.list(fs, args, &l, func() ([]litequeue.State, error) { return parseStates(*state) }, jobsTable)

@@ -24,8 +24,10 @@ func (a *app) schedules(args []string) error {
 	fs := a.newFlags("schedules", "FILE [pause NAME | resume NAME | trigger NAME | history NAME]", `
 List the recurring jobs stored in the queue file: for each, its timing
 (cron expression or interval, and time zone), the job it enqueues, whether
-it is paused, its next run times, its last run and that job's outcome, and
-how many occurrences it missed (skipped while no process ran it). Run times
+it is paused or ended (past its end date or run limit), its next run
+times, its last run and that job's outcome, and how many occurrences it
+missed (skipped while no process ran it); --json adds its bounds and how
+many times it ran. Run times
 are shown to the second in the schedule's own time zone, with its offset
 (2026-03-29T03:30:00+02:00 for Europe/Berlin); --json gives them in UTC.
 
@@ -142,6 +144,12 @@ type scheduleJSON struct {
 	LastJobID   int64       `json:"last_job_id,omitempty"`
 	LastOutcome string      `json:"last_outcome,omitempty"`
 	MissedCount int64       `json:"missed_count"`
+	// The bounds (see litequeue.Schedule) and the runs so far.
+	RunImmediately bool       `json:"run_immediately,omitempty"`
+	EndAt          *time.Time `json:"end_at,omitempty"`
+	MaxRuns        int        `json:"max_runs,omitempty"`
+	RunCount       int64      `json:"run_count"`
+	Ended          bool       `json:"ended,omitempty"`
 }
 
 func missedPolicy(s litequeue.ScheduleInfo) string {
@@ -169,14 +177,16 @@ func runsOf(s litequeue.ScheduleInfo, now time.Time, n int) []time.Time {
 }
 
 // scheduleState is paused, waiting (an occurrence waits for the previous
-// job), overdue (the next occurrence passed: no process runs the queue) or
-// active.
+// job), ended (past its end date or run limit), overdue (the next
+// occurrence passed: no process runs the queue) or active.
 func scheduleState(s litequeue.ScheduleInfo, now time.Time) string {
 	switch {
 	case s.Paused:
 		return "paused"
 	case s.Waiting:
 		return "waiting"
+	case s.Ended:
+		return "ended"
 	case s.NextRun.Before(now):
 		return "overdue"
 	}
@@ -215,7 +225,12 @@ func (a *app) listSchedules(fs *flagSet, path string, runs int) error {
 			j := scheduleJSON{Name: s.Name, Cron: s.Cron, TimeZone: s.TimeZone, Queue: s.Queue, Kind: s.Kind,
 				Payload: s.Payload, Priority: s.Priority, Missed: missedPolicy(s), Overlap: s.Overlap.String(),
 				Paused: s.Paused, Waiting: s.Waiting, Overdue: scheduleState(s, now) == "overdue",
-				NextRuns: runsOf(s, now, runs), LastJobID: s.LastJobID, LastOutcome: s.LastOutcome, MissedCount: s.MissedCount}
+				NextRuns: runsOf(s, now, runs), LastJobID: s.LastJobID, LastOutcome: s.LastOutcome, MissedCount: s.MissedCount,
+				RunImmediately: s.RunImmediately, MaxRuns: s.MaxRuns, RunCount: s.RunCount, Ended: s.Ended}
+			if !s.EndAt.IsZero() {
+				e := s.EndAt.UTC()
+				j.EndAt = &e
+			}
 			if s.Every != 0 {
 				j.Every = s.Every.String()
 			}

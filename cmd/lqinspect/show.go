@@ -88,6 +88,7 @@ func showJob(w io.Writer, j litequeue.JobInfo, now time.Time) error {
 	if p := j.Progress; p != nil {
 		field("progress", progressLine(*p, now))
 	}
+	showMeta(field, j, now)
 	if err := tw.Flush(); err != nil {
 		return err
 	}

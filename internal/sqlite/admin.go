@@ -16,7 +16,7 @@ import (
 
 // JobColumns are the columns ScanJob reads, in order.
 const JobColumns = `id, queue, kind, state, attempt, priority, idem_key, payload, created_at, run_at,
-	visible_at, attempted_at, finished_at, last_error, dead_reason`
+	visible_at, attempted_at, finished_at, last_error, dead_reason, meta`
 
 // StateSQL is the SQL condition of a listing state at time :now.
 func StateSQL(s store.ListState) string {
@@ -39,13 +39,13 @@ func StateSQL(s store.ListState) string {
 // ScanJob reads a row of JobColumns.
 func ScanJob(rows interface{ Scan(...any) error }) (store.Job, error) {
 	var j store.Job
-	var key, lastErr, reason sql.NullString
+	var key, lastErr, reason, meta sql.NullString
 	var attempted, finished sql.NullInt64
 	if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &j.State, &j.Attempt, &j.Priority, &key, &j.Payload,
-		&j.CreatedAt, &j.RunAt, &j.VisibleAt, &attempted, &finished, &lastErr, &reason); err != nil {
+		&j.CreatedAt, &j.RunAt, &j.VisibleAt, &attempted, &finished, &lastErr, &reason, &meta); err != nil {
 		return store.Job{}, err
 	}
-	j.Key, j.LastError, j.DeadReason = key.String, lastErr.String, reason.String
+	j.Key, j.LastError, j.DeadReason, j.Meta = key.String, lastErr.String, reason.String, meta.String
 	j.AttemptedAt, j.FinishedAt = attempted.Int64, finished.Int64
 	return j, nil
 }
@@ -69,7 +69,7 @@ func (s *Store) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, error
 		}
 		where = append(where, "("+strings.Join(ors, " OR ")+")")
 	}
-	query := "SELECT " + JobColumns + " FROM lq_jobs"
+	query := "SELECT " + s.jobColumns() + " FROM lq_jobs"
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -107,7 +107,7 @@ func (s *Store) Job(ctx context.Context, id int64) (store.Job, []store.Attempt, 
 		return store.Job{}, nil, err
 	}
 	defer tx.Rollback()
-	j, err := ScanJob(tx.QueryRowContext(ctx, "SELECT "+JobColumns+" FROM lq_jobs WHERE id = ?", id))
+	j, err := ScanJob(tx.QueryRowContext(ctx, "SELECT "+s.jobColumns()+" FROM lq_jobs WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Job{}, nil, fmt.Errorf("litequeue: job %d: %w", id, store.ErrNotFound)
 	}

@@ -192,4 +192,3 @@ func fromRunning(queue string, st store.State, visible int64) (countKey, countKe
 func gone(queue string, st store.State, visible int64) (countKey, countKey) {
 	return countOf(queue, st, visible), removed
 }
-

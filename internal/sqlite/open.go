@@ -314,7 +314,9 @@ func Open(name string, o Options) (*Store, error) {
 			rdb.Close()
 			return nil, fmt.Errorf("litequeue: open %s: %w", name, err)
 		}
-		return newStore(o, rdb, nil, true, nil), nil
+		s := newStore(o, rdb, nil, true, nil)
+		s.noMeta = version < metaVersion
+		return s, nil
 	}
 	wdb, err := sql.Open("sqlite", dsn(name, &o, false))
 	if err != nil {

@@ -25,11 +25,12 @@ func (st *Store) write(ctx context.Context, fn func(ctx context.Context, tx Exec
 var scheduleSQL = &sqlkit.ScheduleSQL{
 	Select: `SELECT ` + sqlkit.ScheduleColumns + ` FROM lq_schedules s WHERE s.name = ?1`,
 	Insert: `INSERT INTO lq_schedules (name, cron, every, anchor, tz, queue, kind, payload, priority,
-		missed, catch_up, overlap, grace, next_at, created_at, updated_at, uniq)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?15, ?16)`,
+		missed, catch_up, overlap, grace, next_at, created_at, updated_at, uniq, end_at, max_runs, run_first)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?15, ?16, ?17, ?18, ?19)`,
 	Update: `UPDATE lq_schedules SET cron = ?2, every = ?3, anchor = ?4, tz = ?5, queue = ?6, kind = ?7,
 		payload = ?8, priority = ?9, missed = ?10, catch_up = ?11, overlap = ?12, grace = ?13, next_at = ?14, waiting = 0,
-		revision = revision + 1, updated_at = ?15, uniq = ?16 WHERE name = ?1`,
+		revision = revision + 1, updated_at = ?15, uniq = ?16, end_at = ?17, max_runs = ?18, run_first = ?19
+		WHERE name = ?1`,
 	Delete:       `DELETE FROM lq_schedules WHERE name = ?1`,
 	DeleteEvents: `DELETE FROM lq_schedule_events WHERE schedule = ?1`,
 	SelectPaused: `SELECT paused FROM lq_schedules WHERE name = ?1`,
@@ -40,7 +41,7 @@ var scheduleSQL = &sqlkit.ScheduleSQL{
 	// A range on the unique index of live keys.
 	LiveJob:    `SELECT EXISTS (SELECT 1 FROM lq_jobs WHERE idem_key >= ?1 AND idem_key < ?2 AND state IN (0, 1))`,
 	SetWaiting: `UPDATE lq_schedules SET waiting = 1 WHERE name = ?1`,
-	Fired: `UPDATE lq_schedules SET next_at = ?2, waiting = 0, missed_count = missed_count + ?3,
+	Fired: `UPDATE lq_schedules SET next_at = ?2, waiting = 0, missed_count = missed_count + ?3, run_count = run_count + ?6,
 		last_at = CASE WHEN ?4 = 0 THEN last_at ELSE ?5 END, last_job = CASE WHEN ?4 = 0 THEN last_job ELSE ?4 END
 		WHERE name = ?1`,
 	Triggered: `UPDATE lq_schedules SET last_at = ?2, last_job = ?3 WHERE name = ?1`,
@@ -94,6 +95,10 @@ func (st *Store) Schedules(ctx context.Context, name string) ([]store.Schedule, 
 		}
 		if v < 8 {
 			columns = strings.Replace(columns, "s.uniq", "NULL", 1)
+		}
+		if v < metaVersion {
+			// Nor the bounds of migration 0011.
+			columns = strings.Replace(columns, "s.end_at, s.max_runs, s.run_count, s.run_first", "0, 0, 0, 0", 1)
 		}
 	}
 	query := `SELECT ` + columns + `, CASE WHEN s.last_job IS NULL THEN -1 ELSE coalesce(j.state, -2) END

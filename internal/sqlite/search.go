@@ -60,6 +60,7 @@ func queryWhere(q store.JobQuery) ([]string, []any) {
 		where = append(where, "id IN (SELECT value FROM json_each(:ids))")
 		args = append(args, sql.Named("ids", idsJSON(q.IDs)))
 	}
+	where, args = metaWhere(q, where, args)
 	return where, args
 }
 
@@ -76,13 +77,20 @@ var textSearchSQL = fmt.Sprintf(`(instr(lower(substr(CAST(payload AS TEXT), 1, %
 
 // searchSQL is the query of one Search page: the filter's conditions
 // inside the id window, through the primary key.
-func searchSQL(where []string) string {
-	where = append([]string{"id < :before", "id >= :floor"}, where...)
-	return "SELECT " + JobColumns + " FROM lq_jobs WHERE " + strings.Join(where, " AND ") + " ORDER BY id DESC LIMIT :limit"
+func searchSQL(where []string) string { return searchSQLFrom(store.JobQuery{}, where) }
+
+// searchSQLFrom is searchSQL for q, which may list by tag (tagFrom).
+func searchSQLFrom(q store.JobQuery, where []string) string {
+	from, id := tagFrom(q)
+	where = append([]string{id + " < :before", id + " >= :floor"}, where...)
+	return "SELECT " + JobColumns + " FROM " + from + " WHERE " + strings.Join(where, " AND ") + " ORDER BY " + id + " DESC LIMIT :limit"
 }
 
 // Search implements store.Admin.
 func (s *Store) Search(ctx context.Context, q store.JobQuery, p store.PageQuery) (store.Page, error) {
+	if s.noMeta && hasMetaFilter(q) {
+		return store.MakePage(p, nil, 0, 0, true), nil
+	}
 	where, args := queryWhere(q)
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -101,7 +109,7 @@ func (s *Store) Search(ctx context.Context, q store.JobQuery, p store.PageQuery)
 		return store.MakePage(p, nil, lo.Int64, hi.Int64, false), nil
 	}
 	args = append(args, sql.Named("before", before), sql.Named("floor", floor), sql.Named("limit", p.Limit))
-	rows, err := tx.QueryContext(ctx, searchSQL(where), args...)
+	rows, err := tx.QueryContext(ctx, s.noMetaColumns(searchSQLFrom(q, where)), args...)
 	if err != nil {
 		return store.Page{}, err
 	}
@@ -123,8 +131,12 @@ func (s *Store) Search(ctx context.Context, q store.JobQuery, p store.PageQuery)
 // Count implements store.Admin. A state filter counts through an index; a
 // filter by kind or text alone reads every row.
 func (s *Store) Count(ctx context.Context, q store.JobQuery, limit int) (int, error) {
+	if s.noMeta && hasMetaFilter(q) {
+		return 0, nil
+	}
 	where, args := queryWhere(q)
-	query := "SELECT 1 FROM lq_jobs"
+	from, _ := tagFrom(q)
+	query := "SELECT 1 FROM " + from
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
 	}

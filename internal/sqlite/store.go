@@ -25,6 +25,9 @@ type Store struct {
 	owned bool    // Open made db and wdb; Close closes them
 	wconn *sql.Conn
 	w     *writer // nil when read-only
+	// noMeta: a file opened read-only at a schema older than metaVersion,
+	// whose jobs have no meta column and no tag table (metaColumns).
+	noMeta bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -102,14 +105,24 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-const insertJobSQL = `INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload, idem_key)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+const insertJobSQL = `INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload, idem_key, meta)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const liveKeySQL = `SELECT id FROM lq_jobs WHERE idem_key = ? AND state IN (0, 1)`
 
-// insertOne writes one job on tx. With a key held by a live job it inserts
-// nothing and returns that job's id and a *store.DuplicateError.
+// insertOne writes one job on tx, and its tags (writeTags). With a key
+// held by a live job it inserts nothing and returns that job's id and a
+// *store.DuplicateError.
 func insertOne(ctx context.Context, tx Execer, nj *store.NewJob, stmt *sql.Stmt) (int64, error) {
+	id, err := insertRow(ctx, tx, nj, stmt)
+	if err != nil || len(nj.Tags) == 0 {
+		return id, err
+	}
+	return id, writeTags(ctx, tx, id, nj)
+}
+
+// insertRow is insertOne without the job's tags.
+func insertRow(ctx context.Context, tx Execer, nj *store.NewJob, stmt *sql.Stmt) (int64, error) {
 	var key any
 	if nj.Key != "" {
 		key = nj.Key
@@ -125,7 +138,7 @@ func insertOne(ctx context.Context, tx Execer, nj *store.NewJob, stmt *sql.Stmt)
 	if nj.Unique != nil {
 		return insertUnique(ctx, tx, nj, key)
 	}
-	args := []any{nj.Queue, nj.Kind, nj.Priority, nj.VisibleAt, nj.VisibleAt, nj.CreatedAt, nj.Payload, key}
+	args := []any{nj.Queue, nj.Kind, nj.Priority, nj.VisibleAt, nj.VisibleAt, nj.CreatedAt, nj.Payload, key, metaArg(nj)}
 	var res sql.Result
 	var err error
 	if stmt != nil {
@@ -219,10 +232,10 @@ const maxInsertRows = 256
 // insertManySQL[k] inserts k keyless jobs in one statement, for k a power of
 // two up to maxInsertRows: a handful of statement texts, each prepared once.
 var insertManySQL = func() map[int]string {
-	const row = "(?, ?, ?, ?, ?, ?, ?, NULL)"
+	const row = "(?, ?, ?, ?, ?, ?, ?, NULL, NULL)"
 	m := map[int]string{}
 	for k := 2; k <= maxInsertRows; k *= 2 {
-		m[k] = strings.TrimSuffix(insertJobSQL, "(?, ?, ?, ?, ?, ?, ?, ?)") + strings.Repeat(row+", ", k-1) + row + " RETURNING id"
+		m[k] = strings.TrimSuffix(insertJobSQL, "(?, ?, ?, ?, ?, ?, ?, ?, ?)") + strings.Repeat(row+", ", k-1) + row + " RETURNING id"
 	}
 	return m
 }()
@@ -232,7 +245,7 @@ var insertManySQL = func() map[int]string {
 // without an idempotency key (a keyed job needs its duplicate check).
 func keylessRun(jobs []store.NewJob) int {
 	n := 0
-	for n < len(jobs) && n < maxInsertRows && jobs[n].Key == "" && jobs[n].Unique == nil {
+	for n < len(jobs) && n < maxInsertRows && jobs[n].Key == "" && jobs[n].Unique == nil && jobs[n].Meta == "" {
 		n++
 	}
 	k := 1
@@ -364,7 +377,7 @@ func claimNew(ctx context.Context, tx Execer, q store.ClaimQuery, id int64, nj *
 		return nil, false, err
 	}
 	return []store.Claimed{{ID: id, Kind: nj.Kind, Attempt: 1, Priority: nj.Priority, Payload: nj.Payload,
-		Key: nj.Key, CreatedAt: nj.CreatedAt, DueAt: nj.VisibleAt}}, true, nil
+		Key: nj.Key, CreatedAt: nj.CreatedAt, DueAt: nj.VisibleAt, Meta: nj.Meta}}, true, nil
 }
 
 // claimSQL returns the statement that claims up to ?6 due rows of priority
@@ -409,7 +422,7 @@ WHERE id IN (
 	b.WriteString(`)
     ORDER BY visible_at, id
     LIMIT ?6)
-RETURNING id, kind, attempt, priority, payload, idem_key, created_at, last_error, due_at, visible_at < ?1`)
+RETURNING id, kind, attempt, priority, payload, idem_key, created_at, last_error, due_at, meta, visible_at < ?1`)
 	claimSQLs.m[k] = b.String()
 	return claimSQLs.m[k]
 }
@@ -453,9 +466,9 @@ func claimTx(ctx context.Context, tx Execer, q store.ClaimQuery) ([]store.Claime
 	cs := make([]store.Claimed, 0, min(q.N, 64))
 	// One set of scan targets for every row: a claim returns hundreds.
 	var c store.Claimed
-	var key, lastErr sql.NullString
+	var key, lastErr, meta sql.NullString
 	var lapsed bool
-	dest := []any{&c.ID, &c.Kind, &c.Attempt, &c.Priority, &c.Payload, &key, &c.CreatedAt, &lastErr, &c.DueAt, &lapsed}
+	dest := []any{&c.ID, &c.Kind, &c.Attempt, &c.Priority, &c.Payload, &key, &c.CreatedAt, &lastErr, &c.DueAt, &meta, &lapsed}
 	fresh := map[int64]int{} // claimed rows that were pending, by due bucket
 	if len(q.Kinds) == 0 {
 		return cs, nil
@@ -476,7 +489,7 @@ func claimTx(ctx context.Context, tx Execer, q store.ClaimQuery) ([]store.Claime
 			if err := rows.Scan(dest...); err != nil {
 				return false, err
 			}
-			c.Key, c.LastError = key.String, lastErr.String
+			c.Key, c.LastError, c.Meta = key.String, lastErr.String, meta.String
 			cs = append(cs, c)
 			if !lapsed {
 				fresh[dueBucket(c.DueAt)]++

@@ -19,8 +19,8 @@ WHERE unique_key = ? AND unique_key IS NOT NULL AND ((unique_states >> state) & 
 // of that row's states: then the partial unique index makes it insert
 // nothing (and return no id). Only lq_jobs_unique can conflict here: the
 // idempotency key was checked in the same transaction.
-const insertUniqueJobSQL = `INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload, idem_key, unique_key, unique_states)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+const insertUniqueJobSQL = `INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload, idem_key, unique_key, unique_states, meta)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT DO NOTHING
 	RETURNING id`
 
@@ -35,7 +35,7 @@ func insertUnique(ctx context.Context, tx Execer, nj *store.NewJob, key any) (in
 	insert := func() (int64, bool, error) {
 		var id int64
 		err := tx.QueryRowContext(ctx, insertUniqueJobSQL, nj.Queue, nj.Kind, nj.Priority, nj.VisibleAt, nj.VisibleAt,
-			nj.CreatedAt, nj.Payload, key, u.Key, int64(u.States)).Scan(&id)
+			nj.CreatedAt, nj.Payload, key, u.Key, int64(u.States), metaArg(nj)).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return 0, false, nil
 		}

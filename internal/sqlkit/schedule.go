@@ -24,7 +24,8 @@ type ScheduleSQL struct {
 	Select string
 	// Insert: 1 name, 2 cron, 3 every, 4 anchor, 5 tz, 6 queue, 7 kind,
 	// 8 payload, 9 priority, 10 missed, 11 catch_up, 12 overlap, 13 grace,
-	// 14 next_at, 15 now (created_at and updated_at), 16 uniq.
+	// 14 next_at, 15 now (created_at and updated_at), 16 uniq, 17 end_at,
+	// 18 max_runs, 19 run_first.
 	Insert string
 	// Update: the Insert parameters, 15 now as updated_at; it clears
 	// waiting and raises revision.
@@ -45,7 +46,8 @@ type ScheduleSQL struct {
 	// SetWaiting: 1 name.
 	SetWaiting string
 	// Fired: 1 name, 2 next_at, 3 missed count to add, 4 last job (0: keep
-	// last_at and last_job), 5 last_at; it clears waiting.
+	// last_at and last_job), 5 last_at, 6 runs to add to run_count; it
+	// clears waiting.
 	Fired string
 	// Triggered: 1 name, 2 last_at, 3 last_job.
 	Triggered string
@@ -67,14 +69,16 @@ type ScheduleTx interface {
 // aliased s.
 const ScheduleColumns = `s.name, s.cron, s.every, s.anchor, s.tz, s.queue, s.kind, s.payload, s.priority,
     s.missed, s.catch_up, s.overlap, s.grace, s.paused, s.waiting, s.next_at, s.revision,
-    coalesce(s.last_at, 0), coalesce(s.last_job, 0), s.missed_count, s.created_at, s.updated_at, s.uniq`
+    coalesce(s.last_at, 0), coalesce(s.last_job, 0), s.missed_count, s.created_at, s.updated_at, s.uniq,
+    s.end_at, s.max_runs, s.run_count, s.run_first`
 
 // ScanSchedule reads ScheduleColumns, then extra.
 func ScanSchedule(sc interface{ Scan(...any) error }, extra ...any) (store.Schedule, error) {
 	var s store.Schedule
 	args := []any{&s.Name, &s.Cron, &s.Every, &s.Anchor, &s.TZ, &s.Queue, &s.Kind, &s.Payload, &s.Priority,
 		&s.Missed, &s.CatchUp, &s.Overlap, &s.Grace, &s.Paused, &s.Waiting, &s.NextAt, &s.Revision,
-		&s.LastAt, &s.LastJob, &s.MissedCount, &s.CreatedAt, &s.UpdatedAt, &s.Unique}
+		&s.LastAt, &s.LastJob, &s.MissedCount, &s.CreatedAt, &s.UpdatedAt, &s.Unique,
+		&s.EndAt, &s.MaxRuns, &s.RunCount, &s.RunFirst}
 	err := sc.Scan(append(args, extra...)...)
 	return s, err
 }
@@ -125,8 +129,13 @@ func (q *ScheduleSQL) Upsert(ctx context.Context, tx ScheduleTx, def store.Sched
 	old, err := ScanSchedule(tx.QueryRowContext(ctx, q.Select, def.Name))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
+		next := def.NextAt
+		if def.RunFirst {
+			next = now
+		}
 		if _, err := tx.ExecContext(ctx, q.Insert, def.Name, def.Cron, def.Every, def.Anchor, def.TZ, def.Queue, def.Kind,
-			payload, int64(def.Priority), def.Missed, def.CatchUp, def.Overlap, def.Grace, def.NextAt, now, def.Unique); err != nil {
+			payload, int64(def.Priority), def.Missed, def.CatchUp, def.Overlap, def.Grace, next, now, def.Unique,
+			def.EndAt, def.MaxRuns, def.RunFirst); err != nil {
 			return nil, store.ScheduleUnchanged, err
 		}
 		return nil, store.ScheduleCreated, q.addEvent(ctx, tx, def.Name, now, "registered", 0, 0, 0, 0, detail)
@@ -137,11 +146,17 @@ func (q *ScheduleSQL) Upsert(ctx context.Context, tx ScheduleTx, def store.Sched
 		return &old, store.ScheduleUnchanged, nil
 	}
 	next, anchor := old.NextAt, old.Anchor
-	if !old.SameTiming(&def) {
+	if !old.SameTiming(&def) || (old.NextAt == store.NeverAt && (old.EndAt != def.EndAt || old.MaxRuns != def.MaxRuns)) {
+		// A new timing, or new bounds for an ended schedule: from the
+		// next occurrence after now.
 		next, anchor = def.NextAt, def.Anchor
 	}
+	if def.RunFirst && old.LastAt == 0 && old.RunCount == 0 {
+		next = min(next, now) // it has not run yet: it runs now
+	}
 	if _, err := tx.ExecContext(ctx, q.Update, def.Name, def.Cron, def.Every, anchor, def.TZ, def.Queue, def.Kind,
-		payload, int64(def.Priority), def.Missed, def.CatchUp, def.Overlap, def.Grace, next, now, def.Unique); err != nil {
+		payload, int64(def.Priority), def.Missed, def.CatchUp, def.Overlap, def.Grace, next, now, def.Unique,
+		def.EndAt, def.MaxRuns, def.RunFirst); err != nil {
 		return nil, store.ScheduleUnchanged, err
 	}
 	return &old, store.ScheduleUpdated, q.addEvent(ctx, tx, def.Name, now, "updated", 0, 0, 0, 0, detail)
@@ -232,6 +247,10 @@ func (q *ScheduleSQL) Fire(ctx context.Context, tx ScheduleTx, f store.Firing) (
 		}
 	}
 	var lastAt, lastJob int64
+	runs, newNext := int64(len(jobs)), f.NewNext
+	if f.MaxRuns > 0 && f.RunCount+runs >= f.MaxRuns {
+		newNext = store.NeverAt
+	}
 	if len(jobs) > 0 {
 		ids, dups, err := tx.InsertJobs(ctx, jobs)
 		if err != nil {
@@ -264,8 +283,21 @@ func (q *ScheduleSQL) Fire(ctx context.Context, tx ScheduleTx, f store.Firing) (
 			lastAt, lastJob = jobs[i].VisibleAt, ids[i]
 		}
 	}
-	_, err = tx.ExecContext(ctx, q.Fired, f.Name, f.NewNext, f.Skipped, lastJob, lastAt)
-	return res, err
+	if _, err = tx.ExecContext(ctx, q.Fired, f.Name, newNext, f.Skipped, lastJob, lastAt, runs); err != nil {
+		return res, err
+	}
+	if newNext == store.NeverAt {
+		res.Ended = true
+		detail := "no occurrence is left"
+		switch {
+		case f.MaxRuns > 0 && f.RunCount+runs >= f.MaxRuns:
+			detail = fmt.Sprintf("run limit reached: %d runs", f.RunCount+runs)
+		case f.EndDetail != "":
+			detail = f.EndDetail
+		}
+		return res, q.addEvent(ctx, tx, f.Name, f.Now, "ended", 0, 0, 0, 0, detail)
+	}
+	return res, nil
 }
 
 // duplicateDetail is the detail of a "duplicate" event.

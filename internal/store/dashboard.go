@@ -29,6 +29,11 @@ type JobQuery struct {
 	CreatedFrom, CreatedBefore   int64
 	FinishedFrom, FinishedBefore int64
 	Now                          int64 // tells ready from scheduled
+	// Tags keeps the rows that hold every one of these tags (through an
+	// index); Metadata the rows whose metadata has each of these keys with
+	// its value (no index: bounded by the page's window).
+	Tags     []string
+	Metadata map[string]string
 }
 
 // PageQuery asks Search for one page. The caller fills every field (Limit

@@ -117,7 +117,19 @@ type Schedule struct {
 	// Unique is the uniqueness of the schedule's jobs, encoded by the
 	// caller ("" for none): part of the definition.
 	Unique string
+	// EndAt, when not 0, is the last moment an occurrence may have;
+	// MaxRuns, when not 0, the most occurrences the schedule enqueues
+	// (RunCount so far, triggers not counted); RunFirst makes the first
+	// occurrence the registration (see ScheduleSQL.Upsert). Once a
+	// schedule ended its NextAt is NeverAt.
+	EndAt    int64
+	MaxRuns  int64
+	RunCount int64
+	RunFirst bool
 }
+
+// NeverAt is the NextAt of a schedule that has no occurrence left.
+const NeverAt = 1<<63 - 1
 
 // SameTiming reports whether s and o have the same cron, interval and zone.
 func (s *Schedule) SameTiming(o *Schedule) bool {
@@ -129,7 +141,7 @@ func (s *Schedule) SameTiming(o *Schedule) bool {
 func (s *Schedule) SameDefinition(o *Schedule) bool {
 	return s.SameTiming(o) && s.Queue == o.Queue && s.Kind == o.Kind && bytes.Equal(s.Payload, o.Payload) &&
 		s.Priority == o.Priority && s.Missed == o.Missed && s.CatchUp == o.CatchUp && s.Overlap == o.Overlap && s.Grace == o.Grace &&
-		s.Unique == o.Unique
+		s.Unique == o.Unique && s.EndAt == o.EndAt && s.MaxRuns == o.MaxRuns && s.RunFirst == o.RunFirst
 }
 
 // ScheduleChange says what UpsertSchedule did.
@@ -158,6 +170,13 @@ type Firing struct {
 	SkipFirst, SkipLast int64
 	SkipDetail          string
 	Overlap             int
+	// MaxRuns and RunCount are the schedule's as planned from: when the
+	// jobs this firing enqueues (or finds a twin for) bring RunCount to
+	// MaxRuns, NextAt becomes NeverAt instead of NewNext. A firing that
+	// leaves NextAt at NeverAt records an "ended" event, with EndDetail
+	// when not the run limit.
+	MaxRuns, RunCount int64
+	EndDetail         string
 }
 
 // FireResult is what FireSchedule did.
@@ -168,13 +187,14 @@ type FireResult struct {
 	IDs        []int64 // the jobs of Firing.Jobs that were enqueued or found live
 	New        []bool  // IDs[i] was inserted by this firing
 	Dups       []error // Dups[i]: the *UniqueError of a job its twin blocked; nil otherwise
+	Ended      bool    // the schedule has no occurrence left (its "ended" event was recorded)
 }
 
 // ScheduleEvent is one record of a schedule's history. Zero times mean none.
 type ScheduleEvent struct {
 	ID         int64
 	At         int64
-	Type       string // registered, updated, paused, resumed, enqueued, triggered, skipped, waiting, duplicate
+	Type       string // registered, updated, paused, resumed, enqueued, triggered, skipped, waiting, duplicate, ended
 	Occurrence int64
 	Last       int64
 	JobID      int64

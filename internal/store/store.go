@@ -51,6 +51,10 @@ type NewJob struct {
 	Payload     []byte
 	Key         string  // idempotency key; "" for none
 	Unique      *Unique // uniqueness beyond the key (live.go); nil for none
+	// Meta is the job's metadata as a JSON object (meta.go), "" for none;
+	// Tags are the tags it holds, each once, for the tag index.
+	Meta string
+	Tags []string
 }
 
 // ClaimQuery says what a claim takes: up to N due rows of Queue whose kind is
@@ -78,6 +82,7 @@ type Claimed struct {
 	DueAt     int64  // the VisibleAt the claim found: when this attempt became due
 	LastError string // the previous attempt's error, or why its worker was lost
 	New       bool   // the job that InsertClaim inserted in the same transaction
+	Meta      string // the job's metadata JSON (meta.go), "" for none
 }
 
 // MarkNew sets New on the claimed job with id, the one InsertClaim
@@ -156,6 +161,7 @@ type Job struct {
 	FinishedAt  int64 // 0 if not finished
 	LastError   string
 	DeadReason  string
+	Meta        string // the job's metadata JSON (meta.go), "" for none
 }
 
 // ListState is a state as listings filter by it.
