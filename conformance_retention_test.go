@@ -3,6 +3,7 @@ package litequeue_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -80,15 +81,10 @@ func testRetentionPerQueue(t *testing.T, b conformanceBackend) {
 	}
 	gone := func(id int64) {
 		t.Helper()
-		deadline := time.Now().Add(WaitLimit)
-		for {
+		waitFor(t, fmt.Sprintf("job %d is cleaned up", id), func() bool {
 			_, err := h.Q.Job(ctx, id)
-			if errors.Is(err, litequeue.ErrNotFound) {
-				return
-			}
-			require.True(t, time.Now().Before(deadline), "job %d was not cleaned up", id)
-			time.Sleep(time.Millisecond)
-		}
+			return errors.Is(err, litequeue.ErrNotFound)
+		})
 	}
 	_, err = h.Q.Job(ctx, archiveDone)
 	require.ErrorIs(t, err, litequeue.ErrNotFound, "KeepNone: deleted at success although Options keeps completed jobs")

@@ -2,6 +2,7 @@ package litequeue_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -151,11 +152,7 @@ func testScheduleMaxRuns(t *testing.T, b conformanceBackend) {
 		at := start.Add(time.Duration(i) * 10 * time.Minute)
 		a.Clock.Set(at)
 		c.Clock.Set(at)
-		deadline := time.Now().Add(WaitLimit)
-		for enqueued() < i {
-			require.True(t, time.Now().Before(deadline), "occurrence %d was not enqueued", i)
-			time.Sleep(time.Millisecond)
-		}
+		waitFor(t, fmt.Sprintf("occurrence %d is enqueued", i), func() bool { return enqueued() >= i })
 	}
 	info := scheduleNamed(t, a.Q, "thrice")
 	require.True(t, info.Ended)

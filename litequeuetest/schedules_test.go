@@ -103,14 +103,31 @@ func TestWaitCountsOnlyEventsAfterTheCall(t *testing.T) {
 	_, err = k.Wait(short, enqueued)
 	require.ErrorIs(t, err, context.DeadlineExceeded, "the earlier enqueue does not count")
 
-	second := make(chan int64, 1)
+	// Jobs are enqueued until Wait returns, so none of them can come too
+	// early for it to see; the one it sees must be one of them.
+	stop, later := make(chan struct{}), make(chan map[int64]bool, 1)
 	go func() {
-		time.Sleep(10 * time.Millisecond)
-		id, _ := k.Queue.Enqueue(ctx, Webhook{Order: 2}, nil)
-		second <- id
+		ids := map[int64]bool{}
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if id, err := k.Queue.Enqueue(ctx, Webhook{Order: 2 + len(ids)}, nil); err == nil {
+				ids[id] = true
+			}
+			select {
+			case <-stop:
+				later <- ids
+				return
+			case <-tick.C:
+			}
+		}
 	}()
-	e, err := k.Wait(ctx, enqueued)
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	e, err := k.Wait(wctx, enqueued)
+	close(stop)
 	require.NoError(t, err)
-	require.Equal(t, <-second, e.JobID)
+	require.NotEqual(t, first, e.JobID, "Wait returned the enqueue from before the call")
+	require.True(t, (<-later)[e.JobID], "Wait returned job %d, not one enqueued after the call", e.JobID)
 	require.Equal(t, first, k.WaitFor(litequeue.EventEnqueued, 0).JobID, "WaitFor counts earlier events")
 }
