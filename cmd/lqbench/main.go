@@ -616,7 +616,7 @@ func (b *bench) settings() map[string]any {
 		"connections":       "writer: 1 (all writes, group commit); reads: pool of up to 4",
 		"group_commit":      "every waiting write (enqueues, claims, failures, lease extensions) plus all pending successes share one transaction, up to 512 ops",
 		"claim_batch":       claim,
-		"prefetch":          "claimed ahead of the handlers: up to two allowances of about what they start in 50ms (measured as they run), each at most claim_batch; the next claim goes out while one allowance waits",
+		"prefetch":          "claimed ahead of the handlers: up to two allowances of about what they start in 10ms, or in twice the last claim's time up to 50ms (measured as they run), each at most claim_batch; the next claim goes out while one allowance waits",
 		"concurrency":       b.c.workers,
 		"completions":       "asynchronous, batched into the writer's next transaction; EventSucceeded after the commit",
 		"wakeups":           "in-process on enqueue and on freed slots; cross-process: PRAGMA data_version read on each file-change notification of the file or its WAL (fsnotify), and every 10s (50 × PollInterval) as a backstop; every 200ms where notifications are not available",
