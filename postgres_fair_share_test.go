@@ -10,13 +10,26 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/litequeue/litequeue"
+	"github.com/litequeue/litequeue/internal/pgtest"
+	"github.com/litequeue/litequeue/postgres"
 )
 
-func init() {
-	tests = append(tests, struct {
-		name string
-		fn   func(t *testing.T, b conformanceBackend)
-	}{"ASecondProcessGetsItsShareOfABacklogTheFirstIsDraining", testFairShare})
+// TestPostgresASecondProcessGetsItsShareOfABacklogTheFirstIsDraining runs
+// testFairShare on PostgreSQL. Not on SQLite: there the two queues' writers
+// take turns at the file's write lock through its busy timeout, which is not
+// fair under load (under -race one queue ran 2% or 98% of the jobs), so the
+// split measures the lock, not the claim-ahead.
+func TestPostgresASecondProcessGetsItsShareOfABacklogTheFirstIsDraining(t *testing.T) {
+	t.Parallel() // a database of its own; the waits overlap the SQLite tests
+	testFairShare(t, conformanceBackend{
+		Fresh: func(t *testing.T) string {
+			u, _ := pgtest.FreshSchema(t)
+			return u
+		},
+		Open: func(t *testing.T, u string, opts *litequeue.Options) (*litequeue.Queue, error) {
+			return postgres.Open(context.Background(), u, opts)
+		},
+	})
 }
 
 // fairShareBound is how far the second queue's share of the jobs left when
