@@ -37,6 +37,8 @@ func (s *pgStore) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, err
 				ors = append(ors, "state = 3")
 			case store.ListDead + 1: // cancelled
 				ors = append(ors, "state = 4")
+			case store.ListWaiting:
+				ors = append(ors, "state = 5")
 			default:
 				return nil, fmt.Errorf("litequeue: unknown list state %d", st)
 			}
@@ -227,7 +229,7 @@ func (s *pgStore) Stats(ctx context.Context, now int64) ([]store.QueueStats, err
 	out, err := readAll(s, ctx, s.q(statsSQL), []any{now}, func(rows *sql.Rows, st *store.QueueStats) error {
 		var oldest, next sql.NullInt64
 		var cancelled int
-		if err := rows.Scan(&st.Queue, &st.Ready, &st.Scheduled, &st.Running, &st.Completed, &st.Dead, &oldest, &next, &cancelled); err != nil {
+		if err := rows.Scan(&st.Queue, &st.Ready, &st.Scheduled, &st.Running, &st.Completed, &st.Dead, &oldest, &next, &cancelled, &st.Waiting); err != nil {
 			return err
 		}
 		setCancelled(st, cancelled)

@@ -31,6 +31,8 @@ func StateSQL(s store.ListState) string {
 		return "state = 2"
 	case store.ListCancelled:
 		return "state = 4"
+	case store.ListWaiting:
+		return "state = 5"
 	default:
 		return "state = 3"
 	}
@@ -141,6 +143,8 @@ func StateName(st store.State) string {
 		return "dead"
 	case store.Cancelled:
 		return "cancelled"
+	case store.Waiting:
+		return "waiting"
 	}
 	return "ready"
 }

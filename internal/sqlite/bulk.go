@@ -120,5 +120,12 @@ func cancelChunk(ctx context.Context, tx Execer, ids string, now int64, hook sto
 		return err
 	}
 	res.Cancelled, res.Changed = cs, len(cs)
+	cancelled := make([]int64, len(cs))
+	for i, c := range cs {
+		cancelled[i] = c.ID
+	}
+	if err := resolveCancelled(ctx, tx, cancelled, now); err != nil {
+		return err
+	}
 	return followCancelled(ctx, tx, cs, hook)
 }
