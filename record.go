@@ -88,6 +88,7 @@ func (p *pool) record(d *delivery, o outcome) {
 func (p *pool) successWritten(d *delivery, took time.Duration, err error) error {
 	switch {
 	case err == nil:
+		p.flowResolved(d)
 		p.succeeded(d, took)
 	case errors.Is(err, ErrLeaseLost):
 		p.q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: err})
@@ -298,6 +299,7 @@ func (p *pool) writeBurial(d *delivery, b store.Burial, dead Event) error {
 	if err := q.store.Bury(context.Background(), b); err != nil {
 		return err
 	}
+	p.flowResolved(d)
 	d.publishOutcome(StateDead)
 	q.emit(dead)
 	if f := b.FollowUp; f != nil && followID != 0 {

@@ -283,3 +283,105 @@ func flowOf(meta string) int {
 	}
 	return doc.Flow
 }
+
+// MaxParentOutputsBytes bounds what Delivery.ParentResults returns: the
+// outputs of all the job's parents together (ErrParentOutputsTooLarge past
+// it; read them one at a time with ParentOutput).
+const MaxParentOutputsBytes = 16 << 20
+
+// ErrParentOutputsTooLarge: the outputs of a job's parents together are
+// larger than MaxParentOutputsBytes; read them one at a time with
+// Delivery.ParentOutput.
+var ErrParentOutputsTooLarge = errors.New("litequeue: the parents' outputs are too large to read together")
+
+// ErrNoParentOutput: Delivery.ParentOutput was asked for a job that is not
+// a parent of the delivery's job, or a parent that recorded no output
+// (Delivery.SetOutput) or did not succeed.
+var ErrNoParentOutput = errors.New("litequeue: no output of that parent")
+
+// ParentResult is what a workflow's job reads of one of its parents.
+type ParentResult struct {
+	// ID is the parent's job id.
+	ID int64
+	// After is true for a dependency declared with Workflow.After (the job
+	// runs whatever the parent's outcome), false for Workflow.Needs.
+	After bool
+	// Succeeded is true once the parent succeeded; Failed once it died or
+	// was cancelled (only an After dependency lets the job run then).
+	Succeeded, Failed bool
+	// Output is the parent's output (Delivery.SetOutput) as it succeeded;
+	// nil if it set none or did not succeed.
+	Output json.RawMessage
+}
+
+// ParentResults returns the delivery's job's parents in a workflow, by id,
+// with their outputs: none for a job without parents. Their outputs
+// together are at most MaxParentOutputsBytes (ErrParentOutputsTooLarge).
+func (d *Delivery[J]) ParentResults(ctx context.Context) ([]ParentResult, error) {
+	rs, err := d.parents(ctx)
+	if err != nil {
+		return nil, err
+	}
+	total := 0
+	for _, r := range rs {
+		total += len(r.Output)
+	}
+	if total > MaxParentOutputsBytes {
+		return nil, fmt.Errorf("%w: %d parents' outputs are %d bytes, over MaxParentOutputsBytes (%d); read them one at a time with ParentOutput",
+			ErrParentOutputsTooLarge, len(rs), total, MaxParentOutputsBytes)
+	}
+	return rs, nil
+}
+
+// ParentOutput decodes into v the output of parent, a parent of the
+// delivery's job that succeeded. ErrNoParentOutput when parent is not one
+// of the job's parents, did not succeed or set no output.
+func (d *Delivery[J]) ParentOutput(ctx context.Context, parent int64, v any) error {
+	rs, err := d.parents(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if r.ID != parent {
+			continue
+		}
+		if r.Output == nil {
+			return fmt.Errorf("%w: job %d is a parent of job %d but has no output (succeeded: %v)", ErrNoParentOutput, parent, d.ID, r.Succeeded)
+		}
+		if err := json.Unmarshal(r.Output, v); err != nil {
+			return fmt.Errorf("litequeue: decoding the output of job %d into %T: %w", parent, v, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: job %d is not a parent of job %d", ErrNoParentOutput, parent, d.ID)
+}
+
+func (d *Delivery[J]) parents(ctx context.Context) ([]ParentResult, error) {
+	if d.d == nil || d.d.q == nil || d.d.q.store == nil {
+		return nil, nil
+	}
+	if flowOf(d.d.meta)&store.FlowChild == 0 {
+		return nil, nil
+	}
+	ps, err := d.d.q.store.ParentResults(ctx, d.ID)
+	if err != nil {
+		return nil, wrapf("litequeue: reading the parents of job %d: %w", d.ID, err)
+	}
+	out := make([]ParentResult, len(ps))
+	for i, p := range ps {
+		out[i] = ParentResult{ID: p.Parent, After: p.Mode == store.AfterFinished, Succeeded: p.Done == 1, Failed: p.Done == 2}
+		if len(p.Output) > 0 {
+			out[i].Output = json.RawMessage(p.Output)
+		}
+	}
+	return out, nil
+}
+
+// flowResolved wakes this process's pools after the final outcome of d, a
+// workflow's parent, was written: its dependants may be due now, in any
+// queue. Other processes notice the write as any other (their watch).
+func (p *pool) flowResolved(d *delivery) {
+	if p.r != nil && flowOf(d.meta)&store.FlowParent != 0 {
+		p.r.wakeAll()
+	}
+}
