@@ -120,7 +120,7 @@ func TestMigrationTo7RewritesTheStateCheckInPlace(t *testing.T) {
 	raw := q.lite.DB()
 	var def string
 	require.NoError(t, raw.QueryRow(`SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'lq_jobs'`).Scan(&def))
-	require.Contains(t, def, "CHECK (state BETWEEN 0 AND 4)")
+	require.Contains(t, def, "CHECK (state BETWEEN 0 AND 5)")
 	require.NotContains(t, def, "state IN (")
 	var after int64
 	require.NoError(t, raw.QueryRow(`PRAGMA schema_version`).Scan(&after))
