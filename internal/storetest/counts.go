@@ -35,8 +35,8 @@ func testStatsExact(t *testing.T, e *env) {
 	// SQLite store counts pending rows per 2^38 ns).
 	const unit = int64(100 * time.Millisecond)
 	now := time.Date(2026, 12, 5, 13, 0, 0, 0, time.UTC).UnixNano()
-	var held []store.Lease // leases of claimed jobs, some lost since
-	var ids []int64        // every id ever inserted
+	var held []store.Lease   // leases of claimed jobs, some lost since
+	var ids []int64          // every id ever inserted
 	flows := map[int64]int{} // the flow marks of workflow jobs (store.MetaDoc.Flow)
 	nextLease := int64(1)
 	pick := func() int64 {
