@@ -49,8 +49,10 @@ type Node int
 // Add, Needs and After and stored by Queue.EnqueueWorkflow. The zero value
 // is an empty workflow. A Workflow is not safe for concurrent use.
 type Workflow struct {
-	nodes []workflowNode
-	edges []store.Edge
+	nodes   []workflowNode
+	edges   []store.Edge
+	err     error // the first error of building it (an empty batch)
+	batches int
 }
 
 type workflowNode struct {
@@ -163,6 +165,9 @@ func invalidWorkflow(format string, args ...any) error {
 func (q *Queue) prepareWorkflow(w *Workflow) ([]store.NewJob, error) {
 	if w == nil || len(w.nodes) == 0 {
 		return nil, invalidWorkflow("the workflow has no jobs; Add at least one")
+	}
+	if w.err != nil {
+		return nil, w.err
 	}
 	n := len(w.nodes)
 	if n > MaxWorkflowNodes {
