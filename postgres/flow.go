@@ -146,8 +146,8 @@ func (s *pgStore) FlowGraph(ctx context.Context, id int64, limit int) ([]store.F
 		queue = queue[1:]
 		var n store.FlowNode
 		var reason sql.NullString
-		err := tx.QueryRowContext(ctx, s.q(`SELECT id, queue, kind, state, waits, dead_reason FROM lq_jobs WHERE id = $1`), cur).
-			Scan(&n.ID, &n.Queue, &n.Kind, &n.State, &n.Waits, &reason)
+		err := tx.QueryRowContext(ctx, s.q(`SELECT id, queue, kind, state, visible_at, waits, dead_reason FROM lq_jobs WHERE id = $1`), cur).
+			Scan(&n.ID, &n.Queue, &n.Kind, &n.State, &n.VisibleAt, &n.Waits, &reason)
 		if errors.Is(err, sql.ErrNoRows) {
 			if cur == id {
 				return nil, fmt.Errorf("litequeue: workflow of job %d: %w", id, store.ErrNotFound)

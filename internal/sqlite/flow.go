@@ -315,8 +315,8 @@ func flowGraph(ctx context.Context, tx *sql.Tx, id int64, limit int) ([]store.Fl
 		queue = queue[1:]
 		var n store.FlowNode
 		var reason sql.NullString
-		err := tx.QueryRowContext(ctx, `SELECT id, queue, kind, state, waits, dead_reason FROM lq_jobs WHERE id = ?`, cur).
-			Scan(&n.ID, &n.Queue, &n.Kind, &n.State, &n.Waits, &reason)
+		err := tx.QueryRowContext(ctx, `SELECT id, queue, kind, state, visible_at, waits, dead_reason FROM lq_jobs WHERE id = ?`, cur).
+			Scan(&n.ID, &n.Queue, &n.Kind, &n.State, &n.VisibleAt, &n.Waits, &reason)
 		if errors.Is(err, sql.ErrNoRows) {
 			if cur == id {
 				return nil, fmt.Errorf("litequeue: workflow of job %d: %w", id, store.ErrNotFound)

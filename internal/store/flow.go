@@ -56,7 +56,8 @@ type ParentResult struct {
 type FlowNode struct {
 	ID          int64
 	Queue, Kind string
-	State       State
+	State       State  // -1: the row is gone (a succeeded job not retained)
+	VisibleAt   int64  // tells a ready pending row from a scheduled one
 	Waits       int    // unmet parents of a waiting job
 	Reason      string // why a cancelled or dead node ended
 	Parents     []ParentResult
