@@ -19,9 +19,11 @@ const (
 	StateWaiting   State = "waiting"   // a workflow's job waiting for its parents (workflow.go): never claimed until they finished as it needs
 )
 
-// States returns every State in life order, in a new slice each call.
+// States returns every State, in a new slice each call: ready to cancelled
+// in life order, then StateWaiting (which a workflow's job holds before it
+// is ready).
 func States() []State {
-	return []State{StateWaiting, StateReady, StateScheduled, StateRunning, StateCompleted, StateDead, StateCancelled}
+	return []State{StateReady, StateScheduled, StateRunning, StateCompleted, StateDead, StateCancelled, StateWaiting}
 }
 
 // ParseState returns the State named s, or an error listing the valid names.
