@@ -105,6 +105,10 @@ func (q *Queue) EnqueueWorkflow(ctx context.Context, w *Workflow) ([]int64, erro
 	if err != nil {
 		return nil, err
 	}
+	// A worker that claims a job before its EventEnqueued waits for it
+	// (enqueue_order.go).
+	q.gate.enter(jobs...)
+	defer q.gate.leave(jobs...)
 	ids, err := q.store.InsertFlow(ctx, store.Tx{}, jobs, w.edges)
 	if err != nil {
 		return nil, wrapf("litequeue: enqueue workflow: %w", err)
