@@ -331,7 +331,7 @@ type jobData struct {
 	Job      litequeue.JobInfo
 	Timeline template.HTML
 	Workflow template.HTML // the job's workflow as a graph (workflow.go); "" for a job of none
-	Watch    bool // stream the job's progress: live refresh is on and the job is not finished
+	Watch    bool          // stream the job's progress: live refresh is on and the job is not finished
 }
 
 func (s *server) job(w http.ResponseWriter, r *http.Request) {
