@@ -202,6 +202,12 @@ func (s *pgStore) requeueFrom(ctx context.Context, ids []int64, now int64, from 
 		if _, err := tx.ExecContext(ctx, s.q(requeueSQL), now, ids, from); err != nil {
 			return err
 		}
+		if from == 3 {
+			// Workflows' parents: the dependants their deaths cancelled wait again.
+			if _, err := tx.ExecContext(ctx, s.q(flowReviveSQL), ids); err != nil {
+				return err
+			}
+		}
 		seen := map[int64]bool{}
 		queues := map[string]bool{}
 		for _, id := range ids {

@@ -329,6 +329,13 @@ func (s *pgStore) bulkRequeue(ctx context.Context, tx *sql.Tx, ids []int64, now 
 	if err := s.keepDeadErrors(ctx, tx, res.Moved[from:]); err != nil {
 		return err
 	}
+	revive := make([]int64, 0, len(res.Moved)-from)
+	for _, m := range res.Moved[from:] {
+		revive = append(revive, m.ID)
+	}
+	if _, err := tx.ExecContext(ctx, s.q(flowReviveSQL), revive); err != nil {
+		return err
+	}
 	slices.SortFunc(res.Moved, func(a, b store.Moved) int { return int(b.ID - a.ID) })
 	res.Changed = len(res.Moved)
 	return s.notifyTx(ctx, tx, queues)

@@ -27,6 +27,9 @@ SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::smallint[])`
 	// just made dead ($2 its finish time): nothing when the lease was lost.
 	flowBuriedSQL = `SELECT lq_resolve(id, 2::smallint, $2, 'workflow: parent job ' || id || ' died', $3)
 FROM lq_jobs WHERE id = $1 AND state = 3 AND finished_at = $2`
+	// flowReviveSQL brings back the dependants of the requeued jobs of $1
+	// that their deaths cancelled.
+	flowReviveSQL = `SELECT lq_revive(id) FROM unnest($1::bigint[]) AS u(id)`
 	// flowCancelledSQL resolves the children of the jobs of $1 just
 	// cancelled at $2.
 	flowCancelledSQL = `SELECT lq_resolve(p, 2::smallint, $2, 'workflow: parent job ' || p || ' was cancelled', $3)

@@ -204,6 +204,12 @@ func (s *Store) requeueFrom(ctx context.Context, ids []int64, now int64, from st
 			if err := moveCount(ctx, tx, countOf(queue, from, 0), countOf(queue, store.Pending, now), 1); err != nil {
 				return err
 			}
+			if from == store.Dead {
+				// A workflow's parent: its dependants its death cancelled wait again.
+				if err := reviveFlow(ctx, tx, id); err != nil {
+					return err
+				}
+			}
 			moved = append(moved, store.Moved{ID: id, Queue: queue, Kind: kind})
 		}
 		return keepDeadErrors(ctx, tx, moved)

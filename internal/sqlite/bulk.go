@@ -90,6 +90,11 @@ func requeueChunk(ctx context.Context, tx Execer, ids string, now int64, res *st
 	if err := rows.Close(); err != nil {
 		return err
 	}
+	for _, m := range res.Moved[from:] {
+		if err := reviveFlow(ctx, tx, m.ID); err != nil {
+			return err
+		}
+	}
 	return keepDeadErrors(ctx, tx, res.Moved[from:])
 }
 

@@ -358,3 +358,74 @@ func flowGraph(ctx context.Context, tx *sql.Tx, id int64, limit int) ([]store.Fl
 	slices.SortFunc(nodes, func(a, b store.FlowNode) int { return cmp.Compare(a.ID, b.ID) })
 	return nodes, nil
 }
+
+const (
+	// flowRevivableSQL lists the children of ?1 that its death (or
+	// cancel) cancelled: edges that need its success, marked failed, to a
+	// child cancelled by the workflow.
+	flowRevivableSQL = `SELECT d.child FROM lq_deps d JOIN lq_jobs j ON j.id = d.child
+	WHERE d.parent = ?1 AND d.mode = 0 AND d.done = 2 AND j.state = 4 AND j.dead_reason LIKE 'workflow: parent job %'`
+	// flowResetSQL makes the failed edges of ?1 that need its success
+	// unfinished again.
+	flowResetSQL = `UPDATE lq_deps SET done = 0 WHERE parent = ?1 AND mode = 0 AND done = 2`
+	// flowUnmetSQL counts the edges of child ?1 not finished yet, and
+	// those that need a success and failed.
+	flowUnmetSQL = `SELECT count(CASE WHEN done = 0 THEN 1 END), count(CASE WHEN done = 2 AND mode = 0 THEN 1 END)
+	FROM lq_deps WHERE child = ?1`
+	flowReviveSQL = `UPDATE lq_jobs SET state = 5, waits = ?2, finished_at = NULL, dead_reason = NULL
+	WHERE id = ?1 AND state = 4 RETURNING queue`
+)
+
+// reviveFlow, on tx, after the dead job parent was requeued, brings back to
+// waiting the dependants that its death cancelled, and theirs
+// transitively, each with its count of unmet parents; a dependant that
+// another failed parent still blocks stays cancelled.
+func reviveFlow(ctx context.Context, tx Execer, parent int64) error {
+	work := []int64{parent}
+	for i := 0; i < len(work); i++ {
+		cur := work[i]
+		rows, err := tx.QueryContext(ctx, flowRevivableSQL, cur)
+		if err != nil {
+			return err
+		}
+		var children []int64
+		for rows.Next() {
+			var c int64
+			if err := rows.Scan(&c); err != nil {
+				rows.Close()
+				return err
+			}
+			children = append(children, c)
+		}
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return err
+		}
+		rows.Close()
+		if _, err := tx.ExecContext(ctx, flowResetSQL, cur); err != nil {
+			return err
+		}
+		for _, c := range children {
+			var unmet, blocked int
+			if err := tx.QueryRowContext(ctx, flowUnmetSQL, c).Scan(&unmet, &blocked); err != nil {
+				return err
+			}
+			if blocked > 0 || unmet == 0 {
+				continue
+			}
+			var queue string
+			err := tx.QueryRowContext(ctx, flowReviveSQL, c, unmet).Scan(&queue)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if err := moveCount(ctx, tx, countOf(queue, store.Cancelled, 0), countOf(queue, store.Waiting, 0), 1); err != nil {
+				return err
+			}
+			work = append(work, c)
+		}
+	}
+	return nil
+}

@@ -18,6 +18,7 @@ func init() {
 		test{"Flows/CancelResolvesAndCancelsWaitingJobs", testFlowCancel},
 		test{"Flows/CompleteTxResolvesInTheApplicationsTransaction", testFlowCompleteTx},
 		test{"Flows/GraphWalksBothDirections", testFlowGraph},
+		test{"Flows/RequeueOfADeadParentBringsBackTheDependantsItsDeathCancelled", testFlowRequeue},
 	)
 }
 
@@ -168,4 +169,54 @@ func testFlowGraph(t *testing.T, e *env) {
 	require.Len(t, g[2].Parents, 2)
 	_, err = e.s.FlowGraph(e.ctx, ids[2]+100, 100)
 	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+// bury makes the running job l dead, as a workflow's parent.
+func buryFlow(t *testing.T, e *env, l store.Lease, at int64) {
+	t.Helper()
+	msg := "boom"
+	require.NoError(t, e.s.Bury(e.ctx, store.Burial{Lease: l, At: at, Reason: "failed", LastError: &msg,
+		Record: store.Attempt{Attempt: 1, StartedAt: at, FinishedAt: at, Error: msg, Decision: "dead"}, Flow: store.FlowParent}))
+}
+
+// a and x are parents of b, b of c; y and v of z. a dies (b and c are
+// cancelled), x succeeds; y and v die. Requeueing a brings b and c back to
+// waiting, b waiting for a only; a's success then makes b pending.
+// Requeueing y leaves z cancelled: v still failed it.
+func testFlowRequeue(t *testing.T, e *env) {
+	w := func(n int) store.NewJob { j := job("q", "k", 0, 10); j.Waits = n; return j }
+	ids, err := e.s.InsertFlow(e.ctx, store.Tx{}, []store.NewJob{job("q", "k", 0, 10), job("q", "k", 0, 10), w(2), w(1),
+		job("q", "k", 0, 10), job("q", "k", 0, 10), w(2)},
+		[]store.Edge{{Child: 2, Parent: 0}, {Child: 2, Parent: 1}, {Child: 3, Parent: 2}, {Child: 6, Parent: 4}, {Child: 6, Parent: 5}})
+	require.NoError(t, err)
+	a, x, b, c, y, v, z := ids[0], ids[1], ids[2], ids[3], ids[4], ids[5], ids[6]
+	got := claim(t, e, e.s, claimQuery("q", "k", 10, 100, 1000, 7))
+	require.Len(t, got, 4)
+	buryFlow(t, e, store.Lease{ID: a, Lease: 7}, 200)
+	require.NoError(t, completeOne(t, e, store.Completion{Lease: store.Lease{ID: x, Lease: 7}, At: 210, Flow: store.FlowParent}))
+	buryFlow(t, e, store.Lease{ID: y, Lease: 7}, 220)
+	buryFlow(t, e, store.Lease{ID: v, Lease: 7}, 230)
+	for _, id := range []int64{b, c, z} {
+		j, _ := get(t, e, id)
+		require.Equal(t, store.Cancelled, j.State)
+	}
+
+	_, err = e.s.Requeue(e.ctx, []int64{a, y}, 300)
+	require.NoError(t, err)
+	for _, id := range []int64{b, c} {
+		j, _ := get(t, e, id)
+		require.Equal(t, store.Waiting, j.State, "job %d", id)
+		require.Empty(t, j.DeadReason)
+	}
+	j, _ := get(t, e, z)
+	require.Equal(t, store.Cancelled, j.State, "v's death still cancels z")
+	require.Equal(t, 2, waitingStats(t, e, 300))
+
+	got = claim(t, e, e.s, claimQuery("q", "k", 10, 400, 1000, 8))
+	require.ElementsMatch(t, []int64{a, y}, claimedIDs(got))
+	require.NoError(t, completeOne(t, e, store.Completion{Lease: store.Lease{ID: a, Lease: 8}, At: 500, Flow: store.FlowParent}))
+	j, _ = get(t, e, b)
+	require.Equal(t, store.Pending, j.State, "b's parents both succeeded now")
+	j, _ = get(t, e, c)
+	require.Equal(t, store.Waiting, j.State)
 }

@@ -117,3 +117,44 @@ BEGIN
     RETURN true;
 END
 $$;
+
+-- lq_revive, after the dead job p_parent was requeued, brings back to
+-- waiting the dependants its death cancelled (their edges that need its
+-- success, failed, to a job the workflow cancelled), and theirs
+-- transitively, each with its count of unmet parents; one that another
+-- failed parent still blocks stays cancelled.
+CREATE FUNCTION lq_revive(p_parent bigint)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    work    bigint[] := ARRAY[p_parent];
+    i       integer  := 1;
+    cur     bigint;
+    kids    bigint[];
+    c       bigint;
+    unmet   bigint;
+    blocked bigint;
+BEGIN
+    WHILE i <= cardinality(work) LOOP
+        cur := work[i];
+        SELECT coalesce(array_agg(d.child ORDER BY d.child), '{}') INTO kids
+        FROM lq_deps d JOIN lq_jobs j ON j.id = d.child
+        WHERE d.parent = cur AND d.mode = 0 AND d.done = 2 AND j.state = 4 AND j.dead_reason LIKE 'workflow: parent job %';
+        UPDATE lq_deps SET done = 0 WHERE parent = cur AND mode = 0 AND done = 2;
+        FOREACH c IN ARRAY kids LOOP
+            SELECT count(*) FILTER (WHERE done = 0), count(*) FILTER (WHERE done = 2 AND mode = 0)
+            INTO unmet, blocked FROM lq_deps WHERE child = c;
+            IF blocked = 0 AND unmet > 0 THEN
+                UPDATE lq_jobs SET state = 5, waits = unmet, finished_at = NULL, dead_reason = NULL
+                WHERE id = c AND state = 4;
+                IF FOUND THEN
+                    work := work || c;
+                END IF;
+            END IF;
+        END LOOP;
+        i := i + 1;
+    END LOOP;
+END
+$$;
