@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/litequeue/litequeue/internal/sqlkit"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -16,8 +17,14 @@ import (
 // in the transaction that records a parent's final outcome.
 
 const (
-	insertFlowJobSQL = `INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload, meta, state, waits)
-VALUES ($1, $2, $3, $4, $4, $5, $6, NULLIF($7, '')::jsonb, $8, $9) RETURNING id`
+	// flowIDsSQL takes $2 ids of the job id sequence of table $1, in
+	// order, for a workflow's jobs: inserted with them in one statement
+	// per chunk, each job knows its id before its edges are written.
+	flowIDsSQL       = `SELECT nextval(pg_get_serial_sequence($1, 'id')) FROM generate_series(1, $2)`
+	insertFlowJobSQL = `INSERT INTO lq_jobs (id, queue, kind, priority, visible_at, run_at, created_at, payload, meta, state, waits)
+SELECT u.id, u.queue, u.kind, u.prio, u.vis, u.vis, u.created, u.payload, NULLIF(u.meta, '')::jsonb, u.state, u.waits
+FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bytea[], $8::text[],
+    $9::smallint[], $10::integer[]) AS u(id, queue, kind, prio, vis, created, payload, meta, state, waits)`
 	insertEdgesSQL = `INSERT INTO lq_deps (child, parent, mode)
 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::smallint[])`
 	// flowDoneSQL writes the success of one workflow's job in the writer's
@@ -62,23 +69,39 @@ func (s *pgStore) InsertFlow(ctx context.Context, apptx store.Tx, jobs []store.N
 }
 
 func (s *pgStore) insertFlow(ctx context.Context, tx *sql.Tx, jobs []store.NewJob, edges []store.Edge) ([]int64, error) {
-	ids := make([]int64, len(jobs))
+	ids, err := sqlkit.QueryAll(ctx, tx, flowIDsSQL, []any{quoteIdent(s.schema) + ".lq_jobs", len(jobs)}, sqlkit.ScanID)
+	if err != nil {
+		return nil, missingTables(err)
+	}
+	if len(ids) != len(jobs) {
+		return nil, fmt.Errorf("litequeue: the id sequence gave %d ids for %d workflow jobs", len(ids), len(jobs))
+	}
+	slices.Sort(ids)
 	queues := map[string]bool{}
-	for i := range jobs {
-		nj := &jobs[i]
-		st := store.Pending
-		if nj.Waits > 0 {
-			st = store.Waiting
-		} else {
-			queues[nj.Queue] = true
+	for lo := 0; lo < len(jobs); lo += 5000 {
+		hi := min(len(jobs), lo+5000)
+		n := hi - lo
+		qs, kinds, metas := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+		prios, vis, created := make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
+		payloads, states, waits := make([][]byte, 0, n), make([]int16, 0, n), make([]int32, 0, n)
+		for i := lo; i < hi; i++ {
+			nj := &jobs[i]
+			st := store.Pending
+			if nj.Waits > 0 {
+				st = store.Waiting
+			} else {
+				queues[nj.Queue] = true
+			}
+			payload := nj.Payload
+			if payload == nil {
+				payload = []byte{}
+			}
+			qs, kinds, metas = append(qs, nj.Queue), append(kinds, nj.Kind), append(metas, nj.Meta)
+			prios, vis, created = append(prios, int64(nj.Priority)), append(vis, nj.VisibleAt), append(created, nj.CreatedAt)
+			payloads, states, waits = append(payloads, payload), append(states, int16(st)), append(waits, int32(nj.Waits))
 		}
-		payload := nj.Payload
-		if payload == nil {
-			payload = []byte{}
-		}
-		if err := tx.QueryRowContext(ctx, s.q(insertFlowJobSQL), nj.Queue, nj.Kind, int64(nj.Priority), nj.VisibleAt, nj.CreatedAt,
-			payload, nj.Meta, int16(st), nj.Waits).Scan(&ids[i]); err != nil {
-			return nil, fmt.Errorf("workflow job %d: %w", i, err)
+		if _, err := tx.ExecContext(ctx, s.q(insertFlowJobSQL), ids[lo:hi], qs, kinds, prios, vis, created, payloads, metas, states, waits); err != nil {
+			return nil, fmt.Errorf("workflow jobs %d-%d: %w", lo, hi-1, err)
 		}
 	}
 	if len(edges) > 0 {
