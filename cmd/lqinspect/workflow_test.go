@@ -48,6 +48,11 @@ job %[4]d step [default] waiting <- %[1]d (after); waits for 1 of 1 parents: %[1
 `, ids[a], ids[b], ids[c], ids[d])
 	require.Equal(t, want, r.stdout)
 
+	r = lq(t, "", "stats", path)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "WAITING")
+	require.Regexp(t, `default\s+3\s+1\s`, r.stdout, "3 waiting, 1 ready")
+
 	r = lq(t, "", "workflow", path, fmt.Sprint(ids[b]), "--cancel-all")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "cancelled 4 jobs\n", r.stdout)
