@@ -81,7 +81,9 @@ func (p *pool) runAttempt(d *delivery) outcome {
 	// A test kit may lose the outcome here, as a process that dies now
 	// would (testsupport.go): nothing more is written for it.
 	lost := ok && q.dropOutcome(d, policy.Attempts(), err)
-	p.finishReports(d, ok && !lost && !inCallersTx.has(from) && (err != nil || p.completedRetention() > 0))
+	// A workflow's parent writes its output for its children to read
+	// (workflow.go) even when its row is deleted on success.
+	p.finishReports(d, ok && !lost && !inCallersTx.has(from) && (err != nil || p.completedRetention() > 0 || flowOf(d.meta)&store.FlowParent != 0))
 	p.running.Add(-1)
 	took := q.clock.Since(d.started)
 	if !ok {

@@ -111,6 +111,8 @@ func (q *Queue) Cancel(ctx context.Context, ids ...int64) (int, error) {
 		return 0, wrapf("litequeue: %w", err)
 	}
 	defer follow.done(cs)
+	// A cancelled workflow parent may have made dependants due (Workflow.After).
+	q.Notify()
 	for _, c := range cs {
 		if c.Running {
 			if p := q.localPool(c.Queue); p != nil {

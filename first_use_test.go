@@ -129,7 +129,7 @@ func TestJSONDurationsAreStrings(t *testing.T) {
 	st := QueueStats{Queue: "q", Ready: 1, OldestReady: 90 * time.Second}
 	b, err := json.Marshal(st)
 	require.NoError(t, err)
-	require.JSONEq(t, `{"queue":"q","ready":1,"scheduled":0,"running":0,"completed":0,"dead":0,"cancelled":0,"paused":false,"oldest_ready":"1m30s"}`, string(b))
+	require.JSONEq(t, `{"queue":"q","ready":1,"scheduled":0,"running":0,"completed":0,"dead":0,"cancelled":0,"waiting":0,"paused":false,"oldest_ready":"1m30s"}`, string(b))
 	var back QueueStats
 	require.NoError(t, json.Unmarshal(b, &back))
 	require.Equal(t, st, back)

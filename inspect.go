@@ -109,6 +109,8 @@ type QueueStats struct {
 	Completed int    `json:"completed"`
 	Dead      int    `json:"dead"`
 	Cancelled int    `json:"cancelled"`
+	// Waiting counts workflow jobs waiting for their parents (workflow.go).
+	Waiting int `json:"waiting"`
 	// Paused is true while the queue is paused (see Queue.Pause), since
 	// PausedAt. A paused queue is listed even when it has no jobs.
 	Paused   bool      `json:"paused"`
@@ -136,7 +138,7 @@ func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
 	out := make([]QueueStats, 0, len(rows))
 	for _, r := range rows {
 		s := QueueStats{Queue: r.Queue, Ready: r.Ready, Scheduled: r.Scheduled, Running: r.Running,
-			Completed: r.Completed, Dead: r.Dead, Cancelled: r.Cancelled}
+			Completed: r.Completed, Dead: r.Dead, Cancelled: r.Cancelled, Waiting: r.Waiting}
 		if r.OldestReadySince != 0 {
 			// Saturated, not wrapped, for a time more than 292 years ago.
 			s.OldestReady = time.Unix(0, now).Sub(time.Unix(0, r.OldestReadySince))

@@ -93,7 +93,7 @@ func TestMigrationFromSchema3KeepsJobsHistoryAndIDs(t *testing.T) {
 // schema-6 file keeps its rows, the definition reads the new CHECK, the
 // file passes integrity_check, the schema version moves (so connections
 // that cached the old definition reload it), and the CHECK still refuses
-// a state outside 0–4 while accepting every state the queue writes.
+// a state outside 0–5 (5: waiting, migration 13) while accepting every state the queue writes.
 func TestMigrationTo7RewritesTheStateCheckInPlace(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "six.db")
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)")
@@ -120,7 +120,7 @@ func TestMigrationTo7RewritesTheStateCheckInPlace(t *testing.T) {
 	raw := q.lite.DB()
 	var def string
 	require.NoError(t, raw.QueryRow(`SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'lq_jobs'`).Scan(&def))
-	require.Contains(t, def, "CHECK (state BETWEEN 0 AND 4)")
+	require.Contains(t, def, "CHECK (state BETWEEN 0 AND 5)")
 	require.NotContains(t, def, "state IN (")
 	var after int64
 	require.NoError(t, raw.QueryRow(`PRAGMA schema_version`).Scan(&after))
@@ -132,7 +132,7 @@ func TestMigrationTo7RewritesTheStateCheckInPlace(t *testing.T) {
 	j, err := q.Job(ctx, 1)
 	require.NoError(t, err)
 	require.Equal(t, StateReady, j.State)
-	for _, bad := range []int{5, -1} {
+	for _, bad := range []int{6, -1} {
 		require.NoError(t, q.lite.Do(ctx, func(ctx context.Context, tx sqlite.Execer) error {
 			_, err := tx.ExecContext(ctx, `UPDATE lq_jobs SET state = ? WHERE id = 1`, bad)
 			require.ErrorContains(t, err, "CHECK constraint failed", "state %d", bad)

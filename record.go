@@ -49,7 +49,7 @@ func (p *pool) record(d *delivery, o outcome) {
 		// The callback keeps only what a success needs, not the whole outcome.
 		took, at, policy := o.took, o.at, o.policy
 		q.store.Complete(store.Completion{Lease: store.Lease{ID: d.id, Lease: d.lease}, At: at,
-			Keep: p.completedRetention() > 0, Notify: func(err error) {
+			Keep: p.completedRetention() > 0, Flow: flowOf(d.meta), Notify: func(err error) {
 				p.mu.Lock()
 				delete(p.completing, d)
 				p.mu.Unlock()
@@ -88,6 +88,7 @@ func (p *pool) record(d *delivery, o outcome) {
 func (p *pool) successWritten(d *delivery, took time.Duration, err error) error {
 	switch {
 	case err == nil:
+		p.flowResolved(d)
 		p.succeeded(d, took)
 	case errors.Is(err, ErrLeaseLost):
 		p.q.emit(Event{Type: EventStale, JobID: d.id, Queue: d.queue, Kind: d.kind, Attempt: d.attempt, Err: err})
@@ -219,7 +220,7 @@ func (p *pool) successWrite(d *delivery, o *outcome) error {
 	q := p.q
 	done := make(chan error, 1)
 	q.store.Complete(store.Completion{Lease: store.Lease{ID: d.id, Lease: d.lease}, At: o.at,
-		Keep: p.completedRetention() > 0, Notify: func(err error) { done <- err }})
+		Keep: p.completedRetention() > 0, Flow: flowOf(d.meta), Notify: func(err error) { done <- err }})
 	err := q.store.Flush(context.Background())
 	select {
 	case werr := <-done:
@@ -290,6 +291,7 @@ func (p *pool) writeBurial(d *delivery, b store.Burial, dead Event) error {
 	q := p.q
 	var followID int64
 	b.FollowUpID = &followID
+	b.Flow = flowOf(d.meta)
 	if f := b.FollowUp; f != nil {
 		q.gate.enter(*f)
 		defer q.gate.leave(*f)
@@ -297,6 +299,7 @@ func (p *pool) writeBurial(d *delivery, b store.Burial, dead Event) error {
 	if err := q.store.Bury(context.Background(), b); err != nil {
 		return err
 	}
+	p.flowResolved(d)
 	d.publishOutcome(StateDead)
 	q.emit(dead)
 	if f := b.FollowUp; f != nil && followID != 0 {

@@ -16,11 +16,14 @@ const (
 	StateCompleted State = "completed" // succeeded, kept for Options.CompletedRetention
 	StateDead      State = "dead"      // gave up: a dead letter
 	StateCancelled State = "cancelled" // cancelled by Cancel: kept (listed by Jobs, counted by Stats) until PurgeCancelled deletes it, never run again
+	StateWaiting   State = "waiting"   // a workflow's job waiting for its parents (workflow.go): never claimed until they finished as it needs
 )
 
-// States returns every State in life order, in a new slice each call.
+// States returns every State, in a new slice each call: ready to cancelled
+// in life order, then StateWaiting (which a workflow's job holds before it
+// is ready).
 func States() []State {
-	return []State{StateReady, StateScheduled, StateRunning, StateCompleted, StateDead, StateCancelled}
+	return []State{StateReady, StateScheduled, StateRunning, StateCompleted, StateDead, StateCancelled, StateWaiting}
 }
 
 // ParseState returns the State named s, or an error listing the valid names.

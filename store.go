@@ -75,6 +75,8 @@ func publicState(st store.State, visibleAt, now int64) State {
 		return StateCompleted
 	case store.Cancelled:
 		return StateCancelled
+	case store.Waiting:
+		return StateWaiting
 	}
 	return StateDead
 }
@@ -92,6 +94,8 @@ func listState(s State) store.ListState {
 		return store.ListCompleted
 	case StateCancelled:
 		return store.ListCancelled
+	case StateWaiting:
+		return store.ListWaiting
 	}
 	return store.ListDead
 }

@@ -91,7 +91,7 @@ type UniqueOptions struct {
 var stateBits = map[State]uint8{
 	StateReady: 1 << store.Pending, StateScheduled: 1 << store.Pending,
 	StateRunning: 1 << store.Running, StateCompleted: 1 << store.Completed, StateDead: 1 << store.Dead,
-	StateCancelled: 1 << store.Cancelled,
+	StateCancelled: 1 << store.Cancelled, StateWaiting: 1 << store.Waiting,
 }
 
 // uniqueFor validates u and computes the uniqueness of nj (its payload

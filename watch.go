@@ -126,6 +126,8 @@ func progressFromStore(jp store.JobProgress, now int64) Progress {
 		p.State = StateDead
 	case store.Cancelled:
 		p.State = StateCancelled
+	case store.Waiting:
+		p.State = StateWaiting
 	}
 	if jp.HasProgress {
 		p.Fraction, p.Message, p.UpdatedAt = jp.Fraction, jp.Message, time.Unix(0, jp.At)

@@ -199,6 +199,11 @@ func (f *faultStore) Insert(ctx context.Context, tx store.Tx, jobs []store.NewJo
 	return ids, errs, err
 }
 
+func (f *faultStore) InsertFlow(ctx context.Context, tx store.Tx, jobs []store.NewJob, edges []store.Edge) (ids []int64, err error) {
+	err = f.guard(func() error { ids, err = f.Backend.InsertFlow(ctx, tx, jobs, edges); return err })
+	return ids, err
+}
+
 func (f *faultStore) InsertClaim(ctx context.Context, job store.NewJob, q store.ClaimQuery, handOff func([]store.Claimed)) (int64, error) {
 	return guarded(f, func() (int64, error) { return f.Backend.InsertClaim(ctx, job, q, handOff) })
 }

@@ -37,6 +37,8 @@ func (s *pgStore) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, err
 				ors = append(ors, "state = 3")
 			case store.ListDead + 1: // cancelled
 				ors = append(ors, "state = 4")
+			case store.ListWaiting:
+				ors = append(ors, "state = 5")
 			default:
 				return nil, fmt.Errorf("litequeue: unknown list state %d", st)
 			}
@@ -200,6 +202,12 @@ func (s *pgStore) requeueFrom(ctx context.Context, ids []int64, now int64, from 
 		if _, err := tx.ExecContext(ctx, s.q(requeueSQL), now, ids, from); err != nil {
 			return err
 		}
+		if from == 3 {
+			// Workflows' parents: the dependants their deaths cancelled wait again.
+			if _, err := tx.ExecContext(ctx, s.q(flowReviveSQL), ids); err != nil {
+				return err
+			}
+		}
 		seen := map[int64]bool{}
 		queues := map[string]bool{}
 		for _, id := range ids {
@@ -227,7 +235,7 @@ func (s *pgStore) Stats(ctx context.Context, now int64) ([]store.QueueStats, err
 	out, err := readAll(s, ctx, s.q(statsSQL), []any{now}, func(rows *sql.Rows, st *store.QueueStats) error {
 		var oldest, next sql.NullInt64
 		var cancelled int
-		if err := rows.Scan(&st.Queue, &st.Ready, &st.Scheduled, &st.Running, &st.Completed, &st.Dead, &oldest, &next, &cancelled); err != nil {
+		if err := rows.Scan(&st.Queue, &st.Ready, &st.Scheduled, &st.Running, &st.Completed, &st.Dead, &oldest, &next, &cancelled, &st.Waiting); err != nil {
 			return err
 		}
 		setCancelled(st, cancelled)

@@ -68,12 +68,16 @@ var backupTables = []struct{ name, read, write string }{
 	{"jobs",
 		`SELECT id, queue, kind, state, priority, visible_at, attempt, payload, idem_key, lease, created_at, run_at,
 			attempted_at, finished_at, last_error, dead_reason, due_at, snoozes, progress, progress_msg, progress_at,
-			output, unique_key, unique_states, meta::text
+			output, unique_key, unique_states, meta::text, waits
 		FROM lq_jobs ORDER BY id`,
 		`INSERT INTO lq_jobs (id, queue, kind, state, priority, visible_at, attempt, payload, idem_key, lease, created_at, run_at,
 			attempted_at, finished_at, last_error, dead_reason, due_at, snoozes, progress, progress_msg, progress_at,
-			output, unique_key, unique_states, meta)
-		VALUES (?, ?, ?, ?, ?, ?, ?, coalesce(?, x''), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+			output, unique_key, unique_states, meta, waits)
+		VALUES (?, ?, ?, ?, ?, ?, ?, coalesce(?, x''), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+	// Workflow dependencies (migration 0006), with the parents' outputs.
+	{"workflow dependencies",
+		`SELECT child, parent, mode, done, output FROM lq_deps ORDER BY child, parent`,
+		`INSERT INTO lq_deps (child, parent, mode, done, output) VALUES (?, ?, ?, ?, ?)`},
 	// The file indexes each job's tags in a table of their own.
 	{"job tags",
 		`SELECT DISTINCT t.tag, j.id FROM lq_jobs j CROSS JOIN LATERAL jsonb_array_elements_text(j.meta -> 'tags') AS t(tag)

@@ -113,7 +113,7 @@ func (s *pgStore) Cancel(ctx context.Context, ids []int64, now int64, hook store
 			switch {
 			case !ok:
 				return fmt.Errorf("litequeue: cancel job %d: %w", id, store.ErrNotFound)
-			case r.state != 0 && r.state != 1:
+			case r.state != 0 && r.state != 1 && r.state != 5:
 				return fmt.Errorf("litequeue: cancel job %d: it is %s already: %w", id, stateWord(r.state), store.ErrWrongState)
 			}
 			if seen[id] {
@@ -128,8 +128,11 @@ func (s *pgStore) Cancel(ctx context.Context, ids []int64, now int64, hook store
 			out = append(out, c)
 		}
 		_, err = tx.ExecContext(ctx, s.q(`UPDATE lq_jobs SET state = 4, finished_at = $1,
-			lease = CASE WHEN state = 1 THEN lease END WHERE id = ANY ($2) AND state IN (0, 1)`), now, ids)
+			lease = CASE WHEN state = 1 THEN lease END WHERE id = ANY ($2) AND state IN (0, 1, 5)`), now, ids)
 		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(flowCancelledSQL), ids, now, s.channel); err != nil {
 			return err
 		}
 		return s.followCancelled(ctx, tx, out, hook)

@@ -77,6 +77,8 @@ func stateCond(st store.ListState, now int64, a *args, t string) (string, error)
 		return t + ".state = 3", nil
 	case store.ListDead + 1: // cancelled
 		return t + ".state = 4", nil
+	case store.ListWaiting:
+		return t + ".state = 5", nil
 	}
 	return "", fmt.Errorf("litequeue: unknown list state %d", st)
 }
@@ -268,6 +270,13 @@ func (s *pgStore) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, b
 				return err
 			}
 			res.Cancelled, res.Changed = cs, len(cs)
+			cancelled := make([]int64, len(cs))
+			for i, c := range cs {
+				cancelled[i] = c.ID
+			}
+			if _, err := tx.ExecContext(ctx, s.q(flowCancelledSQL), cancelled, q.Now, s.channel); err != nil {
+				return err
+			}
 			if hook == nil {
 				return nil
 			}
@@ -318,6 +327,13 @@ func (s *pgStore) bulkRequeue(ctx context.Context, tx *sql.Tx, ids []int64, now 
 		return err
 	}
 	if err := s.keepDeadErrors(ctx, tx, res.Moved[from:]); err != nil {
+		return err
+	}
+	revive := make([]int64, 0, len(res.Moved)-from)
+	for _, m := range res.Moved[from:] {
+		revive = append(revive, m.ID)
+	}
+	if _, err := tx.ExecContext(ctx, s.q(flowReviveSQL), revive); err != nil {
 		return err
 	}
 	slices.SortFunc(res.Moved, func(a, b store.Moved) int { return int(b.ID - a.ID) })

@@ -28,6 +28,7 @@ type Moved struct {
 	Dead      int // dead letters
 	Completed int // retained completed jobs (Options.CompletedRetention)
 	Cancelled int // cancelled jobs (kept until purged)
+	Waiting   int // workflow jobs waiting for their parents (with their dependencies)
 	Attempts  int // attempt records of those jobs
 	Skipped   int // jobs an earlier MoveFile of this file already copied
 	// Escaped counts the text values (names, keys, errors, ...) that held
@@ -46,7 +47,9 @@ type Moved struct {
 }
 
 // Jobs is how many jobs were copied.
-func (m Moved) Jobs() int { return m.Pending + m.Running + m.Dead + m.Completed + m.Cancelled }
+func (m Moved) Jobs() int {
+	return m.Pending + m.Running + m.Dead + m.Completed + m.Cancelled + m.Waiting
+}
 
 // moveRow is one lq_jobs row of the queue file.
 type moveRow struct {
@@ -70,6 +73,7 @@ type moveRow struct {
 	uniqueKey                      *string
 	uniqueStates                   *int16
 	meta                           *string // JSON (store.MetaDoc), nil for none
+	waits                          int32   // unmet parents of a waiting workflow job
 }
 
 // MoveStep names a point of MoveFile after which the move may stop (a
@@ -204,7 +208,7 @@ func MoveFileWith(ctx context.Context, path, url string, opts *MoveOptions) (Mov
 	rows, err := conn.QueryContext(ctx, `SELECT id, queue, kind, state, priority, visible_at, attempt, payload, idem_key, lease,
 		created_at, run_at, attempted_at, finished_at, last_error, dead_reason, `+
 		selectList(cols, "due_at", "NULL", "snoozes", "0", "progress", "NULL", "progress_msg", "NULL", "progress_at", "NULL",
-			"output", "NULL", "unique_key", "NULL", "unique_states", "NULL", "meta", "NULL")+`
+			"output", "NULL", "unique_key", "NULL", "unique_states", "NULL", "meta", "NULL", "waits", "0")+`
 		FROM lq_jobs ORDER BY id`)
 	if err != nil {
 		return m, err
@@ -215,7 +219,7 @@ func MoveFileWith(ctx context.Context, path, url string, opts *MoveOptions) (Mov
 		var r moveRow
 		if err := rows.Scan(&r.id, &r.queue, &r.kind, &r.state, &r.priority, &r.visibleAt, &r.attempt, &r.payload, &r.key, &r.lease,
 			&r.createdAt, &r.runAt, &r.attemptedAt, &r.finishedAt, &r.lastError, &r.deadReason, &r.dueAt,
-			&r.snoozes, &r.progress, &r.progressMsg, &r.progressAt, &r.output, &r.uniqueKey, &r.uniqueStates, &r.meta); err != nil {
+			&r.snoozes, &r.progress, &r.progressMsg, &r.progressAt, &r.output, &r.uniqueKey, &r.uniqueStates, &r.meta, &r.waits); err != nil {
 			rows.Close()
 			return m, err
 		}
@@ -313,6 +317,9 @@ func MoveFileWith(ctx context.Context, path, url string, opts *MoveOptions) (Mov
 				return err
 			}
 			m.Attempts = n
+			if err := copyDeps(ctx, s, tx, conn, todo); err != nil {
+				return err
+			}
 		}
 		for _, r := range todo {
 			switch r.state {
@@ -326,6 +333,8 @@ func MoveFileWith(ctx context.Context, path, url string, opts *MoveOptions) (Mov
 				m.Dead++
 			case 4:
 				m.Cancelled++
+			case 5:
+				m.Waiting++
 			}
 		}
 		if err := tx.QueryRowContext(ctx, s.q(`SELECT setval(sq.seq::regclass, greatest($2::bigint,
@@ -420,12 +429,12 @@ func checkMove(ctx context.Context, s *pgStore, tx *sql.Tx, todo []moveRow) erro
 
 const moveJobsSQL = `INSERT INTO lq_jobs (id, queue, kind, state, priority, visible_at, attempt, payload, idem_key, lease,
     created_at, run_at, attempted_at, finished_at, due_at, last_error, dead_reason,
-    snoozes, progress, progress_msg, progress_at, output, unique_key, unique_states, meta)
-SELECT c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, c22, c23, c24, c25::jsonb
+    snoozes, progress, progress_msg, progress_at, output, unique_key, unique_states, meta, waits)
+SELECT c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, c22, c23, c24, c25::jsonb, c26
 FROM unnest($1::bigint[], $2::text[], $3::text[], $4::smallint[], $5::bigint[], $6::bigint[], $7::integer[],
     $8::bytea[], $9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[],
     $16::text[], $17::text[], $18::integer[], $19::float8[], $20::text[], $21::bigint[], $22::bytea[], $23::text[], $24::smallint[],
-    $25::text[]) AS u(c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, c22, c23, c24, c25)`
+    $25::text[], $26::integer[]) AS u(c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, c22, c23, c24, c25, c26)`
 
 // copyJobs inserts the rows with their ids, in chunks.
 func copyJobs(ctx context.Context, s *pgStore, tx *sql.Tx, todo []moveRow) error {
@@ -448,6 +457,7 @@ func copyJobs(ctx context.Context, s *pgStore, tx *sql.Tx, todo []moveRow) error
 			outputs                           [][]byte
 			uniqueStates                      []*int16
 			metas                             []*string
+			waits                             []int32
 		)
 		for _, r := range chunk {
 			ids, queues, kinds, states = append(ids, r.id), append(queues, r.queue), append(kinds, r.kind), append(states, r.state)
@@ -457,11 +467,11 @@ func copyJobs(ctx context.Context, s *pgStore, tx *sql.Tx, todo []moveRow) error
 			lastErrs, reasons = append(lastErrs, r.lastError), append(reasons, r.deadReason)
 			snoozes, progress, progressMsgs, progressAts = append(snoozes, r.snoozes), append(progress, r.progress), append(progressMsgs, r.progressMsg), append(progressAts, r.progressAt)
 			outputs, uniqueKeys, uniqueStates = append(outputs, r.output), append(uniqueKeys, r.uniqueKey), append(uniqueStates, r.uniqueStates)
-			metas = append(metas, r.meta)
+			metas, waits = append(metas, r.meta), append(waits, r.waits)
 		}
 		if _, err := tx.ExecContext(ctx, s.q(moveJobsSQL), ids, queues, kinds, states, prios, vis, attempts, payloads, keys, leases,
 			created, runAt, attempted, finished, dues, lastErrs, reasons,
-			snoozes, progress, progressMsgs, progressAts, outputs, uniqueKeys, uniqueStates, metas); err != nil {
+			snoozes, progress, progressMsgs, progressAts, outputs, uniqueKeys, uniqueStates, metas, waits); err != nil {
 			return fmt.Errorf("litequeue: copy jobs: %w", err)
 		}
 	}
@@ -534,4 +544,57 @@ func explainSequenceDenied(ctx context.Context, s *pgStore, err error) error {
 		seq, role = sq.String, cu.String
 	}
 	return fmt.Errorf("litequeue: the move must set the job id sequence to continue after the file's ids, and this role may not: run it as the schema's owner, or have the owner run GRANT SELECT, UPDATE ON SEQUENCE %s TO %s; nothing was copied: %w", seq, role, err)
+}
+
+// copyDeps copies the workflow edges (lq_deps, schema 13) of the moved jobs
+// that are children, with their parents' outputs; a file without the table
+// has none.
+func copyDeps(ctx context.Context, s *pgStore, tx *sql.Tx, src *sql.Conn, todo []moveRow) error {
+	cols, err := fileColumns(ctx, src, "lq_deps")
+	if err != nil || len(cols) == 0 {
+		return err
+	}
+	moved := make(map[int64]bool, len(todo))
+	for _, r := range todo {
+		moved[r.id] = true
+	}
+	rows, err := src.QueryContext(ctx, `SELECT child, parent, mode, done, output FROM lq_deps ORDER BY child, parent`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var child, parent []int64
+	var mode, done []int16
+	var outputs [][]byte
+	flush := func() error {
+		if len(child) == 0 {
+			return nil
+		}
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO lq_deps (child, parent, mode, done, output)
+			SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::smallint[], $4::smallint[], $5::bytea[])`),
+			child, parent, mode, done, outputs)
+		child, parent, mode, done, outputs = child[:0], parent[:0], mode[:0], done[:0], outputs[:0]
+		return err
+	}
+	for rows.Next() {
+		var c, p int64
+		var m, d int16
+		var out []byte
+		if err := rows.Scan(&c, &p, &m, &d, &out); err != nil {
+			return err
+		}
+		if !moved[c] {
+			continue
+		}
+		child, parent, mode, done, outputs = append(child, c), append(parent, p), append(mode, m), append(done, d), append(outputs, out)
+		if len(child) == 5000 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return flush()
 }

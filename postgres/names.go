@@ -35,6 +35,8 @@ func stateWord(st int16) string {
 		return "completed"
 	case 4:
 		return "cancelled"
+	case 5:
+		return "waiting"
 	}
 	return "dead"
 }

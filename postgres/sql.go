@@ -177,7 +177,8 @@ FROM lq_attempts a JOIN lq_jobs j ON j.id = a.job_id WHERE a.job_id = $1 ORDER B
     count(*) FILTER (WHERE state = 3),
     min(visible_at) FILTER (WHERE state = 0 AND visible_at <= $1),
     min(visible_at) FILTER (WHERE state = 0 AND visible_at > $1),
-    count(*) FILTER (WHERE state = 4)
+    count(*) FILTER (WHERE state = 4),
+    count(*) FILTER (WHERE state = 5)
 FROM lq_jobs GROUP BY queue ORDER BY queue`
 
 	lockForAdminSQL = `SELECT id, state, queue, kind, idem_key FROM lq_jobs WHERE id = ANY ($1) FOR UPDATE`

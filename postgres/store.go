@@ -533,9 +533,18 @@ func (s *pgStore) Flush(ctx context.Context) error {
 // ran on, so that such a transaction gets ErrOtherDatabase.
 func (s *pgStore) CompleteTx(ctx context.Context, apptx store.Tx, l store.Lease, keepAt int64) error {
 	tx := apptx.SQL()
+	flow, err := s.flowOf(ctx, tx, l.ID)
+	if err != nil {
+		return err
+	}
+	if flow != 0 {
+		if err := s.checkTx(ctx, tx); err != nil {
+			return err
+		}
+		return s.completeTxFlow(ctx, tx, l, keepAt, flow)
+	}
 	var n int64
 	var db string
-	var err error
 	if keepAt != 0 {
 		err = tx.QueryRowContext(ctx, s.q(completeTxKeepSQL), keepAt, l.ID, l.Lease, s.database).Scan(&n, &db)
 	} else {
@@ -624,6 +633,9 @@ func (s *pgStore) Bury(ctx context.Context, bu store.Burial) error {
 		if bu.FollowUp != nil {
 			b.Queue(notifySQL, s.channel, f.Queue)
 		}
+		if bu.Flow&store.FlowParent != 0 {
+			b.Queue(s.q(flowBuriedSQL), bu.ID, bu.At, s.channel)
+		}
 	}}
 	if err := s.fin.submit(o); err != nil {
 		return err
@@ -656,6 +668,11 @@ func (s *pgStore) buryThenFollow(ctx context.Context, bu store.Burial, setErr bo
 			}
 			if lost = a != 1; lost {
 				return nil
+			}
+			if bu.Flow&store.FlowParent != 0 {
+				if _, err := tx.ExecContext(ctx, s.q(flowBuriedSQL), bu.ID, bu.At, s.channel); err != nil {
+					return err
+				}
 			}
 			ids, dups, err := s.insertEach(ctx, tx, []store.NewJob{*bu.FollowUp})
 			switch {

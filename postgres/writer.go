@@ -206,8 +206,13 @@ func (w *writer) sendOnce(ops []*op, cs []store.Completion) (results []error, co
 	if len(cs) > 0 {
 		results = make([]error, len(cs))
 		var delIDs, delLeases, keepIDs, keepLeases, keepAt []int64
-		var delIdx, keepIdx []int
+		var delIdx, keepIdx, flowIdx []int
 		for i, c := range cs {
+			if c.Flow != 0 {
+				// A workflow's job: its own statement (flow.go).
+				flowIdx = append(flowIdx, i)
+				continue
+			}
 			if c.Keep {
 				keepIDs, keepLeases, keepAt = append(keepIDs, c.ID), append(keepLeases, c.Lease.Lease), append(keepAt, c.At)
 				keepIdx = append(keepIdx, i)
@@ -245,6 +250,24 @@ func (w *writer) sendOnce(ops []*op, cs []store.Completion) (results []error, co
 		}
 		if len(keepIDs) > 0 {
 			b.Queue(s.q(completeKeepSQL), keepIDs, keepLeases, keepAt).Query(mark(keepIdx, keepIDs))
+		}
+		for _, i := range flowIdx {
+			c := cs[i]
+			var at int64
+			if c.Keep {
+				at = c.At
+			}
+			b.Queue(s.q(flowDoneSQL), c.ID, c.Lease.Lease, at, c.At, c.Flow, s.channel).QueryRow(func(row pgx.Row) error {
+				var ok bool
+				if err := row.Scan(&ok); err != nil {
+					return err
+				}
+				results[i] = nil
+				if !ok {
+					results[i] = store.ErrLeaseLost
+				}
+				return nil
+			})
 		}
 	}
 

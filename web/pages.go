@@ -330,7 +330,8 @@ func (s *server) jobs(w http.ResponseWriter, r *http.Request) {
 type jobData struct {
 	Job      litequeue.JobInfo
 	Timeline template.HTML
-	Watch    bool // stream the job's progress: live refresh is on and the job is not finished
+	Workflow template.HTML // the job's workflow as a graph (workflow.go); "" for a job of none
+	Watch    bool          // stream the job's progress: live refresh is on and the job is not finished
 }
 
 func (s *server) job(w http.ResponseWriter, r *http.Request) {
@@ -348,8 +349,13 @@ func (s *server) job(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
+	nodes, err := s.q.Workflow(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
 	s.render(w, r, http.StatusOK, "job", &page{Title: fmt.Sprintf("Job %d", id), Nav: "jobs", Data: jobData{Job: j, Timeline: timeline(j),
-		Watch: s.opts.RefreshInterval > 0 && !isFinished(j.State)}})
+		Workflow: workflowGraph(rootOf(r), id, nodes), Watch: s.opts.RefreshInterval > 0 && !isFinished(j.State)}})
 }
 
 type deadData struct {

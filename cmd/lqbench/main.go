@@ -56,7 +56,7 @@ func main() {
 	var c config
 	var pragmas string
 	var backlog int
-	flag.StringVar(&c.scenario, "scenario", "A", "A (enqueue one by one) | B (batch enqueue) | C (drain) | D (latency) | E (concurrent enqueue) | idle (wake-ups of a started, idle queue for -idle) | soak (steady load for -duration)")
+	flag.StringVar(&c.scenario, "scenario", "A", "A (enqueue one by one) | B (batch enqueue) | C (drain) | D (latency) | E (concurrent enqueue) | idle (wake-ups of a started, idle queue for -idle) | soak (steady load for -duration) | W (workflow dependant start latency) | fanin (one child of -n parents)")
 	flag.IntVar(&c.n, "n", 20000, "jobs for A/B/C/E; samples for D (default 200 when -scenario D and -n unset)")
 	flag.IntVar(&c.workers, "workers", 10, "worker concurrency (QueueConfig.Concurrency) for C and D")
 	flag.IntVar(&c.producers, "producers", 16, "E: concurrent producer goroutines")
@@ -100,7 +100,7 @@ func main() {
 
 	nSet := false
 	flag.Visit(func(f *flag.Flag) { nSet = nSet || f.Name == "n" })
-	if c.scenario == "D" && !nSet {
+	if (c.scenario == "D" || c.scenario == "W") && !nSet {
 		c.n = 200
 	}
 	if backlog > 0 {
@@ -161,7 +161,7 @@ func main() {
 	if c.scenario == "C" && c.maxDur != 0 {
 		variant = append(variant, "max="+c.maxDur.String())
 	}
-	if c.scenario == "D" {
+	if c.scenario == "D" || c.scenario == "W" {
 		v := "gap=U[0," + c.gap.String() + ")"
 		if c.gapMin > 0 {
 			v = "gap=" + c.gapMin.String() + "+" + v[4:]
@@ -339,6 +339,14 @@ func run(res *Result, c *config) (err error) {
 	case "idle":
 		return b.idleWakeups(ctx, res)
 
+	case "W":
+		res.Workers = c.workers
+		return b.flowLatency(ctx, res)
+
+	case "fanin":
+		res.Workers = c.workers
+		return b.flowFanIn(ctx, res)
+
 	case "E":
 		if c.producers < 1 {
 			return errors.New("-producers must be at least 1")
@@ -370,7 +378,7 @@ func run(res *Result, c *config) (err error) {
 		}
 		return b.finishEnqueue(ctx, res, el)
 	}
-	return fmt.Errorf("unknown scenario %q; use A, B, C, D, E or idle", c.scenario)
+	return fmt.Errorf("unknown scenario %q; use A, B, C, D, E, idle, W or fanin", c.scenario)
 }
 
 func makeJobs(from, to int) []benchJob {

@@ -27,6 +27,7 @@ var commands = []command{
 	{"schema", "print the SQL of a PostgreSQL queue's tables, for your own migrations", (*app).schema},
 	{"upgrade", "migrate a queue of an older schema on purpose (writing commands refuse one)", (*app).upgrade},
 	{"schedules", "list recurring jobs; pause, resume or trigger one", (*app).schedules},
+	{"workflow", "a workflow as a text graph: each job's state and why a waiting one waits; cancel all of it", (*app).workflow},
 	serveCommand,
 }
 

@@ -23,7 +23,7 @@ var allCommandNames []string
 var (
 	valueFlags = map[string]bool{"now": true, "busy-timeout": true, "queue": true, "kind": true, "state": true,
 		"order": true, "limit": true, "offset": true, "older-than": true, "policy": true, "policy-file": true, "interval": true, "from": true, "runs": true, "tag": true}
-	boolFlags = map[string]bool{"json": true, "watch": true, "all": true, "dead": true, "completed": true, "cancelled": true, "yes": true, "create": true, "dry-run": true}
+	boolFlags = map[string]bool{"json": true, "watch": true, "all": true, "dead": true, "completed": true, "cancelled": true, "yes": true, "create": true, "dry-run": true, "cancel-all": true}
 )
 
 // flagSet is a subcommand's flags with the ones most commands share.

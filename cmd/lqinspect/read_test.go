@@ -114,11 +114,11 @@ func TestStatsJSON(t *testing.T) {
 	require.Len(t, got, 3)
 	require.Equal(t, map[string]any{
 		"queue": "default", "ready": 2.0, "scheduled": 0.0, "running": 0.0, "completed": 1.0, "dead": 0.0,
-		"cancelled": 0.0, "paused": false, "oldest_ready": "10m10s",
+		"cancelled": 0.0, "waiting": 0.0, "paused": false, "oldest_ready": "10m10s",
 	}, got[0])
 	require.Equal(t, map[string]any{
 		"queue": "imports", "ready": 0.0, "scheduled": 1.0, "running": 0.0, "completed": 0.0, "dead": 3.0,
-		"cancelled": 0.0, "paused": false, "oldest_ready": "0s", "next_due": "2026-01-01T00:10:30Z",
+		"cancelled": 0.0, "waiting": 0.0, "paused": false, "oldest_ready": "0s", "next_due": "2026-01-01T00:10:30Z",
 	}, got[1])
 	require.Equal(t, "media", got[2]["queue"])
 	require.Equal(t, 1.0, got[2]["running"])

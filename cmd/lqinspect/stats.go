@@ -21,7 +21,8 @@ const clearScreen = "\x1b[H\x1b[2J"
 func (a *app) stats(args []string) error {
 	fs := a.newFlags("stats", "FILE", `
 Print one row per queue: jobs ready (due now), scheduled (due later),
-running (leased), dead (dead letters), completed (retained) and cancelled,
+running (leased), dead (dead letters), completed (retained) and cancelled
+(and, when any workflow job waits for its parents, waiting),
 how long the oldest ready job has waited, when the next scheduled job is
 due, and "paused" for a queue paused with "lqinspect pause" (listed even
 with no jobs). --queue shows only that queue's row; a queue no job, schedule
@@ -152,5 +153,17 @@ func statsTable(w io.Writer, stats []litequeue.QueueStats, now time.Time) error 
 		rows[i] = []string{s.Queue, strconv.Itoa(s.Ready), strconv.Itoa(s.Scheduled), strconv.Itoa(s.Running),
 			strconv.Itoa(s.Dead), strconv.Itoa(s.Completed), strconv.Itoa(s.Cancelled), oldest, relTime(s.NextDue, now), paused}
 	}
-	return table(w, "no jobs", []string{"QUEUE", "READY", "SCHEDULED", "RUNNING", "DEAD", "COMPLETED", "CANCELLED", "OLDEST READY", "NEXT DUE", "PAUSED"}, rows)
+	header := []string{"QUEUE", "READY", "SCHEDULED", "RUNNING", "DEAD", "COMPLETED", "CANCELLED", "OLDEST READY", "NEXT DUE", "PAUSED"}
+	// Workflow jobs waiting for their parents: a column when any wait.
+	waiting := false
+	for _, s := range stats {
+		waiting = waiting || s.Waiting > 0
+	}
+	if waiting {
+		header = append(header[:1], append([]string{"WAITING"}, header[1:]...)...)
+		for i, s := range stats {
+			rows[i] = append(rows[i][:1], append([]string{strconv.Itoa(s.Waiting)}, rows[i][1:]...)...)
+		}
+	}
+	return table(w, "no jobs", header, rows)
 }

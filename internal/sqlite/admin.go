@@ -31,6 +31,8 @@ func StateSQL(s store.ListState) string {
 		return "state = 2"
 	case store.ListCancelled:
 		return "state = 4"
+	case store.ListWaiting:
+		return "state = 5"
 	default:
 		return "state = 3"
 	}
@@ -141,6 +143,8 @@ func StateName(st store.State) string {
 		return "dead"
 	case store.Cancelled:
 		return "cancelled"
+	case store.Waiting:
+		return "waiting"
 	}
 	return "ready"
 }
@@ -199,6 +203,12 @@ func (s *Store) requeueFrom(ctx context.Context, ids []int64, now int64, from st
 			}
 			if err := moveCount(ctx, tx, countOf(queue, from, 0), countOf(queue, store.Pending, now), 1); err != nil {
 				return err
+			}
+			if from == store.Dead {
+				// A workflow's parent: its dependants its death cancelled wait again.
+				if err := reviveFlow(ctx, tx, id); err != nil {
+					return err
+				}
 			}
 			moved = append(moved, store.Moved{ID: id, Queue: queue, Kind: kind})
 		}

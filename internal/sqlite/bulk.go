@@ -90,6 +90,11 @@ func requeueChunk(ctx context.Context, tx Execer, ids string, now int64, res *st
 	if err := rows.Close(); err != nil {
 		return err
 	}
+	for _, m := range res.Moved[from:] {
+		if err := reviveFlow(ctx, tx, m.ID); err != nil {
+			return err
+		}
+	}
 	return keepDeadErrors(ctx, tx, res.Moved[from:])
 }
 
@@ -120,5 +125,12 @@ func cancelChunk(ctx context.Context, tx Execer, ids string, now int64, hook sto
 		return err
 	}
 	res.Cancelled, res.Changed = cs, len(cs)
+	cancelled := make([]int64, len(cs))
+	for i, c := range cs {
+		cancelled[i] = c.ID
+	}
+	if err := resolveCancelled(ctx, tx, cancelled, now); err != nil {
+		return err
+	}
 	return followCancelled(ctx, tx, cs, hook)
 }

@@ -57,7 +57,7 @@ func (s *Store) Paused(ctx context.Context) (map[string]int64, error) {
 }
 
 const (
-	cancelPendingSQL = `UPDATE lq_jobs SET state = 4, lease = NULL, finished_at = ?1 WHERE id = ?2 AND state = 0`
+	cancelPendingSQL = `UPDATE lq_jobs SET state = 4, lease = NULL, finished_at = ?1 WHERE id = ?2 AND state IN (0, 5)`
 	cancelRunningSQL = `UPDATE lq_jobs SET state = 4, finished_at = ?1 WHERE id = ?2 AND state = 1`
 )
 
@@ -87,7 +87,7 @@ func (s *Store) Cancel(ctx context.Context, ids []int64, now int64, hook store.C
 				return fmt.Errorf("litequeue: cancel job %d: %w", id, store.ErrNotFound)
 			case err != nil:
 				return err
-			case state != store.Pending && state != store.Running:
+			case state != store.Pending && state != store.Running && state != store.Waiting:
 				return fmt.Errorf("litequeue: cancel job %d: it is %s already: %w", id, StateName(state), store.ErrWrongState)
 			}
 			c.ID, c.Key = id, key.String
@@ -103,6 +103,13 @@ func (s *Store) Cancel(ctx context.Context, ids []int64, now int64, hook store.C
 				return err
 			}
 			out = append(out, c)
+		}
+		cancelled := make([]int64, len(out))
+		for i, c := range out {
+			cancelled[i] = c.ID
+		}
+		if err := resolveCancelled(ctx, tx, cancelled, now); err != nil {
+			return err
 		}
 		return followCancelled(ctx, tx, out, hook)
 	})

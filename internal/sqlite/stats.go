@@ -113,6 +113,8 @@ func (s *Store) Stats(ctx context.Context, now int64) ([]store.QueueStats, error
 			q.Dead = n
 		case store.Cancelled:
 			q.Cancelled = n
+		case store.Waiting:
+			q.Waiting = n
 		}
 	}
 	if err := rows.Err(); err != nil {

@@ -645,8 +645,18 @@ const (
 
 // CompleteTx implements store.Runtime.
 func (s *Store) CompleteTx(ctx context.Context, tx store.Tx, l store.Lease, keepAt int64) error {
+	flow, err := flowOf(ctx, tx.SQL(), l.ID)
+	if err != nil {
+		return err
+	}
+	if flow != 0 {
+		ok, err := completeFlow(ctx, tx.SQL(), store.Completion{Lease: l, At: keepAt, Keep: keepAt != 0, Flow: flow})
+		if err == nil && !ok {
+			err = store.ErrLeaseLost
+		}
+		return err
+	}
 	var n int
-	var err error
 	if keepAt != 0 {
 		n, err = execCounted(ctx, tx.SQL(), completeKeepSQL, fromRunning, keepAt, l.ID, l.Lease)
 	} else {
@@ -687,6 +697,17 @@ func (s *Store) writeCompletions(ctx context.Context, tx Execer, cs []store.Comp
 	results := make([]error, len(cs))
 	var del []int
 	for i, c := range cs {
+		if c.Flow != 0 {
+			// A workflow's job: its own statements (flow.go).
+			ok, err := completeFlow(ctx, tx, c)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				results[i] = store.ErrLeaseLost
+			}
+			continue
+		}
 		if !c.Keep {
 			del = append(del, i)
 			continue
@@ -916,6 +937,11 @@ func (s *Store) Bury(ctx context.Context, b store.Burial) error {
 		rec.Error = buryRecordError(b) // the dead letter's error, once (deadtext.go)
 		if err := insertAttempt(ctx, tx, b.ID, rec); err != nil {
 			return err
+		}
+		if b.Flow&store.FlowParent != 0 {
+			if err := resolveFlow(ctx, tx, b.ID, 2, nil, b.At, fmt.Sprintf("workflow: parent job %d died", b.ID)); err != nil {
+				return err
+			}
 		}
 		if b.FollowUp != nil {
 			id, err := insertOne(ctx, tx, b.FollowUp, nil)

@@ -15,9 +15,11 @@ type MetaDoc struct {
 	// schedule occurrence the job runs for; 0 for a job not from a
 	// schedule.
 	Occurrence int64 `json:"occurrence,omitempty"`
+	// Flow marks a workflow's job: FlowParent, FlowChild (flow.go).
+	Flow int `json:"flow,omitempty"`
 }
 
 // IsZero reports whether d holds nothing to store.
 func (d *MetaDoc) IsZero() bool {
-	return len(d.Tags) == 0 && len(d.Metadata) == 0 && d.TraceParent == "" && d.TraceState == "" && d.Occurrence == 0
+	return len(d.Tags) == 0 && len(d.Metadata) == 0 && d.TraceParent == "" && d.TraceState == "" && d.Occurrence == 0 && d.Flow == 0
 }

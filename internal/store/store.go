@@ -55,6 +55,9 @@ type NewJob struct {
 	// Tags are the tags it holds, each once, for the tag index.
 	Meta string
 	Tags []string
+	// Waits is the number of the job's parents (InsertFlow, flow.go): a
+	// job with any is stored Waiting.
+	Waits int
 }
 
 // ClaimQuery says what a claim takes: up to N due rows of Queue whose kind is
@@ -113,8 +116,11 @@ type Attempt struct {
 // write committed (nil), found the lease lost (ErrLeaseLost) or failed.
 type Completion struct {
 	Lease
-	At     int64 // when the handler returned
-	Keep   bool  // keep the row as completed (retention) instead of deleting it
+	At   int64 // when the handler returned
+	Keep bool  // keep the row as completed (retention) instead of deleting it
+	// Flow is the job's MetaDoc.Flow (flow.go): non-zero takes the
+	// workflow's path, which resolves its children in the same transaction.
+	Flow   int
 	Notify func(err error)
 }
 
@@ -143,6 +149,9 @@ type Burial struct {
 	Record     Attempt
 	FollowUp   *NewJob
 	FollowUpID *int64
+	// Flow is the job's MetaDoc.Flow (flow.go): with FlowParent set, its
+	// children are resolved in the same transaction.
+	Flow int
 }
 
 // Job is a stored job row.
@@ -207,6 +216,7 @@ type QueueStats struct {
 	Queue                                      string
 	Ready, Scheduled, Running, Completed, Dead int
 	Cancelled                                  int
+	Waiting                                    int   // waiting for parents (flow.go)
 	OldestReadySince                           int64 // VisibleAt of the longest-waiting ready row; 0 if none
 	NextDue                                    int64 // VisibleAt of the next scheduled row; 0 if none
 }

@@ -35,8 +35,9 @@ func testStatsExact(t *testing.T, e *env) {
 	// SQLite store counts pending rows per 2^38 ns).
 	const unit = int64(100 * time.Millisecond)
 	now := time.Date(2026, 12, 5, 13, 0, 0, 0, time.UTC).UnixNano()
-	var held []store.Lease // leases of claimed jobs, some lost since
-	var ids []int64        // every id ever inserted
+	var held []store.Lease   // leases of claimed jobs, some lost since
+	var ids []int64          // every id ever inserted
+	flows := map[int64]int{} // the flow marks of workflow jobs (store.MetaDoc.Flow)
 	nextLease := int64(1)
 	pick := func() int64 {
 		if len(ids) == 0 {
@@ -84,6 +85,34 @@ func testStatsExact(t *testing.T, e *env) {
 			}
 			return err
 		}},
+		{"insert a workflow", func() error {
+			// A chain of 2 to 4 jobs, each after the one before, needing
+			// its success or (one in three) after any outcome.
+			n := 2 + rng.IntN(3)
+			jobs := make([]store.NewJob, n)
+			var edges []store.Edge
+			for i := range jobs {
+				jobs[i] = newJob()
+				jobs[i].Key, jobs[i].Unique = "", nil
+				if i > 0 {
+					jobs[i].Waits = 1
+					edges = append(edges, store.Edge{Child: i, Parent: i - 1, Mode: int8(rng.IntN(3) / 2)})
+				}
+			}
+			got, err := e.s.InsertFlow(e.ctx, store.Tx{}, jobs, edges)
+			for i, id := range got {
+				ids = append(ids, id)
+				f := 0
+				if i > 0 {
+					f |= store.FlowChild
+				}
+				if i < n-1 {
+					f |= store.FlowParent
+				}
+				flows[id] = f
+			}
+			return err
+		}},
 		{"insert in the application's transaction", func() error {
 			tx, err := db.BeginTx(e.ctx, nil)
 			if err != nil {
@@ -126,7 +155,7 @@ func testStatsExact(t *testing.T, e *env) {
 			var cs []store.Completion
 			for range 1 + rng.IntN(4) {
 				if l, ok := takeHeld(); ok {
-					cs = append(cs, store.Completion{Lease: l, At: now, Keep: keep})
+					cs = append(cs, store.Completion{Lease: l, At: now, Keep: keep, Flow: flows[l.ID]})
 				}
 			}
 			done := make(chan error, len(cs))
@@ -177,7 +206,7 @@ func testStatsExact(t *testing.T, e *env) {
 				return nil
 			}
 			msg := "fatal"
-			b := store.Burial{Lease: l, At: now, Reason: "failed", LastError: &msg,
+			b := store.Burial{Lease: l, At: now, Reason: "failed", LastError: &msg, Flow: flows[l.ID],
 				Record: store.Attempt{Attempt: 1, StartedAt: now, FinishedAt: now, Error: msg, Decision: "dead"}}
 			if rng.IntN(3) == 0 {
 				f := newJob()
@@ -266,7 +295,7 @@ func requireStatsCounted(t *testing.T, e *env, db *sql.DB, now int64, at string)
 		count(CASE WHEN state = 0 AND visible_at <= %[1]d THEN 1 END),
 		count(CASE WHEN state = 0 AND visible_at > %[1]d THEN 1 END),
 		count(CASE WHEN state = 1 THEN 1 END), count(CASE WHEN state = 2 THEN 1 END),
-		count(CASE WHEN state = 3 THEN 1 END), count(CASE WHEN state = 4 THEN 1 END),
+		count(CASE WHEN state = 3 THEN 1 END), count(CASE WHEN state = 4 THEN 1 END), count(CASE WHEN state = 5 THEN 1 END),
 		coalesce(min(CASE WHEN state = 0 AND visible_at <= %[1]d THEN visible_at END), 0),
 		coalesce(min(CASE WHEN state = 0 AND visible_at > %[1]d THEN visible_at END), 0)
 		FROM lq_jobs GROUP BY queue ORDER BY queue`, now))
@@ -275,7 +304,7 @@ func requireStatsCounted(t *testing.T, e *env, db *sql.DB, now int64, at string)
 	want := []store.QueueStats{}
 	for rows.Next() {
 		var s store.QueueStats
-		require.NoError(t, rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Running, &s.Completed, &s.Dead, &s.Cancelled,
+		require.NoError(t, rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Running, &s.Completed, &s.Dead, &s.Cancelled, &s.Waiting,
 			&s.OldestReadySince, &s.NextDue), at)
 		want = append(want, s)
 	}
