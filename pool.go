@@ -117,6 +117,7 @@ type pool struct {
 
 	paused  atomic.Bool // the queue is paused: claim nothing, start nothing (see dispatch.go)
 	recheck atomic.Bool // another process wrote: re-read the pause, look for cancelled jobs
+	limited atomic.Bool // the queue has stored limits: claim through them (flow.go)
 }
 
 func (p *pool) signal() {

@@ -55,6 +55,9 @@ type NewJob struct {
 	// Tags are the tags it holds, each once, for the tag index.
 	Meta string
 	Tags []string
+	// Group is the job's group for the per-group limits (flow.go), "" for
+	// none.
+	Group string
 }
 
 // ClaimQuery says what a claim takes: up to N due rows of Queue whose kind is
@@ -68,6 +71,9 @@ type ClaimQuery struct {
 	Now       int64
 	Until     int64
 	Lease     int64
+	// Limited routes the claim through the queue's stored limits (see
+	// Flow); false takes the claim path of queues without limits.
+	Limited bool
 }
 
 // Claimed is one claimed job.
@@ -162,6 +168,7 @@ type Job struct {
 	LastError   string
 	DeadReason  string
 	Meta        string // the job's metadata JSON (meta.go), "" for none
+	Group       string // the job's group (flow.go), "" for none
 }
 
 // ListState is a state as listings filter by it.

@@ -1,0 +1,314 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/litequeue/litequeue/internal/sqlitefile"
+	"github.com/litequeue/litequeue/internal/store"
+)
+
+// Flow control (store.Flow): the limits stored in lq_queues and the claims
+// of limited queues. The writer serialises every claim of the file, so a
+// limited claim counts, decides and marks in one transaction that no other
+// claim interleaves with.
+
+const limitsCols = `concurrency, key_concurrency, ordered, rate_n, rate_per, key_rate_n, key_rate_per`
+
+// scanLimits scans the columns limitsCols names.
+func scanLimits(row interface{ Scan(...any) error }, l *store.Limits) error {
+	return row.Scan(&l.Concurrency, &l.KeyConcurrency, &l.Ordered, &l.RateN, &l.RatePer, &l.KeyRateN, &l.KeyRatePer)
+}
+
+// readLimits reads queue's stored limits on tx; zero when it has none.
+func readLimits(ctx context.Context, tx Execer, queue string) (store.Limits, error) {
+	var l store.Limits
+	err := scanLimits(tx.QueryRowContext(ctx, `SELECT `+limitsCols+` FROM lq_queues WHERE queue = ?`, queue), &l)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Limits{}, nil
+	}
+	return l, err
+}
+
+// markRunningSQL marks the running rows of queue ?1 that no limited claim
+// started, so that claims count them once limits are set.
+const markRunningSQL = `UPDATE lq_jobs SET flow = 1 WHERE queue = ?1 AND state = 1 AND flow IS NULL`
+
+// SetLimits implements store.Flow.
+func (s *Store) SetLimits(ctx context.Context, queue string, l store.Limits) (store.Limits, error) {
+	if s.w == nil {
+		return store.Limits{}, store.ErrReadOnly
+	}
+	var prev store.Limits
+	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+		var err error
+		if prev, err = readLimits(ctx, tx, queue); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO lq_queues (queue, `+limitsCols+`) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+			ON CONFLICT (queue) DO UPDATE SET concurrency = ?2, key_concurrency = ?3, ordered = ?4, rate_n = ?5,
+			rate_per = ?6, key_rate_n = ?7, key_rate_per = ?8`,
+			queue, l.Concurrency, l.KeyConcurrency, l.Ordered, l.RateN, l.RatePer, l.KeyRateN, l.KeyRatePer); err != nil {
+			return err
+		}
+		if l.Any() && !prev.Any() {
+			_, err = tx.ExecContext(ctx, markRunningSQL, queue)
+		}
+		return err
+	})
+	return prev, sqlitefile.ClassifyWriteError(err)
+}
+
+// Limits implements store.Flow.
+func (s *Store) Limits(ctx context.Context) (map[string]store.Limits, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT queue, `+limitsCols+` FROM lq_queues
+		WHERE concurrency <> 0 OR key_concurrency <> 0 OR ordered <> 0 OR rate_n <> 0 OR key_rate_n <> 0`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]store.Limits{}
+	for rows.Next() {
+		var q string
+		var l store.Limits
+		if err := rows.Scan(&q, &l.Concurrency, &l.KeyConcurrency, &l.Ordered, &l.RateN, &l.RatePer, &l.KeyRateN, &l.KeyRatePer); err != nil {
+			return nil, err
+		}
+		out[q] = l
+	}
+	return out, rows.Err()
+}
+
+// flowNextFreeSQL is the earliest lease end, after ?2, of the counted
+// running rows of queue ?1: a range of lq_jobs_flow.
+const flowNextFreeSQL = `SELECT min(visible_at) FROM lq_jobs WHERE queue = ?1 AND state = 1 AND flow IS NOT NULL AND visible_at > ?2`
+
+// FlowNextFree implements store.Flow.
+func (s *Store) FlowNextFree(ctx context.Context, queue string, now int64) (int64, bool, error) {
+	var v sql.NullInt64
+	err := s.db.QueryRowContext(ctx, flowNextFreeSQL, queue, now).Scan(&v)
+	return v.Int64, v.Valid, err
+}
+
+// flowRunningSQL counts the running rows of queue ?1 that a limited claim
+// started and whose lease has not lapsed at ?2, by group: a range of
+// lq_jobs_flow, which holds no other rows.
+const flowRunningSQL = `SELECT grp, count(*) FROM lq_jobs INDEXED BY lq_jobs_flow
+	WHERE queue = ?1 AND state = 1 AND flow IS NOT NULL AND visible_at > ?2 GROUP BY grp`
+
+// flowRunning returns how many counted rows of queue run at now, in all
+// and per group.
+func flowRunning(ctx context.Context, tx Execer, queue string, now int64) (int, map[string]int, error) {
+	rows, err := tx.QueryContext(ctx, flowRunningSQL, queue, now)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer rows.Close()
+	total, byGroup := 0, map[string]int{}
+	for rows.Next() {
+		var g sql.NullString
+		var n int
+		if err := rows.Scan(&g, &n); err != nil {
+			return 0, nil, err
+		}
+		total += n
+		if g.Valid {
+			byGroup[g.String] = n
+		}
+	}
+	return total, byGroup, rows.Err()
+}
+
+// claimLimitedTx claims per q on tx for a queue that may have limits: it
+// reads the stored limits (none: the usual claim), counts what runs, and
+// claims no more than they allow, marking the rows it starts.
+func claimLimitedTx(ctx context.Context, tx Execer, q store.ClaimQuery) ([]store.Claimed, error) {
+	l, err := readLimits(ctx, tx, q.Queue)
+	if err != nil || !l.Any() {
+		if err != nil {
+			return nil, err
+		}
+		return claimTx(ctx, tx, q)
+	}
+	total, byGroup, err := flowRunning(ctx, tx, q.Queue, q.Now)
+	if err != nil {
+		return nil, err
+	}
+	if l.Concurrency > 0 {
+		q.N = min(q.N, l.Concurrency-total)
+	}
+	if q.N <= 0 || len(q.Kinds) == 0 {
+		return nil, nil
+	}
+	var cs []store.Claimed
+	if l.KeyConcurrency > 0 {
+		cs, err = claimByGroupTx(ctx, tx, q, l.KeyConcurrency, byGroup)
+	} else {
+		cs, err = claimTx(ctx, tx, q)
+	}
+	if err != nil || len(cs) == 0 {
+		return cs, err
+	}
+	ids := make([]int64, len(cs))
+	for i := range cs {
+		ids[i] = cs[i].ID
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE lq_jobs SET flow = 1 WHERE id IN (SELECT value FROM json_each(?1))`, idsJSON(ids))
+	return cs, err
+}
+
+// dueGroupSQL reads the due rows of one priority ?2 and kind ?3 of queue
+// ?1 at ?4, in claim order, with their groups: a range of
+// lq_jobs_kind_due that the caller stops reading once it has what it
+// takes.
+const dueGroupSQL = `SELECT id, grp, visible_at FROM lq_jobs
+	WHERE queue = ?1 AND state IN (0, 1) AND priority = ?2 AND kind = ?3 AND visible_at <= ?4
+	ORDER BY visible_at, id`
+
+// claimByIDsSQL claims the rows of the JSON id list ?4 as claimSQL claims
+// its rows.
+const claimByIDsSQL = `UPDATE lq_jobs
+SET state = 1, visible_at = ?1 - (state = 1), lease = ?2, attempt = attempt + 1, attempted_at = ?3, due_at = visible_at,
+    last_error = CASE WHEN state = 1 THEN 'lease expired: the worker of attempt ' || attempt || ' was lost' ELSE last_error END
+WHERE id IN (SELECT value FROM json_each(?4))
+RETURNING id, kind, attempt, priority, payload, idem_key, created_at, last_error, due_at, meta, visible_at < ?1`
+
+// candidate is a due row a group-limited claim may take.
+type candidate struct {
+	id, due int64
+	grp     sql.NullString
+}
+
+// claimByGroupTx claims up to q.N due rows, most urgent first, taking a
+// row of a group only while fewer than perGroup rows of its group run
+// (running counts them): rows of a saturated group are stepped over, so
+// they never hold back the rows of other groups behind them.
+func claimByGroupTx(ctx context.Context, tx Execer, q store.ClaimQuery, perGroup int, running map[string]int) ([]store.Claimed, error) {
+	var chosen []int64
+	taken := map[string]int{}
+	err := priorities(ctx, tx, q.Queue, func(prio int64) (bool, error) {
+		// Per kind, the first rows that the limits allow as they stand;
+		// merged in claim order, each group's allowance is then shared.
+		var all []candidate
+		for _, kind := range q.Kinds {
+			cands, err := groupCandidates(ctx, tx, q, prio, kind, perGroup, running, taken, q.N-len(chosen))
+			if err != nil {
+				return false, err
+			}
+			all = append(all, cands...)
+		}
+		slices.SortFunc(all, func(a, b candidate) int {
+			if a.due != b.due {
+				return cmpInt(a.due, b.due)
+			}
+			return cmpInt(a.id, b.id)
+		})
+		for _, c := range all {
+			if len(chosen) == q.N {
+				break
+			}
+			if c.grp.Valid {
+				if running[c.grp.String]+taken[c.grp.String] >= perGroup {
+					continue
+				}
+				taken[c.grp.String]++
+			}
+			chosen = append(chosen, c.id)
+		}
+		return len(chosen) < q.N, nil
+	})
+	if err != nil || len(chosen) == 0 {
+		return nil, err
+	}
+	return claimIDs(ctx, tx, q, chosen)
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// groupCandidates reads up to n due rows of one priority and kind that the
+// group limit allows, given what runs and what this claim took already.
+func groupCandidates(ctx context.Context, tx Execer, q store.ClaimQuery, prio int64, kind string, perGroup int, running, taken map[string]int, n int) ([]candidate, error) {
+	rows, err := tx.QueryContext(ctx, dueGroupSQL, q.Queue, prio, kind, q.Now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []candidate
+	mine := map[string]int{}
+	for len(out) < n && rows.Next() {
+		var c candidate
+		if err := rows.Scan(&c.id, &c.grp, &c.due); err != nil {
+			return nil, err
+		}
+		if c.grp.Valid {
+			g := c.grp.String
+			if running[g]+taken[g]+mine[g] >= perGroup {
+				continue
+			}
+			mine[g]++
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// claimIDs claims the rows ids (chosen on tx by the caller) and moves
+// their counts.
+func claimIDs(ctx context.Context, tx Execer, q store.ClaimQuery, ids []int64) ([]store.Claimed, error) {
+	rows, err := tx.QueryContext(ctx, claimByIDsSQL, q.Until, q.Lease, q.Now, idsJSON(ids))
+	if err != nil {
+		return nil, err
+	}
+	var cs []store.Claimed
+	fresh := map[int64]int{}
+	for rows.Next() {
+		var c store.Claimed
+		var key, lastErr, meta sql.NullString
+		var lapsed bool
+		if err := rows.Scan(&c.ID, &c.Kind, &c.Attempt, &c.Priority, &c.Payload, &key, &c.CreatedAt, &lastErr, &c.DueAt, &meta, &lapsed); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		c.Key, c.LastError, c.Meta = key.String, lastErr.String, meta.String
+		cs = append(cs, c)
+		if !lapsed {
+			fresh[dueBucket(c.DueAt)]++
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if len(cs) != len(ids) {
+		return nil, fmt.Errorf("litequeue: a limited claim chose %d rows and claimed %d", len(ids), len(cs))
+	}
+	slices.SortFunc(cs, func(a, b store.Claimed) int {
+		if a.Priority != b.Priority {
+			return cmpInt(int64(a.Priority), int64(b.Priority))
+		}
+		if a.DueAt != b.DueAt {
+			return cmpInt(a.DueAt, b.DueAt)
+		}
+		return cmpInt(a.ID, b.ID)
+	})
+	for due, n := range fresh {
+		from := countKey{queue: q.Queue, state: store.Pending, due: due}
+		if err := moveCount(ctx, tx, from, countOf(q.Queue, store.Running, 0), n); err != nil {
+			return nil, err
+		}
+	}
+	return cs, nil
+}
+
+// setGroupSQL stores the group of a job just inserted.
+const setGroupSQL = `UPDATE lq_jobs SET grp = ?2 WHERE id = ?1`
