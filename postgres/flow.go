@@ -15,6 +15,15 @@ import (
 // from any process, follow one another; claims of queues without limits
 // never take that lock and keep their concurrent SKIP LOCKED claims.
 
+// flowRunningSQL counts, by group, the running rows of queue $1 that a
+// limited claim started and whose lease has not lapsed at $2: a range of
+// lq_jobs_flow, which holds no other rows.
+const flowRunningSQL = `SELECT grp, count(*) FROM lq_jobs
+	WHERE queue = $1 AND state = 1 AND flow IS NOT NULL AND visible_at > $2 GROUP BY grp`
+
+// flowNextFreeSQL is the earliest lease end after $2 of those rows.
+const flowNextFreeSQL = `SELECT min(visible_at) FROM lq_jobs WHERE queue = $1 AND state = 1 AND flow IS NOT NULL AND visible_at > $2`
+
 const limitsCols = `concurrency, key_concurrency, ordered, rate_n, rate_per, key_rate_n, key_rate_per`
 
 func scanLimits(row interface{ Scan(...any) error }, l *store.Limits) error {
@@ -77,7 +86,7 @@ func (s *pgStore) Limits(ctx context.Context) (map[string]store.Limits, error) {
 func (s *pgStore) FlowNextFree(ctx context.Context, queue string, now int64) (int64, bool, error) {
 	v, err := readValue(s, ctx, func() (sql.NullInt64, error) {
 		var v sql.NullInt64
-		err := s.db.QueryRowContext(ctx, s.q(`SELECT min(visible_at) FROM lq_jobs WHERE queue = $1 AND state = 1 AND flow IS NOT NULL AND visible_at > $2`), queue, now).Scan(&v)
+		err := s.db.QueryRowContext(ctx, s.q(flowNextFreeSQL), queue, now).Scan(&v)
 		return v, err
 	})
 	return v.Int64, v.Valid, err
@@ -153,8 +162,7 @@ func (s *pgStore) claimLimitedTx(ctx context.Context, tx *sql.Tx, q store.ClaimQ
 // started and whose lease has not lapsed at now, in all and per group: a
 // range of lq_jobs_flow, which holds no other rows.
 func (s *pgStore) flowRunning(ctx context.Context, tx *sql.Tx, queue string, now int64) (int, map[string]int, error) {
-	rows, err := tx.QueryContext(ctx, s.q(`SELECT grp, count(*) FROM lq_jobs
-		WHERE queue = $1 AND state = 1 AND flow IS NOT NULL AND visible_at > $2 GROUP BY grp`), queue, now)
+	rows, err := tx.QueryContext(ctx, s.q(flowRunningSQL), queue, now)
 	if err != nil {
 		return 0, nil, err
 	}
