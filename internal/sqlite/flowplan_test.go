@@ -16,7 +16,7 @@ func TestFlowQueriesReadOnlyCountedRows(t *testing.T) {
 	s := openPlanStore(t)
 	for _, qq := range []struct {
 		name, sql, want string
-		args       []any
+		args            []any
 	}{
 		{"count running", flowRunningSQL, "lq_jobs_flow (queue=?", []any{"q", 1}},
 		{"next free", flowNextFreeSQL, "lq_jobs_flow (queue=?", []any{"q", 1}},
