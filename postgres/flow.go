@@ -280,7 +280,8 @@ func cmpInt(a, b int64) int {
 func (s *pgStore) groupCandidates(ctx context.Context, tx *sql.Tx, q store.ClaimQuery, prio int64, kind string, perGroup int, running, taken map[string]int, n int) ([]candidate, error) {
 	rows, err := tx.QueryContext(ctx, s.q(`SELECT id, grp, visible_at FROM lq_jobs
 		WHERE queue = $1 AND state IN (0, 1) AND priority = $2 AND kind = $3 AND visible_at <= $4
-		ORDER BY visible_at, id`), q.Queue, prio, kind, q.Now)
+		  AND (grp IS NULL OR grp <> ALL ($5))
+		ORDER BY visible_at, id`), q.Queue, prio, kind, q.Now, saturated(running, perGroup))
 	if err != nil {
 		return nil, err
 	}
@@ -322,4 +323,16 @@ func (s *pgStore) insertThenClaim(ctx context.Context, job store.NewJob, q store
 		}
 	})
 	return ids[0], err
+}
+
+// saturated lists the groups that run perGroup rows or more: their rows
+// are stepped over inside the server, not returned.
+func saturated(running map[string]int, perGroup int) []string {
+	gs := []string{}
+	for g, n := range running {
+		if n >= perGroup {
+			gs = append(gs, g)
+		}
+	}
+	return gs
 }

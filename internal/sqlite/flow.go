@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -161,11 +162,13 @@ func claimLimitedTx(ctx context.Context, tx Execer, q store.ClaimQuery) ([]store
 }
 
 // dueGroupSQL reads the due rows of one priority ?2 and kind ?3 of queue
-// ?1 at ?4, in claim order, with their groups: a range of
-// lq_jobs_kind_due that the caller stops reading once it has what it
-// takes.
+// ?1 at ?4, in claim order, with their groups, leaving out those of the
+// saturated groups of the JSON list ?5: a range of lq_jobs_kind_due that
+// the caller stops reading once it has what it takes. The rows of a
+// saturated group are stepped over inside SQLite, not returned.
 const dueGroupSQL = `SELECT id, grp, visible_at FROM lq_jobs
 	WHERE queue = ?1 AND state IN (0, 1) AND priority = ?2 AND kind = ?3 AND visible_at <= ?4
+	  AND (grp IS NULL OR grp NOT IN (SELECT value FROM json_each(?5)))
 	ORDER BY visible_at, id`
 
 // claimByIDsSQL claims the rows of the JSON id list ?4 as claimSQL claims
@@ -189,12 +192,13 @@ type candidate struct {
 func claimByGroupTx(ctx context.Context, tx Execer, q store.ClaimQuery, perGroup int, running map[string]int) ([]store.Claimed, error) {
 	var chosen []int64
 	taken := map[string]int{}
+	sat := saturated(running, perGroup)
 	err := priorities(ctx, tx, q.Queue, func(prio int64) (bool, error) {
 		// Per kind, the first rows that the limits allow as they stand;
 		// merged in claim order, each group's allowance is then shared.
 		var all []candidate
 		for _, kind := range q.Kinds {
-			cands, err := groupCandidates(ctx, tx, q, prio, kind, perGroup, running, taken, q.N-len(chosen))
+			cands, err := groupCandidates(ctx, tx, q, prio, kind, sat, perGroup, running, taken, q.N-len(chosen))
 			if err != nil {
 				return false, err
 			}
@@ -238,8 +242,8 @@ func cmpInt(a, b int64) int {
 
 // groupCandidates reads up to n due rows of one priority and kind that the
 // group limit allows, given what runs and what this claim took already.
-func groupCandidates(ctx context.Context, tx Execer, q store.ClaimQuery, prio int64, kind string, perGroup int, running, taken map[string]int, n int) ([]candidate, error) {
-	rows, err := tx.QueryContext(ctx, dueGroupSQL, q.Queue, prio, kind, q.Now)
+func groupCandidates(ctx context.Context, tx Execer, q store.ClaimQuery, prio int64, kind, sat string, perGroup int, running, taken map[string]int, n int) ([]candidate, error) {
+	rows, err := tx.QueryContext(ctx, dueGroupSQL, q.Queue, prio, kind, q.Now, sat)
 	if err != nil {
 		return nil, err
 	}
@@ -312,3 +316,18 @@ func claimIDs(ctx context.Context, tx Execer, q store.ClaimQuery, ids []int64) (
 
 // setGroupSQL stores the group of a job just inserted.
 const setGroupSQL = `UPDATE lq_jobs SET grp = ?2 WHERE id = ?1`
+
+// saturated is the JSON list of the groups that run perGroup rows or more.
+func saturated(running map[string]int, perGroup int) string {
+	var gs []string
+	for g, n := range running {
+		if n >= perGroup {
+			gs = append(gs, g)
+		}
+	}
+	b, _ := json.Marshal(gs)
+	if gs == nil {
+		return "[]"
+	}
+	return string(b)
+}

@@ -20,7 +20,7 @@ func TestFlowQueriesReadOnlyCountedRows(t *testing.T) {
 	}{
 		{"count running", flowRunningSQL, "lq_jobs_flow (queue=?", []any{"q", 1}},
 		{"next free", flowNextFreeSQL, "lq_jobs_flow (queue=?", []any{"q", 1}},
-		{"due rows with groups", dueGroupSQL, "lq_jobs_kind_due (queue=? AND priority=? AND kind=? AND visible_at<?)", []any{"q", 0, "a", 1}},
+		{"due rows with groups", dueGroupSQL, "lq_jobs_kind_due (queue=? AND priority=? AND kind=? AND visible_at<?)", []any{"q", 0, "a", 1, "[]"}},
 	} {
 		plan := queryPlan(t, s, qq.sql, qq.args...)
 		found := false
