@@ -2,6 +2,7 @@ package litequeue_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,7 @@ func init() {
 		{"FlowLapsedLeaseFreesItsSlotOnlyWhenItLapses", testFlowLapse},
 		{"FlowLimitsAreStoredAndChangedLive", testFlowStored},
 		{"FlowBadLimitsAndGroupsAreRefusedWithNothingWritten", testFlowBadInput},
+		{"FlowOrderedGroupRunsInOrderRetryHoldsDeadAndCancelRelease", testFlowOrdered},
 	}...)
 }
 
@@ -286,4 +288,87 @@ func testFlowBadInput(t *testing.T, b conformanceBackend) {
 	require.ErrorIs(t, err, litequeue.ErrInvalidJob)
 	st := statsOf(t, h.Q, "flow")
 	require.Zero(t, st.Ready)
+}
+
+// Step is a job of an ordered group that does what Do says: "ok"
+// succeeds, "retry" fails its first attempt (retried a minute later),
+// "die" fails permanently.
+type Step struct {
+	Name string `json:"name"`
+	Do   string `json:"do"`
+}
+
+func (Step) Kind() string      { return "conformance_step" }
+func (Step) Group() string     { return "order-1" }
+func (Step) QueueName() string { return "ordered" }
+
+// An ordered group runs its jobs one at a time in enqueue order across
+// the queue's handlers: a job waiting for its retry holds the later ones
+// back until it succeeded; a dead letter and a cancelled job release them;
+// jobs of other groups are not held.
+func testFlowOrdered(t *testing.T, b conformanceBackend) {
+	h := setup(t, b, queues(litequeue.QueueConfig{Name: "ordered", Concurrency: 10, Retry: litequeue.FixedRetry(3, time.Minute),
+		Limits: litequeue.QueueLimits{Ordered: true}}))
+	var mu sync.Mutex
+	var order []string
+	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Step]) error {
+		mu.Lock()
+		order = append(order, d.Job.Name)
+		mu.Unlock()
+		switch {
+		case d.Job.Do == "retry" && d.Attempt == 1:
+			return errors.New("not yet")
+		case d.Job.Do == "die":
+			return litequeue.Permanent(errors.New("never"))
+		}
+		return nil
+	})
+	ctx := context.Background()
+	ids := map[string]int64{}
+	for _, s := range []Step{{"s1", "ok"}, {"s2", "retry"}, {"s3", "die"}, {"s4", "ok"}, {"s5", "retry"}, {"s6", "ok"}} {
+		id, err := h.Q.Enqueue(ctx, s, nil)
+		require.NoError(t, err)
+		ids[s.Name] = id
+	}
+	other, err := h.Q.Enqueue(ctx, Step{Name: "other", Do: "ok"}, &litequeue.EnqueueOptions{Group: "order-2"})
+	require.NoError(t, err)
+	h.start(t)
+	h.Ev.Wait(t, litequeue.EventSucceeded, other, 1)
+	h.Ev.Wait(t, litequeue.EventRetrying, ids["s2"], 1)
+	h.Q.Notify()
+	h.flush(t)
+	mu.Lock()
+	require.Equal(t, []string{"s1", "s2"}, without(order, "other"), "s2's retry holds s3 and later")
+	mu.Unlock()
+	h.Clock.Add(time.Minute)
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Logf("order %v", order)
+	})
+	h.Ev.Wait(t, litequeue.EventDead, ids["s3"], 1)
+	h.Ev.Wait(t, litequeue.EventRetrying, ids["s5"], 1)
+	h.Q.Notify()
+	h.flush(t)
+	mu.Lock()
+	require.Equal(t, []string{"s1", "s2", "s2", "s3", "s4", "s5"}, without(order, "other"), "a dead letter releases the next job")
+	mu.Unlock()
+	// Cancelling the retrying s5 releases s6.
+	_, err = h.Q.Cancel(ctx, ids["s5"])
+	require.NoError(t, err)
+	h.Q.Notify()
+	h.Ev.Wait(t, litequeue.EventSucceeded, ids["s6"], 1)
+	mu.Lock()
+	require.Equal(t, []string{"s1", "s2", "s2", "s3", "s4", "s5", "s6"}, without(order, "other"))
+	mu.Unlock()
+}
+
+func without(s []string, drop string) []string {
+	var out []string
+	for _, x := range s {
+		if x != drop {
+			out = append(out, x)
+		}
+	}
+	return out
 }

@@ -196,15 +196,16 @@ func (p *pool) recheckLimits(ctx context.Context) {
 
 // limitedDue is the dispatcher's next alarm after a limited claim that took
 // fewer jobs than it asked for: the next due time when it is still to come,
-// else (due jobs held back by the limits) the earliest lease end among the
-// counted running jobs, when a slot frees by itself if their worker is
-// gone. Slots freed by jobs that end wake the dispatcher by their writes.
+// else (due jobs held back by the limits) the next time after now when a
+// job comes due or a counted lease ends (a slot frees by itself if its
+// worker is gone). Slots freed by jobs that end wake the dispatcher by
+// their writes.
 func (p *pool) limitedDue(due time.Time, ok bool) (time.Time, bool) {
 	now := p.q.clock.Now()
 	if ok && due.After(now) {
 		return due, true
 	}
-	free, fok, err := p.q.store.FlowNextFree(context.Background(), p.cfg.Name, now.UnixNano())
+	free, fok, err := p.q.store.FlowNextFree(context.Background(), p.cfg.Name, p.kindList, now.UnixNano())
 	if err != nil {
 		p.q.log.Error("litequeue: next free slot", LogQueue, p.cfg.Name, LogError, err.Error())
 		return now.Add(time.Second), true

@@ -21,8 +21,22 @@ import (
 const flowRunningSQL = `SELECT grp, count(*) FROM lq_jobs
 	WHERE queue = $1 AND state = 1 AND flow IS NOT NULL AND visible_at > $2 GROUP BY grp`
 
-// flowNextFreeSQL is the earliest lease end after $2 of those rows.
-const flowNextFreeSQL = `SELECT min(visible_at) FROM lq_jobs WHERE queue = $1 AND state = 1 AND flow IS NOT NULL AND visible_at > $2`
+// flowNextFreeSQL is the earliest time after $2 when a limited claim of
+// queue $1 may take more: the earliest lease end of those rows, or the
+// earliest VisibleAt after $2 of the queue's live rows of the kinds $3 —
+// per priority (the walk of priorityWalk) and kind, one seek of
+// lq_jobs_kind_due.
+const flowNextFreeSQL = `SELECT least(
+    (SELECT min(visible_at) FROM lq_jobs WHERE queue = $1 AND state = 1 AND flow IS NOT NULL AND visible_at > $2),
+    (` + `WITH RECURSIVE p(prio) AS (
+        (SELECT priority FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) ORDER BY priority LIMIT 1)
+        UNION ALL
+        SELECT n.priority FROM p CROSS JOIN LATERAL (
+            SELECT priority FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority > p.prio
+            ORDER BY priority LIMIT 1) n)
+    SELECT min(d.visible_at) FROM p CROSS JOIN unnest($3::text[]) AS k(kind) CROSS JOIN LATERAL (
+        SELECT visible_at FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority = p.prio AND kind = k.kind
+          AND visible_at > $2 ORDER BY visible_at LIMIT 1) d))`
 
 const limitsCols = `concurrency, key_concurrency, ordered, rate_n, rate_per, key_rate_n, key_rate_per`
 
@@ -83,10 +97,13 @@ func (s *pgStore) Limits(ctx context.Context) (map[string]store.Limits, error) {
 }
 
 // FlowNextFree implements store.Flow.
-func (s *pgStore) FlowNextFree(ctx context.Context, queue string, now int64) (int64, bool, error) {
+func (s *pgStore) FlowNextFree(ctx context.Context, queue string, kinds []string, now int64) (int64, bool, error) {
+	if kinds == nil {
+		kinds = []string{}
+	}
 	v, err := readValue(s, ctx, func() (sql.NullInt64, error) {
 		var v sql.NullInt64
-		err := s.db.QueryRowContext(ctx, s.q(flowNextFreeSQL), queue, now).Scan(&v)
+		err := s.db.QueryRowContext(ctx, s.q(flowNextFreeSQL), queue, now, kinds).Scan(&v)
 		return v, err
 	})
 	return v.Int64, v.Valid, err
@@ -142,8 +159,8 @@ func (s *pgStore) claimLimitedTx(ctx context.Context, tx *sql.Tx, q store.ClaimQ
 		return nil, nil
 	}
 	var cs []store.Claimed
-	if l.KeyConcurrency > 0 {
-		cs, err = s.claimByGroupTx(ctx, tx, q, l.KeyConcurrency, byGroup)
+	if l.KeyConcurrency > 0 || l.Ordered {
+		cs, err = s.claimByGroupTx(ctx, tx, q, l, byGroup)
 	} else {
 		cs, err = s.claimTx(ctx, tx, q)
 	}
@@ -182,6 +199,26 @@ func (s *pgStore) flowRunning(ctx context.Context, tx *sql.Tx, queue string, now
 	return total, byGroup, rows.Err()
 }
 
+// dueGroupSQL reads the due rows of one priority $2 and kind $3 of queue
+// $1 at $4, in claim order, with their groups, leaving out those of the
+// saturated groups $5 inside the server: a range of lq_jobs_kind_due that
+// the caller stops reading once it has what it takes.
+const dueGroupSQL = `SELECT id, grp, visible_at FROM lq_jobs
+	WHERE queue = $1 AND state IN (0, 1) AND priority = $2 AND kind = $3 AND visible_at <= $4
+	  AND (grp IS NULL OR grp <> ALL ($5))
+	ORDER BY visible_at, id`
+
+// dueOrderedSQL is dueGroupSQL for ordered groups: a row of a group is
+// taken only when it is the group's first live row (lq_jobs_group_live),
+// so a group's jobs start one at a time in id order, and a pending job
+// waiting for its retry (or snoozed) holds the later ones back until it
+// ran, died or was cancelled.
+const dueOrderedSQL = `SELECT id, grp, visible_at FROM lq_jobs j
+	WHERE queue = $1 AND state IN (0, 1) AND priority = $2 AND kind = $3 AND visible_at <= $4
+	  AND (grp IS NULL OR (grp <> ALL ($5)
+	    AND id = (SELECT min(h.id) FROM lq_jobs h WHERE h.queue = $1 AND h.grp = j.grp AND h.state IN (0, 1))))
+	ORDER BY visible_at, id`
+
 // candidate is a due row a group-limited claim may take.
 type candidate struct {
 	id, due int64
@@ -192,7 +229,11 @@ type candidate struct {
 // row of a group only while fewer than perGroup rows of its group run:
 // rows of a saturated group are stepped over, so they never hold back the
 // rows of other groups behind them.
-func (s *pgStore) claimByGroupTx(ctx context.Context, tx *sql.Tx, q store.ClaimQuery, perGroup int, running map[string]int) ([]store.Claimed, error) {
+func (s *pgStore) claimByGroupTx(ctx context.Context, tx *sql.Tx, q store.ClaimQuery, l store.Limits, running map[string]int) ([]store.Claimed, error) {
+	perGroup, query := l.KeyConcurrency, dueGroupSQL
+	if l.Ordered {
+		perGroup, query = 1, dueOrderedSQL
+	}
 	var chosen []int64
 	taken := map[string]int{}
 	prio := sql.NullInt64{}
@@ -208,7 +249,7 @@ func (s *pgStore) claimByGroupTx(ctx context.Context, tx *sql.Tx, q store.ClaimQ
 		prio = next
 		var all []candidate
 		for _, kind := range q.Kinds {
-			cands, err := s.groupCandidates(ctx, tx, q, prio.Int64, kind, perGroup, running, taken, q.N-len(chosen))
+			cands, err := s.groupCandidates(ctx, tx, query, q, prio.Int64, kind, perGroup, running, taken, q.N-len(chosen))
 			if err != nil {
 				return nil, err
 			}
@@ -277,11 +318,8 @@ func cmpInt(a, b int64) int {
 // groupCandidates reads up to n due rows of one priority and kind that the
 // group limit allows, given what runs and what this claim took already: a
 // range of lq_jobs_kind_due read until it has them.
-func (s *pgStore) groupCandidates(ctx context.Context, tx *sql.Tx, q store.ClaimQuery, prio int64, kind string, perGroup int, running, taken map[string]int, n int) ([]candidate, error) {
-	rows, err := tx.QueryContext(ctx, s.q(`SELECT id, grp, visible_at FROM lq_jobs
-		WHERE queue = $1 AND state IN (0, 1) AND priority = $2 AND kind = $3 AND visible_at <= $4
-		  AND (grp IS NULL OR grp <> ALL ($5))
-		ORDER BY visible_at, id`), q.Queue, prio, kind, q.Now, saturated(running, perGroup))
+func (s *pgStore) groupCandidates(ctx context.Context, tx *sql.Tx, query string, q store.ClaimQuery, prio int64, kind string, perGroup int, running, taken map[string]int, n int) ([]candidate, error) {
+	rows, err := tx.QueryContext(ctx, s.q(query), q.Queue, prio, kind, q.Now, saturated(running, perGroup))
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,7 @@ SELECT 'q', 'a', 0, 100000 + i, i, i, '\x7b7d', 1, 1, 'g' || i FROM generate_ser
 		args  []any
 	}{
 		{"count running", flowRunningSQL, []any{"q", int64(50000)}},
-		{"next free", flowNextFreeSQL, []any{"q", int64(50000)}},
+		{"next free", flowNextFreeSQL, []any{"q", int64(50000), []string{"a"}}},
 	} {
 		for _, generic := range []bool{false, true} {
 			plan := explainAnalyze(t, s.db, generic, s.q(c.query), c.args...)

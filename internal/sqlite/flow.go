@@ -88,11 +88,40 @@ func (s *Store) Limits(ctx context.Context) (map[string]store.Limits, error) {
 const flowNextFreeSQL = `SELECT min(visible_at) FROM lq_jobs WHERE queue = ?1 AND state = 1 AND flow IS NOT NULL AND visible_at > ?2`
 
 // FlowNextFree implements store.Flow.
-func (s *Store) FlowNextFree(ctx context.Context, queue string, now int64) (int64, bool, error) {
+func (s *Store) FlowNextFree(ctx context.Context, queue string, kinds []string, now int64) (int64, bool, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return 0, false, err
+	}
+	defer tx.Rollback()
 	var v sql.NullInt64
-	err := s.db.QueryRowContext(ctx, flowNextFreeSQL, queue, now).Scan(&v)
+	if err := tx.QueryRowContext(ctx, flowNextFreeSQL, queue, now).Scan(&v); err != nil {
+		return 0, false, err
+	}
+	err = priorities(ctx, tx, queue, func(prio int64) (bool, error) {
+		for _, k := range kinds {
+			var due int64
+			err := tx.QueryRowContext(ctx, nextDueAfterSQL, queue, prio, k, now).Scan(&due)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return false, err
+			}
+			if !v.Valid || due < v.Int64 {
+				v = sql.NullInt64{Int64: due, Valid: true}
+			}
+		}
+		return true, nil
+	})
 	return v.Int64, v.Valid, err
 }
+
+// nextDueAfterSQL is the earliest VisibleAt after ?4 of the live rows of
+// queue ?1, priority ?2 and kind ?3: one seek of lq_jobs_kind_due.
+const nextDueAfterSQL = `SELECT visible_at FROM lq_jobs
+	WHERE queue = ?1 AND state IN (0, 1) AND priority = ?2 AND kind = ?3 AND visible_at > ?4
+	ORDER BY visible_at LIMIT 1`
 
 // flowRunningSQL counts the running rows of queue ?1 that a limited claim
 // started and whose lease has not lapsed at ?2, by group: a range of
@@ -145,8 +174,8 @@ func claimLimitedTx(ctx context.Context, tx Execer, q store.ClaimQuery) ([]store
 		return nil, nil
 	}
 	var cs []store.Claimed
-	if l.KeyConcurrency > 0 {
-		cs, err = claimByGroupTx(ctx, tx, q, l.KeyConcurrency, byGroup)
+	if l.KeyConcurrency > 0 || l.Ordered {
+		cs, err = claimByGroupTx(ctx, tx, q, l, byGroup)
 	} else {
 		cs, err = claimTx(ctx, tx, q)
 	}
@@ -171,6 +200,17 @@ const dueGroupSQL = `SELECT id, grp, visible_at FROM lq_jobs
 	  AND (grp IS NULL OR grp NOT IN (SELECT value FROM json_each(?5)))
 	ORDER BY visible_at, id`
 
+// dueOrderedSQL is dueGroupSQL for ordered groups: a row of a group is
+// taken only when it is the group's first live row (lq_jobs_group_live),
+// so a group's jobs start one at a time in id order, and a pending job
+// waiting for its retry (or snoozed) holds the later ones back until it
+// ran, died or was cancelled.
+const dueOrderedSQL = `SELECT id, grp, visible_at FROM lq_jobs j
+	WHERE queue = ?1 AND state IN (0, 1) AND priority = ?2 AND kind = ?3 AND visible_at <= ?4
+	  AND (grp IS NULL OR (grp NOT IN (SELECT value FROM json_each(?5))
+	    AND id = (SELECT min(h.id) FROM lq_jobs h WHERE h.queue = ?1 AND h.grp = j.grp AND h.state IN (0, 1))))
+	ORDER BY visible_at, id`
+
 // claimByIDsSQL claims the rows of the JSON id list ?4 as claimSQL claims
 // its rows.
 const claimByIDsSQL = `UPDATE lq_jobs
@@ -189,7 +229,11 @@ type candidate struct {
 // row of a group only while fewer than perGroup rows of its group run
 // (running counts them): rows of a saturated group are stepped over, so
 // they never hold back the rows of other groups behind them.
-func claimByGroupTx(ctx context.Context, tx Execer, q store.ClaimQuery, perGroup int, running map[string]int) ([]store.Claimed, error) {
+func claimByGroupTx(ctx context.Context, tx Execer, q store.ClaimQuery, l store.Limits, running map[string]int) ([]store.Claimed, error) {
+	perGroup, query := l.KeyConcurrency, dueGroupSQL
+	if l.Ordered {
+		perGroup, query = 1, dueOrderedSQL
+	}
 	var chosen []int64
 	taken := map[string]int{}
 	sat := saturated(running, perGroup)
@@ -198,7 +242,7 @@ func claimByGroupTx(ctx context.Context, tx Execer, q store.ClaimQuery, perGroup
 		// merged in claim order, each group's allowance is then shared.
 		var all []candidate
 		for _, kind := range q.Kinds {
-			cands, err := groupCandidates(ctx, tx, q, prio, kind, sat, perGroup, running, taken, q.N-len(chosen))
+			cands, err := groupCandidates(ctx, tx, query, q, prio, kind, sat, perGroup, running, taken, q.N-len(chosen))
 			if err != nil {
 				return false, err
 			}
@@ -242,8 +286,8 @@ func cmpInt(a, b int64) int {
 
 // groupCandidates reads up to n due rows of one priority and kind that the
 // group limit allows, given what runs and what this claim took already.
-func groupCandidates(ctx context.Context, tx Execer, q store.ClaimQuery, prio int64, kind, sat string, perGroup int, running, taken map[string]int, n int) ([]candidate, error) {
-	rows, err := tx.QueryContext(ctx, dueGroupSQL, q.Queue, prio, kind, q.Now, sat)
+func groupCandidates(ctx context.Context, tx Execer, query string, q store.ClaimQuery, prio int64, kind, sat string, perGroup int, running, taken map[string]int, n int) ([]candidate, error) {
+	rows, err := tx.QueryContext(ctx, query, q.Queue, prio, kind, q.Now, sat)
 	if err != nil {
 		return nil, err
 	}

@@ -40,8 +40,11 @@ type Flow interface {
 	SetLimits(ctx context.Context, queue string, l Limits) (Limits, error)
 	// Limits returns the stored limits of every queue that has any.
 	Limits(ctx context.Context) (map[string]Limits, error)
-	// FlowNextFree returns, at now, the earliest lease end among the
-	// counted running rows of queue (when a slot frees by itself if their
-	// worker is gone); ok false if none runs.
-	FlowNextFree(ctx context.Context, queue string, now int64) (at int64, ok bool, err error)
+	// FlowNextFree returns the earliest time after now when a limited
+	// claim of queue may take more: the earliest lease end among its
+	// counted running rows (a slot frees by itself if their worker is
+	// gone) or VisibleAt of its live rows of kinds (a retry or a scheduled
+	// job comes due); ok false if there is none. It reads one range per
+	// priority and kind, as NextDue does.
+	FlowNextFree(ctx context.Context, queue string, kinds []string, now int64) (at int64, ok bool, err error)
 }

@@ -26,3 +26,8 @@ ALTER TABLE lq_jobs ADD COLUMN grp TEXT;
 ALTER TABLE lq_jobs ADD COLUMN flow INTEGER;
 
 CREATE INDEX lq_jobs_flow ON lq_jobs (queue, grp, visible_at) WHERE state = 1 AND flow IS NOT NULL;
+
+-- The live rows of each group in id order, for ordered groups: a claim
+-- takes a row of an ordered group only when it is the group's first live
+-- row (one seek). Only rows with a group enter it.
+CREATE INDEX lq_jobs_group_live ON lq_jobs (queue, grp, id) WHERE state IN (0, 1) AND grp IS NOT NULL;
