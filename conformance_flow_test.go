@@ -26,6 +26,7 @@ func init() {
 		{"FlowLimitsAreStoredAndChangedLive", testFlowStored},
 		{"FlowBadLimitsAndGroupsAreRefusedWithNothingWritten", testFlowBadInput},
 		{"FlowOrderedGroupRunsInOrderRetryHoldsDeadAndCancelRelease", testFlowOrdered},
+		{"FlowRateLimitsStartsPerWindowInClockTime", testFlowRate},
 	}...)
 }
 
@@ -371,4 +372,49 @@ func without(s []string, drop string) []string {
 		}
 	}
 	return out
+}
+
+// A rate of 2 per second starts two jobs, then two more when the Clock
+// has moved a second on, and so on: the jobs over the rate wait pending,
+// with no attempt used, and the wait is in the Clock's time. KeyRate
+// limits each group's starts the same way without holding other groups.
+func testFlowRate(t *testing.T, b conformanceBackend) {
+	h := setup(t, b, flowQueue(litequeue.QueueLimits{Rate: litequeue.Rate{N: 2, Per: time.Second},
+		KeyRate: litequeue.Rate{N: 1, Per: time.Minute}}))
+	r, g := newRunning(), newGate(t)
+	g.open()
+	registerGrouped(h, r, g)
+	ctx := context.Background()
+	var ids []int64
+	for i := range 5 {
+		id, err := h.Q.Enqueue(ctx, Grouped{Name: string(rune('a' + i))}, nil)
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	k1, err := h.Q.Enqueue(ctx, Grouped{Name: "k1"}, &litequeue.EnqueueOptions{Group: "k"})
+	require.NoError(t, err)
+	k2, err := h.Q.Enqueue(ctx, Grouped{Name: "k2"}, &litequeue.EnqueueOptions{Group: "k"})
+	require.NoError(t, err)
+	h.start(t)
+	succeeded := func() int { return h.Ev.Count(litequeue.EventSucceeded, 0) }
+	waitFor(t, "two jobs succeeded", func() bool { return succeeded() == 2 })
+	h.Q.Notify()
+	h.flush(t)
+	require.Equal(t, 2, succeeded(), "no third start within the second")
+	j, err := h.Q.Job(ctx, ids[4])
+	require.NoError(t, err)
+	require.Zero(t, j.Attempt, "a job held by the rate used no attempt")
+	for want := 4; want <= 7; want += 2 {
+		h.Clock.Add(time.Second)
+		waitFor(t, "two more jobs succeeded", func() bool { return succeeded() == want })
+		h.Q.Notify()
+		h.flush(t)
+		require.Equal(t, want, succeeded())
+	}
+	// 6 started by now: a..e and k1 (the rate's, in due order); k2 waits
+	// for the group's minute although the queue's rate has room.
+	require.Equal(t, 1, h.Ev.Count(litequeue.EventSucceeded, k1))
+	require.Zero(t, h.Ev.Count(litequeue.EventSucceeded, k2), "the group's rate holds k2")
+	h.Clock.Add(time.Minute)
+	h.Ev.Wait(t, litequeue.EventSucceeded, k2, 1)
 }

@@ -24,10 +24,16 @@ type QueueLimits struct {
 	// processes. Jobs without a group are not limited by it. A group at its
 	// limit does not hold back the jobs of other groups.
 	KeyConcurrency int
-	// Ordered, Rate and KeyRate are stored and validated; they are not yet
-	// enforced by the claim (docs/flow-control.md says what is).
+	// Ordered makes each group run one job at a time, in enqueue (id)
+	// order: a job of the group waiting for its retry, or snoozed, holds
+	// the later ones back; its dead letter or cancel releases them.
 	Ordered bool
-	Rate    Rate
+	// Rate limits the starts of the queue's jobs: never more than Rate.N
+	// in any window of Rate.Per, across all processes. Jobs over it stay
+	// pending, with no attempt used, and start as the window moves on (in
+	// the Clock's time).
+	Rate Rate
+	// KeyRate limits the starts of each group's jobs the same way.
 	KeyRate Rate
 }
 

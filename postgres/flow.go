@@ -104,6 +104,19 @@ func (s *pgStore) FlowNextFree(ctx context.Context, queue string, kinds []string
 	v, err := readValue(s, ctx, func() (sql.NullInt64, error) {
 		var v sql.NullInt64
 		err := s.db.QueryRowContext(ctx, s.q(flowNextFreeSQL), queue, now, kinds).Scan(&v)
+		if err != nil {
+			return v, err
+		}
+		// A rate's window lets one more start in Per after its earliest
+		// start.
+		var rate sql.NullInt64
+		err = s.db.QueryRowContext(ctx, s.q(`SELECT min(f.at + r.per) FROM lq_queues q
+			CROSS JOIN LATERAL (VALUES (q.rate_n, q.rate_per), (q.key_rate_n, q.key_rate_per)) AS r(n, per)
+			CROSS JOIN LATERAL (SELECT min(at) AS at FROM lq_flow_starts WHERE queue = $1 AND at > $2 - r.per) f
+			WHERE q.queue = $1 AND r.n > 0`), queue, now).Scan(&rate)
+		if rate.Valid && (!v.Valid || rate.Int64 < v.Int64) {
+			v = rate
+		}
 		return v, err
 	})
 	return v.Int64, v.Valid, err
@@ -155,12 +168,23 @@ func (s *pgStore) claimLimitedTx(ctx context.Context, tx *sql.Tx, q store.ClaimQ
 	if l.Concurrency > 0 {
 		q.N = min(q.N, l.Concurrency-total)
 	}
+	starts := map[string]int{}
+	if l.RateN > 0 || l.KeyRateN > 0 {
+		n, err := s.rateStarts(ctx, tx, q.Queue, l, q.Now, starts)
+		if err != nil {
+			return nil, err
+		}
+		if l.RateN > 0 {
+			q.N = min(q.N, l.RateN-n)
+		}
+	}
 	if q.N <= 0 || len(q.Kinds) == 0 {
 		return nil, nil
 	}
 	var cs []store.Claimed
-	if l.KeyConcurrency > 0 || l.Ordered {
-		cs, err = s.claimByGroupTx(ctx, tx, q, l, byGroup)
+	groups := map[int64]string{}
+	if l.Grouped() {
+		cs, err = s.claimByGroupTx(ctx, tx, q, l, store.NewRoom(l, byGroup, starts), groups)
 	} else {
 		cs, err = s.claimTx(ctx, tx, q)
 	}
@@ -168,11 +192,65 @@ func (s *pgStore) claimLimitedTx(ctx context.Context, tx *sql.Tx, q store.ClaimQ
 		return cs, err
 	}
 	ids := make([]int64, len(cs))
+	gs := make([]string, len(cs))
 	for i := range cs {
-		ids[i] = cs[i].ID
+		ids[i], gs[i] = cs[i].ID, groups[cs[i].ID]
 	}
-	_, err = tx.ExecContext(ctx, s.q(`UPDATE lq_jobs SET flow = 1 WHERE id = ANY ($1)`), ids)
-	return cs, err
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE lq_jobs SET flow = 1 WHERE id = ANY ($1)`), ids); err != nil {
+		return nil, err
+	}
+	if l.RateN > 0 || l.KeyRateN > 0 {
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO lq_flow_starts (queue, grp, at, id)
+			SELECT $1, g, $2, i FROM unnest($3::text[], $4::bigint[]) AS u(g, i)`), q.Queue, q.Now, gs, ids); err != nil {
+			return nil, err
+		}
+	}
+	return cs, nil
+}
+
+// rateStarts deletes the starts of queue older than l's longest window at
+// now, and returns how many started in the window of l.RatePer, filling
+// byGroup with the starts of each group in the window of l.KeyRatePer:
+// ranges of lq_flow_starts' primary key.
+func (s *pgStore) rateStarts(ctx context.Context, tx *sql.Tx, queue string, l store.Limits, now int64, byGroup map[string]int) (int, error) {
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM lq_flow_starts WHERE queue = $1 AND at <= $2`), queue, now-window(l)); err != nil {
+		return 0, err
+	}
+	var n int
+	if l.RateN > 0 {
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT count(*) FROM lq_flow_starts WHERE queue = $1 AND at > $2`), queue, now-l.RatePer).Scan(&n); err != nil {
+			return 0, err
+		}
+	}
+	if l.KeyRateN > 0 {
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT grp, count(*) FROM lq_flow_starts WHERE queue = $1 AND at > $2 AND grp <> '' GROUP BY grp`), queue, now-l.KeyRatePer)
+		if err != nil {
+			return 0, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var g string
+			var c int
+			if err := rows.Scan(&g, &c); err != nil {
+				return 0, err
+			}
+			byGroup[g] = c
+		}
+		return n, rows.Err()
+	}
+	return n, nil
+}
+
+// window is the longest window of l's rates, in nanoseconds.
+func window(l store.Limits) int64 {
+	var w int64
+	if l.RateN > 0 {
+		w = l.RatePer
+	}
+	if l.KeyRateN > 0 {
+		w = max(w, l.KeyRatePer)
+	}
+	return w
 }
 
 // flowRunning counts the running rows of queue that a limited claim
@@ -229,10 +307,10 @@ type candidate struct {
 // row of a group only while fewer than perGroup rows of its group run:
 // rows of a saturated group are stepped over, so they never hold back the
 // rows of other groups behind them.
-func (s *pgStore) claimByGroupTx(ctx context.Context, tx *sql.Tx, q store.ClaimQuery, l store.Limits, running map[string]int) ([]store.Claimed, error) {
-	perGroup, query := l.KeyConcurrency, dueGroupSQL
+func (s *pgStore) claimByGroupTx(ctx context.Context, tx *sql.Tx, q store.ClaimQuery, l store.Limits, room store.Room, groups map[int64]string) ([]store.Claimed, error) {
+	query := dueGroupSQL
 	if l.Ordered {
-		perGroup, query = 1, dueOrderedSQL
+		query = dueOrderedSQL
 	}
 	var chosen []int64
 	taken := map[string]int{}
@@ -249,7 +327,7 @@ func (s *pgStore) claimByGroupTx(ctx context.Context, tx *sql.Tx, q store.ClaimQ
 		prio = next
 		var all []candidate
 		for _, kind := range q.Kinds {
-			cands, err := s.groupCandidates(ctx, tx, query, q, prio.Int64, kind, perGroup, running, taken, q.N-len(chosen))
+			cands, err := s.groupCandidates(ctx, tx, query, q, prio.Int64, kind, room, taken, q.N-len(chosen))
 			if err != nil {
 				return nil, err
 			}
@@ -266,10 +344,11 @@ func (s *pgStore) claimByGroupTx(ctx context.Context, tx *sql.Tx, q store.ClaimQ
 				break
 			}
 			if c.grp.Valid {
-				if running[c.grp.String]+taken[c.grp.String] >= perGroup {
+				if room.Of(c.grp.String)-taken[c.grp.String] <= 0 {
 					continue
 				}
 				taken[c.grp.String]++
+				groups[c.id] = c.grp.String
 			}
 			chosen = append(chosen, c.id)
 		}
@@ -318,8 +397,8 @@ func cmpInt(a, b int64) int {
 // groupCandidates reads up to n due rows of one priority and kind that the
 // group limit allows, given what runs and what this claim took already: a
 // range of lq_jobs_kind_due read until it has them.
-func (s *pgStore) groupCandidates(ctx context.Context, tx *sql.Tx, query string, q store.ClaimQuery, prio int64, kind string, perGroup int, running, taken map[string]int, n int) ([]candidate, error) {
-	rows, err := tx.QueryContext(ctx, s.q(query), q.Queue, prio, kind, q.Now, saturated(running, perGroup))
+func (s *pgStore) groupCandidates(ctx context.Context, tx *sql.Tx, query string, q store.ClaimQuery, prio int64, kind string, room store.Room, taken map[string]int, n int) ([]candidate, error) {
+	rows, err := tx.QueryContext(ctx, s.q(query), q.Queue, prio, kind, q.Now, room.Saturated())
 	if err != nil {
 		return nil, err
 	}
@@ -333,7 +412,7 @@ func (s *pgStore) groupCandidates(ctx context.Context, tx *sql.Tx, query string,
 		}
 		if c.grp.Valid {
 			g := c.grp.String
-			if running[g]+taken[g]+mine[g] >= perGroup {
+			if room.Of(g)-taken[g]-mine[g] <= 0 {
 				continue
 			}
 			mine[g]++
@@ -363,14 +442,3 @@ func (s *pgStore) insertThenClaim(ctx context.Context, job store.NewJob, q store
 	return ids[0], err
 }
 
-// saturated lists the groups that run perGroup rows or more: their rows
-// are stepped over inside the server, not returned.
-func saturated(running map[string]int, perGroup int) []string {
-	gs := []string{}
-	for g, n := range running {
-		if n >= perGroup {
-			gs = append(gs, g)
-		}
-	}
-	return gs
-}

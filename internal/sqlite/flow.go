@@ -98,6 +98,22 @@ func (s *Store) FlowNextFree(ctx context.Context, queue string, kinds []string, 
 	if err := tx.QueryRowContext(ctx, flowNextFreeSQL, queue, now).Scan(&v); err != nil {
 		return 0, false, err
 	}
+	l, err := readLimits(ctx, tx, queue)
+	if err != nil {
+		return 0, false, err
+	}
+	for _, r := range [][2]int64{{int64(l.RateN), l.RatePer}, {int64(l.KeyRateN), l.KeyRatePer}} {
+		if r[0] <= 0 {
+			continue
+		}
+		var at sql.NullInt64
+		if err := tx.QueryRowContext(ctx, rateNextSQL, queue, now-r[1]).Scan(&at); err != nil {
+			return 0, false, err
+		}
+		if at.Valid && (!v.Valid || at.Int64+r[1] < v.Int64) {
+			v = sql.NullInt64{Int64: at.Int64 + r[1], Valid: true}
+		}
+	}
 	err = priorities(ctx, tx, queue, func(prio int64) (bool, error) {
 		for _, k := range kinds {
 			var due int64
@@ -170,12 +186,23 @@ func claimLimitedTx(ctx context.Context, tx Execer, q store.ClaimQuery) ([]store
 	if l.Concurrency > 0 {
 		q.N = min(q.N, l.Concurrency-total)
 	}
+	starts := map[string]int{}
+	if l.RateN > 0 || l.KeyRateN > 0 {
+		n, err := rateStarts(ctx, tx, q.Queue, l, q.Now, starts)
+		if err != nil {
+			return nil, err
+		}
+		if l.RateN > 0 {
+			q.N = min(q.N, l.RateN-n)
+		}
+	}
 	if q.N <= 0 || len(q.Kinds) == 0 {
 		return nil, nil
 	}
 	var cs []store.Claimed
-	if l.KeyConcurrency > 0 || l.Ordered {
-		cs, err = claimByGroupTx(ctx, tx, q, l, byGroup)
+	groups := map[int64]string{}
+	if l.Grouped() {
+		cs, err = claimByGroupTx(ctx, tx, q, l, store.NewRoom(l, byGroup, starts), groups)
 	} else {
 		cs, err = claimTx(ctx, tx, q)
 	}
@@ -186,9 +213,68 @@ func claimLimitedTx(ctx context.Context, tx Execer, q store.ClaimQuery) ([]store
 	for i := range cs {
 		ids[i] = cs[i].ID
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE lq_jobs SET flow = 1 WHERE id IN (SELECT value FROM json_each(?1))`, idsJSON(ids))
-	return cs, err
+	if _, err := tx.ExecContext(ctx, `UPDATE lq_jobs SET flow = 1 WHERE id IN (SELECT value FROM json_each(?1))`, idsJSON(ids)); err != nil {
+		return nil, err
+	}
+	if l.RateN > 0 || l.KeyRateN > 0 {
+		for _, id := range ids {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO lq_flow_starts (queue, grp, at, id) VALUES (?, ?, ?, ?)`,
+				q.Queue, groups[id], q.Now, id); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return cs, nil
 }
+
+// window is the longest window of l's rates, in nanoseconds.
+func window(l store.Limits) int64 {
+	var w int64
+	if l.RateN > 0 {
+		w = l.RatePer
+	}
+	if l.KeyRateN > 0 {
+		w = max(w, l.KeyRatePer)
+	}
+	return w
+}
+
+// rateStarts deletes the starts of queue older than l's longest window at
+// now, and returns how many started in the window of l.RatePer, filling
+// byGroup with the starts of each group in the window of l.KeyRatePer:
+// ranges of lq_flow_starts' primary key.
+func rateStarts(ctx context.Context, tx Execer, queue string, l store.Limits, now int64, byGroup map[string]int) (int, error) {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM lq_flow_starts WHERE queue = ?1 AND at <= ?2`, queue, now-window(l)); err != nil {
+		return 0, err
+	}
+	var n int
+	if l.RateN > 0 {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM lq_flow_starts WHERE queue = ?1 AND at > ?2`, queue, now-l.RatePer).Scan(&n); err != nil {
+			return 0, err
+		}
+	}
+	if l.KeyRateN > 0 {
+		rows, err := tx.QueryContext(ctx, `SELECT grp, count(*) FROM lq_flow_starts WHERE queue = ?1 AND at > ?2 AND grp <> '' GROUP BY grp`, queue, now-l.KeyRatePer)
+		if err != nil {
+			return 0, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var g string
+			var c int
+			if err := rows.Scan(&g, &c); err != nil {
+				return 0, err
+			}
+			byGroup[g] = c
+		}
+		return n, rows.Err()
+	}
+	return n, nil
+}
+
+// rateNextSQL is the earliest start of queue ?1 after ?2 (the start of a
+// window): that start leaves the window Per after it.
+const rateNextSQL = `SELECT min(at) FROM lq_flow_starts WHERE queue = ?1 AND at > ?2`
 
 // dueGroupSQL reads the due rows of one priority ?2 and kind ?3 of queue
 // ?1 at ?4, in claim order, with their groups, leaving out those of the
@@ -229,20 +315,21 @@ type candidate struct {
 // row of a group only while fewer than perGroup rows of its group run
 // (running counts them): rows of a saturated group are stepped over, so
 // they never hold back the rows of other groups behind them.
-func claimByGroupTx(ctx context.Context, tx Execer, q store.ClaimQuery, l store.Limits, running map[string]int) ([]store.Claimed, error) {
-	perGroup, query := l.KeyConcurrency, dueGroupSQL
+func claimByGroupTx(ctx context.Context, tx Execer, q store.ClaimQuery, l store.Limits, room store.Room, groups map[int64]string) ([]store.Claimed, error) {
+	query := dueGroupSQL
 	if l.Ordered {
-		perGroup, query = 1, dueOrderedSQL
+		query = dueOrderedSQL
 	}
 	var chosen []int64
 	taken := map[string]int{}
-	sat := saturated(running, perGroup)
+	satJSON, _ := json.Marshal(room.Saturated())
+	sat := string(satJSON)
 	err := priorities(ctx, tx, q.Queue, func(prio int64) (bool, error) {
 		// Per kind, the first rows that the limits allow as they stand;
 		// merged in claim order, each group's allowance is then shared.
 		var all []candidate
 		for _, kind := range q.Kinds {
-			cands, err := groupCandidates(ctx, tx, query, q, prio, kind, sat, perGroup, running, taken, q.N-len(chosen))
+			cands, err := groupCandidates(ctx, tx, query, q, prio, kind, sat, room, taken, q.N-len(chosen))
 			if err != nil {
 				return false, err
 			}
@@ -259,10 +346,11 @@ func claimByGroupTx(ctx context.Context, tx Execer, q store.ClaimQuery, l store.
 				break
 			}
 			if c.grp.Valid {
-				if running[c.grp.String]+taken[c.grp.String] >= perGroup {
+				if room.Of(c.grp.String)-taken[c.grp.String] <= 0 {
 					continue
 				}
 				taken[c.grp.String]++
+				groups[c.id] = c.grp.String
 			}
 			chosen = append(chosen, c.id)
 		}
@@ -286,7 +374,7 @@ func cmpInt(a, b int64) int {
 
 // groupCandidates reads up to n due rows of one priority and kind that the
 // group limit allows, given what runs and what this claim took already.
-func groupCandidates(ctx context.Context, tx Execer, query string, q store.ClaimQuery, prio int64, kind, sat string, perGroup int, running, taken map[string]int, n int) ([]candidate, error) {
+func groupCandidates(ctx context.Context, tx Execer, query string, q store.ClaimQuery, prio int64, kind, sat string, room store.Room, taken map[string]int, n int) ([]candidate, error) {
 	rows, err := tx.QueryContext(ctx, query, q.Queue, prio, kind, q.Now, sat)
 	if err != nil {
 		return nil, err
@@ -301,7 +389,7 @@ func groupCandidates(ctx context.Context, tx Execer, query string, q store.Claim
 		}
 		if c.grp.Valid {
 			g := c.grp.String
-			if running[g]+taken[g]+mine[g] >= perGroup {
+			if room.Of(g)-taken[g]-mine[g] <= 0 {
 				continue
 			}
 			mine[g]++
@@ -361,17 +449,3 @@ func claimIDs(ctx context.Context, tx Execer, q store.ClaimQuery, ids []int64) (
 // setGroupSQL stores the group of a job just inserted.
 const setGroupSQL = `UPDATE lq_jobs SET grp = ?2 WHERE id = ?1`
 
-// saturated is the JSON list of the groups that run perGroup rows or more.
-func saturated(running map[string]int, perGroup int) string {
-	var gs []string
-	for g, n := range running {
-		if n >= perGroup {
-			gs = append(gs, g)
-		}
-	}
-	b, _ := json.Marshal(gs)
-	if gs == nil {
-		return "[]"
-	}
-	return string(b)
-}

@@ -1,6 +1,10 @@
 package store
 
-import "context"
+import (
+	"context"
+	"math"
+	"slices"
+)
 
 // Flow control: limits stored with a queue (docs/flow-control.md) and
 // honoured by every claim of every process, inside the claim's
@@ -47,4 +51,49 @@ type Flow interface {
 	// job comes due); ok false if there is none. It reads one range per
 	// priority and kind, as NextDue does.
 	FlowNextFree(ctx context.Context, queue string, kinds []string, now int64) (at int64, ok bool, err error)
+}
+
+// Room is what a limited claim may still start per group, from the
+// group's running rows (counted, lease not lapsed) and its starts in the
+// current window of KeyRatePer.
+type Room struct {
+	l               Limits
+	running, starts map[string]int
+}
+
+// NewRoom is the Room of limits l given what runs and what started.
+func NewRoom(l Limits, running, starts map[string]int) Room {
+	return Room{l: l, running: running, starts: starts}
+}
+
+// Grouped reports whether l limits groups at all.
+func (l Limits) Grouped() bool { return l.KeyConcurrency > 0 || l.Ordered || l.KeyRateN > 0 }
+
+// Of is how many more rows of group g the claim may start.
+func (r Room) Of(g string) int {
+	room := math.MaxInt
+	if r.l.KeyConcurrency > 0 {
+		room = min(room, r.l.KeyConcurrency-r.running[g])
+	}
+	if r.l.Ordered {
+		room = min(room, 1-r.running[g])
+	}
+	if r.l.KeyRateN > 0 {
+		room = min(room, r.l.KeyRateN-r.starts[g])
+	}
+	return room
+}
+
+// Saturated lists the groups with no room left, sorted.
+func (r Room) Saturated() []string {
+	out := []string{}
+	for _, m := range []map[string]int{r.running, r.starts} {
+		for g := range m {
+			if r.Of(g) <= 0 && !slices.Contains(out, g) {
+				out = append(out, g)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -26,3 +26,15 @@ CREATE INDEX lq_jobs_flow ON lq_jobs (queue, grp, visible_at) WHERE state = 1 AN
 -- takes a row of an ordered group only when it is the group's first live
 -- row (one seek). Only rows with a group enter it.
 CREATE INDEX lq_jobs_group_live ON lq_jobs (queue, grp, id) WHERE state IN (0, 1) AND grp IS NOT NULL;
+
+-- The starts of the jobs of rate-limited queues, one row per start, kept
+-- for the longest window of the queue's rates: a claim counts the starts
+-- of the window (of the queue, or of one group; grp '' for none) and
+-- deletes the older ones.
+CREATE TABLE lq_flow_starts (
+    queue text   NOT NULL,
+    grp   text   NOT NULL COLLATE "C",
+    at    bigint NOT NULL,
+    id    bigint NOT NULL,
+    PRIMARY KEY (queue, at, id)
+);
