@@ -441,4 +441,3 @@ func (s *pgStore) insertThenClaim(ctx context.Context, job store.NewJob, q store
 	})
 	return ids[0], err
 }
-

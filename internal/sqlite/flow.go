@@ -448,4 +448,3 @@ func claimIDs(ctx context.Context, tx Execer, q store.ClaimQuery, ids []int64) (
 
 // setGroupSQL stores the group of a job just inserted.
 const setGroupSQL = `UPDATE lq_jobs SET grp = ?2 WHERE id = ?1`
-
