@@ -35,6 +35,7 @@ func (p *pool) delivery(c store.Claimed, cq store.ClaimQuery) *delivery {
 // order with every other claim. It returns how many it took.
 func (p *pool) claim(n int) (int, error) {
 	cq := p.safeClaimQuery(n)
+	p.claimedAt.Store(cq.Now)
 	return p.q.store.Claim(context.Background(), cq, func(cs []store.Claimed) {
 		ds := make([]*delivery, len(cs))
 		for i, c := range cs {

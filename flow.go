@@ -206,8 +206,12 @@ func (p *pool) recheckLimits(ctx context.Context) {
 // job comes due or a counted lease ends (a slot frees by itself if its
 // worker is gone). Slots freed by jobs that end wake the dispatcher by
 // their writes.
+//
+// The times are taken after the claim's own time, not the Clock's now: a
+// Clock moved on during the claim makes the alarm fire at once, and the
+// next claim sees the new time.
 func (p *pool) limitedDue(due time.Time, ok bool) (time.Time, bool) {
-	now := p.q.clock.Now()
+	now := time.Unix(0, p.claimedAt.Load())
 	if ok && due.After(now) {
 		return due, true
 	}
