@@ -58,9 +58,9 @@ func (FlowRate) QueueName() string { return "flowr" }
 func flowOptions(cfg helperConfig, fails *helperFailures) *Options {
 	o := helperOptions(cfg, fails)
 	o.Queues = []QueueConfig{
-		{Name: "flowc", Concurrency: cfg.Concurrency, VisibilityTimeout: cfg.Visibility, Retry: NoRetry(), Limits: flowConcLimits},
-		{Name: "flowo", Concurrency: cfg.Concurrency, VisibilityTimeout: cfg.Visibility, Retry: NoRetry(), Limits: flowOrdLimits},
-		{Name: "flowr", Concurrency: cfg.Concurrency, VisibilityTimeout: cfg.Visibility, Retry: NoRetry(), Limits: flowRateLimits},
+		{Name: "flowc", Concurrency: cfg.Concurrency, VisibilityTimeout: cfg.Visibility, Retry: FixedRetry(100, 10*time.Millisecond), Limits: flowConcLimits},
+		{Name: "flowo", Concurrency: cfg.Concurrency, VisibilityTimeout: cfg.Visibility, Retry: FixedRetry(100, 10*time.Millisecond), Limits: flowOrdLimits},
+		{Name: "flowr", Concurrency: cfg.Concurrency, VisibilityTimeout: cfg.Visibility, Retry: FixedRetry(100, 10*time.Millisecond), Limits: flowRateLimits},
 	}
 	return o
 }

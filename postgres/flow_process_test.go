@@ -54,7 +54,7 @@ func (PGFlowRate) Group() string     { return "" }
 
 func pgFlowOptions() *litequeue.Options {
 	qc := func(name string, l litequeue.QueueLimits) litequeue.QueueConfig {
-		return litequeue.QueueConfig{Name: name, Concurrency: 8, VisibilityTimeout: time.Second, Retry: litequeue.NoRetry(), Limits: l}
+		return litequeue.QueueConfig{Name: name, Concurrency: 8, VisibilityTimeout: time.Second, Retry: litequeue.FixedRetry(100, 10*time.Millisecond), Limits: l}
 	}
 	return &litequeue.Options{PollInterval: 20 * time.Millisecond,
 		Queues: []litequeue.QueueConfig{qc("flowc", pgFlowConc), qc("flowo", pgFlowOrd), qc("flowr", pgFlowRate)}}
@@ -276,7 +276,15 @@ func TestFlowLimitsHoldAcrossThreeProcessesWithAKill(t *testing.T) {
 	n, per := pgFlowRate.Rate.N, int64(pgFlowRate.Rate.Per)
 	for i := n; i < len(rateStarts); i++ {
 		if rateStarts[i]-rateStarts[i-n] < per {
-			t.Fatalf("more than %d starts in a window of %s", n, pgFlowRate.Rate.Per)
+			var dump []string
+			rows, _ := db.Query(`SELECT id, pid, attempted, start_ns FROM lqt_flow WHERE kind = 'flow_rate' AND attempted BETWEEN $1 AND $2 ORDER BY attempted`, rateStarts[i-n], rateStarts[i])
+			for rows.Next() {
+				var id, pid, a, s int64
+				rows.Scan(&id, &pid, &a, &s)
+				dump = append(dump, fmt.Sprintf("%d/%d/%d/%d", id, pid, a-rateStarts[i-n], s-a))
+			}
+			rows.Close()
+			t.Fatalf("more than %d starts in a window of %s: %v", n, pgFlowRate.Rate.Per, dump)
 		}
 	}
 	t.Logf("%d jobs by 3 processes (one killed): at most %d running of limit %d, %d per group of %d, ordered groups one at a time, %d rate-limited starts",
