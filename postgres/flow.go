@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/litequeue/litequeue/internal/store"
 )
@@ -213,7 +214,7 @@ func (s *pgStore) claimLimitedTx(ctx context.Context, tx *sql.Tx, q store.ClaimQ
 // byGroup with the starts of each group in the window of l.KeyRatePer:
 // ranges of lq_flow_starts' primary key.
 func (s *pgStore) rateStarts(ctx context.Context, tx *sql.Tx, queue string, l store.Limits, now int64, byGroup map[string]int) (int, error) {
-	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM lq_flow_starts WHERE queue = $1 AND at <= $2`), queue, now-window(l)); err != nil {
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM lq_flow_starts WHERE queue = $1 AND at <= $2`), queue, now-window(l)-pruneMargin); err != nil {
 		return 0, err
 	}
 	var n int
@@ -240,6 +241,12 @@ func (s *pgStore) rateStarts(ctx context.Context, tx *sql.Tx, queue string, l st
 	}
 	return n, nil
 }
+
+// pruneMargin keeps starts this long past the longest window: a claim
+// whose time was read before it waited for the lock counts its window
+// from that earlier time, and must still find the starts in it that a
+// later claim could have pruned.
+const pruneMargin = int64(time.Minute)
 
 // window is the longest window of l's rates, in nanoseconds.
 func window(l store.Limits) int64 {

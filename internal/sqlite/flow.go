@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/litequeue/litequeue/internal/sqlitefile"
 	"github.com/litequeue/litequeue/internal/store"
@@ -227,6 +228,12 @@ func claimLimitedTx(ctx context.Context, tx Execer, q store.ClaimQuery) ([]store
 	return cs, nil
 }
 
+// pruneMargin keeps starts this long past the longest window: a claim
+// whose time was read before it waited for the lock counts its window
+// from that earlier time, and must still find the starts in it that a
+// later claim could have pruned.
+const pruneMargin = int64(time.Minute)
+
 // window is the longest window of l's rates, in nanoseconds.
 func window(l store.Limits) int64 {
 	var w int64
@@ -244,7 +251,7 @@ func window(l store.Limits) int64 {
 // byGroup with the starts of each group in the window of l.KeyRatePer:
 // ranges of lq_flow_starts' primary key.
 func rateStarts(ctx context.Context, tx Execer, queue string, l store.Limits, now int64, byGroup map[string]int) (int, error) {
-	if _, err := tx.ExecContext(ctx, `DELETE FROM lq_flow_starts WHERE queue = ?1 AND at <= ?2`, queue, now-window(l)); err != nil {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM lq_flow_starts WHERE queue = ?1 AND at <= ?2`, queue, now-window(l)-pruneMargin); err != nil {
 		return 0, err
 	}
 	var n int

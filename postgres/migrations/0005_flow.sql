@@ -30,7 +30,7 @@ CREATE INDEX lq_jobs_group_live ON lq_jobs (queue, grp, id) WHERE state IN (0, 1
 -- The starts of the jobs of rate-limited queues, one row per start, kept
 -- for the longest window of the queue's rates: a claim counts the starts
 -- of the window (of the queue, or of one group; grp '' for none) and
--- deletes the older ones.
+-- deletes those older than the window by more than a minute.
 CREATE TABLE lq_flow_starts (
     queue text   NOT NULL,
     grp   text   NOT NULL COLLATE "C",
