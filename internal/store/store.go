@@ -168,7 +168,6 @@ type Job struct {
 	LastError   string
 	DeadReason  string
 	Meta        string // the job's metadata JSON (meta.go), "" for none
-	Group       string // the job's group (flow.go), "" for none
 }
 
 // ListState is a state as listings filter by it.
