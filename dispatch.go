@@ -36,6 +36,13 @@ func (p *pool) delivery(c store.Claimed, cq store.ClaimQuery) *delivery {
 func (p *pool) claim(n int) (int, error) {
 	cq := p.safeClaimQuery(n)
 	p.claimedAt.Store(cq.Now)
+	began := p.q.clock.Now()
+	defer func() {
+		took := p.q.clock.Since(began)
+		p.mu.Lock()
+		p.prefetch.claimed(took)
+		p.mu.Unlock()
+	}()
 	return p.q.store.Claim(context.Background(), cq, func(cs []store.Claimed) {
 		ds := make([]*delivery, len(cs))
 		for i, c := range cs {

@@ -221,15 +221,18 @@ type Options struct {
 	// ClaimBatch is the most jobs one claim statement takes. Default
 	// DefaultClaimBatch (400). A queue holds claimed beyond its busy
 	// handlers up to two allowances of about what its handlers start in
-	// 50ms of the Clock, measured as they run, each at most ClaimBatch, and
+	// 10ms of the Clock (or in twice the time its last claim took, when
+	// that is longer, up to 50ms), measured as they run, each at most
+	// ClaimBatch, and at least one job while they start one per 50ms; it
 	// claims the next allowance while one still waits, so that the claim
 	// overlaps the handlers' work. Fast handlers get large claims (fewer
 	// statements, and on PostgreSQL fewer round trips and commits, per
 	// job), while a queue whose jobs take longer holds little or nothing
 	// ahead — jobs are not kept leased in one process while another has
 	// free workers, and a crash costs few jobs that had not started (their
-	// attempt was counted at claim): once the rate is measured, about 100ms
-	// of work at most, and never more than 2 × ClaimBatch. A queue's first
+	// attempt was counted at claim): once the rate is measured, about 20ms
+	// of work (100ms behind slow claims) or one job each for two handler
+	// slots, whichever is more, and never more than 2 × ClaimBatch. A queue's first
 	// claim, before any rate is known, takes its free handler slots and
 	// about as many again (two allowances of half its slots, each at most
 	// ClaimBatch).

@@ -30,7 +30,29 @@ func TestPrefetchFollowsTheStartRate(t *testing.T) {
 		}
 		require.Equal(t, 2, f.n, "the sample spans less than prefetchSample")
 		f.started(t0.Add(prefetchSample)) // 41 starts in 10ms: 4,100 a second
-		require.Equal(t, 205, f.n, "50ms of starts at 4,100 a second")
+		require.Equal(t, 41, f.n, "10ms of starts at 4,100 a second")
+	})
+	t.Run("slow claims stretch the horizon to twice their time, at most 50ms", func(t *testing.T) {
+		f := newPrefetch(4, 400)
+		f.claimed(15 * time.Millisecond)
+		f.started(t0)
+		for range 40 {
+			f.started(t0.Add(time.Millisecond))
+		}
+		f.started(t0.Add(prefetchSample)) // 4,200 a second
+		require.Equal(t, 126, f.n, "30ms of starts at 4,200 a second")
+		f.claimed(time.Second)
+		for range 41 {
+			f.started(t0.Add(prefetchSample + time.Millisecond))
+		}
+		f.started(t0.Add(2 * prefetchSample))
+		require.Equal(t, 210, f.n, "50ms of starts at 4,200 a second")
+		f.claimed(time.Millisecond)
+		for range 41 {
+			f.started(t0.Add(2*prefetchSample + time.Millisecond))
+		}
+		f.started(t0.Add(3 * prefetchSample))
+		require.Equal(t, 42, f.n, "fast claims: 10ms of starts")
 	})
 	t.Run("never above ClaimBatch", func(t *testing.T) {
 		f := newPrefetch(4, 50)
@@ -47,6 +69,14 @@ func TestPrefetchFollowsTheStartRate(t *testing.T) {
 		f.started(t0.Add(200 * time.Millisecond)) // 2 starts in 200ms: 0.5 jobs in 50ms
 		require.Zero(t, f.n)
 	})
+	t.Run("a start every 50ms or more often holds one ahead", func(t *testing.T) {
+		f := newPrefetch(4, 400)
+		f.started(t0)
+		f.started(t0.Add(30 * time.Millisecond)) // 2 starts in 30ms: 0.67 jobs in 10ms
+		require.Equal(t, 1, f.n)
+		f.started(t0.Add(130 * time.Millisecond)) // 1 start in 100ms
+		require.Zero(t, f.n)
+	})
 	t.Run("each sample starts where the last ended", func(t *testing.T) {
 		f := newPrefetch(4, 400)
 		f.started(t0)
@@ -57,7 +87,7 @@ func TestPrefetchFollowsTheStartRate(t *testing.T) {
 			f.started(at)
 		}
 		f.started(at.Add(prefetchSample)) // 51 starts in the 10ms since the last sample
-		require.Equal(t, 255, f.n)
+		require.Equal(t, 51, f.n)
 	})
 }
 
@@ -88,8 +118,8 @@ func TestALargerAllowanceWakesTheDispatcher(t *testing.T) {
 	p.pop(nil) // begins the sample
 	require.False(t, woken(), "the allowance did not change")
 	h.clock.Add(prefetchSample)
-	p.pop(nil) // 2 starts in 10ms: 10 jobs in 50ms
-	require.True(t, woken(), "the allowance grew from 1 to 10: the dispatcher is woken")
+	p.pop(nil) // 2 starts in 10ms: 2 jobs in the 10ms horizon
+	require.True(t, woken(), "the allowance grew from 1 to 2: the dispatcher is woken")
 }
 
 // A pool draining a backlog claims the next allowance while a whole one

@@ -26,29 +26,37 @@ func newJob(i int) benchJob { return benchjob.New(i, padding) }
 
 // Result is one JSON line, in the harness's schema.
 type Result struct {
-	Peer        string         `json:"peer"`
-	Scenario    string         `json:"scenario"`
-	Variant     string         `json:"variant"`
-	N           int            `json:"n"`
-	Workers     int            `json:"workers"`
-	Producers   int            `json:"producers,omitempty"`
-	Completed   int64          `json:"completed"`
-	ElapsedS    float64        `json:"elapsed_s"`
-	JobsPerS    float64        `json:"jobs_per_s"`
-	Capped      bool           `json:"capped,omitempty"`
-	WorkedS     float64        `json:"worked_s,omitempty"`
-	SetupS      float64        `json:"setup_s,omitempty"`
-	P50Ms       *float64       `json:"p50_ms,omitempty"`
-	P99Ms       *float64       `json:"p99_ms,omitempty"`
-	MeanMs      float64        `json:"mean_ms,omitempty"`
-	MinMs       float64        `json:"min_ms,omitempty"`
-	MaxMs       float64        `json:"max_ms,omitempty"`
-	EnqP50Ms    float64        `json:"enqueue_p50_ms,omitempty"`
-	PayloadSize int            `json:"payload_bytes"`
-	PeakRSSMiB  float64        `json:"peak_rss_mib"`
-	Settings    map[string]any `json:"settings"`
-	GoVersion   string         `json:"go"`
-	Error       string         `json:"error,omitempty"`
+	Peer      string   `json:"peer"`
+	Scenario  string   `json:"scenario"`
+	Variant   string   `json:"variant"`
+	N         int      `json:"n"`
+	Workers   int      `json:"workers"`
+	Producers int      `json:"producers,omitempty"`
+	Completed int64    `json:"completed"`
+	ElapsedS  float64  `json:"elapsed_s"`
+	JobsPerS  float64  `json:"jobs_per_s"`
+	Capped    bool     `json:"capped,omitempty"`
+	WorkedS   float64  `json:"worked_s,omitempty"`
+	SetupS    float64  `json:"setup_s,omitempty"`
+	P50Ms     *float64 `json:"p50_ms,omitempty"`
+	P99Ms     *float64 `json:"p99_ms,omitempty"`
+	MeanMs    float64  `json:"mean_ms,omitempty"`
+	MinMs     float64  `json:"min_ms,omitempty"`
+	MaxMs     float64  `json:"max_ms,omitempty"`
+	EnqP50Ms  float64  `json:"enqueue_p50_ms,omitempty"`
+	// D -vs-floor: the commit floor's p50 and p99 (floor.go), sampled in
+	// turns with the queue's in the same run, the queue's p50 and p99 less
+	// them, and the queue's p99 over the floor's.
+	FloorP50Ms     *float64       `json:"floor_p50_ms,omitempty"`
+	FloorP99Ms     *float64       `json:"floor_p99_ms,omitempty"`
+	OverFloorP50Ms *float64       `json:"over_floor_p50_ms,omitempty"`
+	OverFloorP99Ms *float64       `json:"over_floor_p99_ms,omitempty"`
+	P99OverFloor   *float64       `json:"p99_over_floor,omitempty"`
+	PayloadSize    int            `json:"payload_bytes"`
+	PeakRSSMiB     float64        `json:"peak_rss_mib"`
+	Settings       map[string]any `json:"settings"`
+	GoVersion      string         `json:"go"`
+	Error          string         `json:"error,omitempty"`
 	// EventsDropped (C) counts events the queue dropped during the drain
 	// because OnEvent's goroutine fell behind; the end was then found by
 	// reading the table, which costs up to 5 ms more than the event.
@@ -91,6 +99,7 @@ type config struct {
 	pgURL        string // -pg: admin URL (postgres)
 	commitFloor  bool   // D: time a bare INSERT commit instead of the queue (pg.go, floor.go)
 	crossProcess bool   // D: enqueue from another process (crossproc.go)
+	vsFloor      bool   // D: sample the commit floor in turns with the queue (floor.go)
 	idle         time.Duration
 	prefill      int    // growth: rows added before the scenario (growth.go)
 	prefillAs    string // growth: what they are

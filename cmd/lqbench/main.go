@@ -24,6 +24,10 @@
 // once its enqueue committed can show in D on that server or disk, the
 // yardstick for D's figure beside the peers'.
 //
+// -scenario D -vs-floor samples that floor in turns with the queue in one
+// run (each sample after its own idle gap, the order swapped every pair) and
+// prints the floor's p50 and p99 beside the queue's and the differences.
+//
 // -prefill N -prefill-as STATE (growth.go) adds N jobs by direct SQL before
 // any scenario and reports the Open and a Stats of the filled store.
 package main
@@ -74,6 +78,7 @@ func main() {
 	flag.BoolVar(&c.commitFloor, "commit-floor", false, "D: time one bare autocommit INSERT on a connection of its own after the same idle gaps, instead of the queue (the least a queue that runs a job only after its enqueue committed can take): on PostgreSQL in the run's database, on SQLite in a file of its own beside the queue's (WAL, synchronous FULL, -pragmas)")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed part to this file")
 	flag.StringVar(&c.memProfile, "memprofile", "", "write a heap profile at the end to this file")
+	flag.BoolVar(&c.vsFloor, "vs-floor", false, "D: sample the commit floor (see -commit-floor) in turns with the queue in the same run, each after its own idle gap, and print the floor's p50 and p99 beside the queue's and the queue's excess over them")
 	flag.BoolVar(&c.crossProcess, "cross-process", false, "D: enqueue from another process (an lqbench child on the same file), so the idle worker hears of each job through the file-change notification (or the poll), not in-process")
 	flag.IntVar(&c.prefill, "prefill", 0, "growth: add this many jobs by direct SQL before the scenario, and report the Open and a Stats of the filled store (see -prefill-as)")
 	flag.StringVar(&c.prefillAs, "prefill-as", "unhandled", "growth: what -prefill adds: unhandled (due, of a kind no handler takes, in the served queue) | pending (due, in a queue no worker serves) | scheduled (a year ahead) | dead | completed")
@@ -127,6 +132,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "lqbench: -commit-floor is for -scenario D")
 		os.Exit(2)
 	}
+	if c.vsFloor && (c.scenario != "D" || c.commitFloor || c.crossProcess) {
+		fmt.Fprintln(os.Stderr, "lqbench: -vs-floor is for -scenario D, without -commit-floor or -cross-process")
+		os.Exit(2)
+	}
 	if c.prefill < 0 || c.prefill > 0 && (!prefillStates[c.prefillAs] || c.scenario == "soak" || c.commitFloor || c.crossProcess) {
 		fmt.Fprintln(os.Stderr, "lqbench: -prefill takes a count >= 0, -prefill-as one of unhandled, pending, scheduled, dead, completed, and not -scenario soak, -commit-floor or -cross-process")
 		os.Exit(2)
@@ -139,7 +148,7 @@ func main() {
 	}
 	res := &Result{Peer: "litequeue", Scenario: c.scenario, N: c.n, GoVersion: runtime.Version(), IOCounters: ioCounterSource}
 	if c.commitFloor {
-		// Not the queue's figure: see commitFloor and sqliteCommitFloor.
+		// Not the queue's figure: see commitFloor (floor.go).
 		res.Peer = "pg-commit-floor"
 		if c.store == "sqlite" {
 			res.Peer = "sqlite-commit-floor"
@@ -160,6 +169,9 @@ func main() {
 		variant = append(variant, v)
 		if c.commitFloor {
 			variant = append(variant, "commit-floor")
+		}
+		if c.vsFloor {
+			variant = append(variant, "vs-floor")
 		}
 		if c.crossProcess {
 			variant = append(variant, "cross-process")
@@ -315,11 +327,8 @@ func run(res *Result, c *config) (err error) {
 		return b.drain(ctx, res)
 
 	case "D":
-		if c.commitFloor && b.pg != nil {
-			return b.commitFloor(ctx, res)
-		}
 		if c.commitFloor {
-			return b.sqliteCommitFloor(ctx, res)
+			return b.commitFloor(ctx, res)
 		}
 		res.Workers = c.workers
 		if c.crossProcess {
@@ -539,9 +548,26 @@ func (b *bench) drain(ctx context.Context, res *Result) error {
 
 // latency (D) follows the harness: an idle worker, one warm-up job, 500 ms
 // idle, then n times: sleep gapmin+U[0,gap) (PCG, -seed), enqueue one job and
-// wait for its handler. Latency = enqueue call start -> handler start.
+// wait for its handler. Latency = enqueue call start -> handler start. With
+// -vs-floor each sample of the queue has one of the commit floor beside it,
+// after its own gap, first on odd samples and second on even ones.
 func (b *bench) latency(ctx context.Context, res *Result) error {
 	c := b.c
+	var floorInsert func(payload []byte) error
+	var floor []float64
+	if c.vsFloor {
+		insert, closeFloor, err := b.openFloor(ctx)
+		if err != nil {
+			return err
+		}
+		defer closeFloor()
+		floorInsert = insert
+		payload, _ := json.Marshal(newJob(-1))
+		if err := insert(payload); err != nil { // warm-up, as the queue's
+			return fmt.Errorf("commit floor: %w", err)
+		}
+		floor = make([]float64, 0, c.n)
+	}
 	hits := make(chan hit, 16)
 	h := func(j *benchJob) { hits <- hit{j.ID, time.Now()} }
 	b.handler.Store(&h)
@@ -581,7 +607,21 @@ func (b *bench) latency(ctx context.Context, res *Result) error {
 	stop := b.profile()
 	defer stop()
 	t00 := time.Now()
+	sampleFloor := func(i int) error {
+		if floorInsert == nil {
+			return nil
+		}
+		time.Sleep(gap())
+		v, err := floorSample(floorInsert, i)
+		floor = append(floor, v)
+		return err
+	}
 	for i := 0; i < c.n; i++ {
+		if i%2 == 1 {
+			if err := sampleFloor(i); err != nil {
+				return err
+			}
+		}
 		time.Sleep(gap())
 		job := newJob(i)
 		t0 := time.Now()
@@ -594,9 +634,17 @@ func (b *bench) latency(ctx context.Context, res *Result) error {
 			return err
 		}
 		lat = append(lat, ms(at.Sub(t0)))
+		if i%2 == 0 {
+			if err := sampleFloor(i); err != nil {
+				return err
+			}
+		}
 	}
 	res.ElapsedS = time.Since(t00).Seconds()
 	latencies(res, lat)
+	if floorInsert != nil {
+		vsFloor(res, floor)
+	}
 	sort.Float64s(enq)
 	res.EnqP50Ms = round3(pct(enq, 50))
 	return b.failure()
@@ -616,7 +664,7 @@ func (b *bench) settings() map[string]any {
 		"connections":       "writer: 1 (all writes, group commit); reads: pool of up to 4",
 		"group_commit":      "every waiting write (enqueues, claims, failures, lease extensions) plus all pending successes share one transaction, up to 512 ops",
 		"claim_batch":       claim,
-		"prefetch":          "claimed ahead of the handlers: up to two allowances of about what they start in 50ms (measured as they run), each at most claim_batch; the next claim goes out while one allowance waits",
+		"prefetch":          "claimed ahead of the handlers: up to two allowances of about what they start in 10ms, or in twice the last claim's time up to 50ms (measured as they run), each at most claim_batch; the next claim goes out while one allowance waits",
 		"concurrency":       b.c.workers,
 		"completions":       "asynchronous, batched into the writer's next transaction; EventSucceeded after the commit",
 		"wakeups":           "in-process on enqueue and on freed slots; cross-process: PRAGMA data_version read on each file-change notification of the file or its WAL (fsnotify), and every 10s (50 × PollInterval) as a backstop; every 200ms where notifications are not available",
@@ -634,14 +682,14 @@ func (b *bench) settings() map[string]any {
 		s["pragmas"] = nil
 		s["options"] = "defaults except Queues[default].Concurrency = -workers; durability = server settings"
 		s["pg_settings_effective"] = pgSettings(b.pg)
-		if b.c.commitFloor {
-			s["commit_floor"] = "no queue: one autocommit INSERT (pgx, prepared) into a table with a primary key only, on a connection of its own, per sample; latency = that Exec"
+		if b.c.commitFloor || b.c.vsFloor {
+			s["commit_floor"] = "one autocommit INSERT (pgx, prepared) into a table with a primary key only, on a connection of its own, per sample; latency = that Exec"
 		}
 		return s
 	}
 	s["store"] = "sqlite"
-	if b.c.commitFloor {
-		s["commit_floor"] = "no queue: one autocommit INSERT (prepared) into a table with an integer primary key only, in a file of its own (WAL, synchronous FULL, then -pragmas), on one connection, per sample; latency = that Exec"
+	if b.c.commitFloor || b.c.vsFloor {
+		s["commit_floor"] = "one autocommit INSERT (prepared) into a table with an integer primary key only, in a file of its own (WAL, synchronous FULL, then -pragmas), on one connection, per sample; latency = that Exec"
 	}
 	if b.q != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -16,12 +16,21 @@ import (
 // caller's EnqueueTx or CompleteTx) they are written at once.
 
 // addCountSQL adds n to the count of queue's rows in state whose due bucket
-// is due, and answers the new count.
+// is due. A count that falls to 0 stays as a row of n = 0 (Stats skips
+// those) until pruneCounts deletes it: a delete of its own on every change
+// that empties a count cost a statement per transaction.
 const addCountSQL = `INSERT INTO lq_counts (queue, state, due, n) VALUES (?1, ?2, ?3, ?4)
-	ON CONFLICT (queue, state, due) DO UPDATE SET n = n + excluded.n RETURNING n`
+	ON CONFLICT (queue, state, due) DO UPDATE SET n = n + excluded.n`
 
-// dropCountSQL deletes a count that fell to 0 (a due bucket emptied).
-const dropCountSQL = `DELETE FROM lq_counts WHERE queue = ?1 AND state = ?2 AND due = ?3 AND n = 0`
+// pruneCountsSQL deletes the counts that fell to 0: the due buckets of
+// pending rows that have all been claimed, mostly, one per queue every
+// 2^dueShift ns.
+const pruneCountsSQL = `DELETE FROM lq_counts WHERE n = 0`
+
+// pruneEvery is how many writer transactions that lowered a count pass
+// between two runs of pruneCountsSQL, which keeps the rows of n = 0 few
+// (lq_counts stays a page or two) at a cost too small to measure.
+const pruneEvery = 1024
 
 // dueShift sets the span of a due bucket: pending rows are counted by
 // visible_at >> dueShift (2^38 ns, about 4.6 minutes), so that Stats can
@@ -63,6 +72,9 @@ type countDelta struct {
 type countingTx struct {
 	Execer
 	log []countDelta
+	// lowered, the writer's, counts the flushes that lowered a count since
+	// the last pruneCountsSQL; nil (a caller's transaction) never prunes.
+	lowered *int
 }
 
 // mark returns the position to truncate to if the op now starting fails.
@@ -72,46 +84,60 @@ func (c *countingTx) mark() int { return len(c.log) }
 func (c *countingTx) truncate(mark int) { c.log = c.log[:mark] }
 
 // flush writes the sums of the logged changes, one statement per count that
-// changed (none when they cancel out), in a stable order, deleting a count
-// that fell to 0, and empties the log.
+// changed (none when they cancel out), in a stable order, and empties the
+// log; every pruneEvery flushes that lowered a count it also deletes the
+// counts that are 0.
 func (c *countingTx) flush(ctx context.Context) error {
 	if len(c.log) == 0 {
 		return nil
 	}
-	sums := make(map[countKey]int, 4)
-	for _, d := range c.log {
-		sums[d.countKey] += d.n
-	}
+	log := c.log
 	c.log = c.log[:0]
-	keys := make([]countKey, 0, len(sums))
-	for k, n := range sums {
-		if n != 0 {
-			keys = append(keys, k)
-		}
-	}
-	slices.SortFunc(keys, func(a, b countKey) int {
+	slices.SortFunc(log, func(a, b countDelta) int {
 		return cmp.Or(cmp.Compare(a.queue, b.queue), cmp.Compare(a.state, b.state), cmp.Compare(a.due, b.due))
 	})
-	for _, k := range keys {
-		if err := writeCount(ctx, c.Execer, k, sums[k]); err != nil {
+	lowered := false
+	for i := 0; i < len(log); {
+		k, n := log[i].countKey, 0
+		for ; i < len(log) && log[i].countKey == k; i++ {
+			n += log[i].n
+		}
+		if n == 0 {
+			continue
+		}
+		if n < 0 {
+			lowered = true
+		}
+		if _, err := c.ExecContext(ctx, addCountSQL, k.queue, int(k.state), k.due, n); err != nil {
 			return err
 		}
 	}
-	return nil
+	if !lowered || c.lowered == nil {
+		return nil
+	}
+	if *c.lowered++; *c.lowered < pruneEvery {
+		return nil
+	}
+	*c.lowered = 0
+	_, err := c.ExecContext(ctx, pruneCountsSQL)
+	return err
 }
 
-// writeCount adds n to the count k on tx, deleting it when it fell to 0.
+// writeCount adds n to the count k on tx (a caller's transaction), deleting
+// it when it fell to 0.
 func writeCount(ctx context.Context, tx Execer, k countKey, n int) error {
-	var now int64
-	if err := tx.QueryRowContext(ctx, addCountSQL, k.queue, int(k.state), k.due, n).Scan(&now); err != nil {
+	if _, err := tx.ExecContext(ctx, addCountSQL, k.queue, int(k.state), k.due, n); err != nil {
 		return err
 	}
-	if now != 0 {
+	if n > 0 {
 		return nil
 	}
 	_, err := tx.ExecContext(ctx, dropCountSQL, k.queue, int(k.state), k.due)
 	return err
 }
+
+// dropCountSQL deletes one count if it fell to 0.
+const dropCountSQL = `DELETE FROM lq_counts WHERE queue = ?1 AND state = ?2 AND due = ?3 AND n = 0`
 
 // addCount adds n to the count k, on tx: logged when tx is the writer's
 // countingTx, written at once otherwise. n == 0 does nothing.

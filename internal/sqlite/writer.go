@@ -36,6 +36,10 @@ type writer struct {
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt
 
+	// countsLowered is countingTx.lowered of the writer's transactions
+	// (counts.go); only the writer's goroutine touches it.
+	countsLowered int
+
 	// file is the queue file's identity, checked before every commit; nil
 	// for New.
 	file atomic.Pointer[fileIdentity]
@@ -173,7 +177,7 @@ func (w *writer) commit(all []*groupcommit.Op[writeOp], cs []store.Completion) {
 	wait, stopWait := waitContext(batch, len(cs) > 0)
 	defer stopWait()
 	err := sqlitefile.RunTx(wait, cached{w}, func(stx Execer) error {
-		tx := &countingTx{Execer: stx}
+		tx := &countingTx{Execer: stx, lowered: &w.countsLowered}
 		// The completions go first: they were queued before the ops, and a
 		// claim of the same batch must find a completed job gone, not take
 		// a job whose lease a mock clock (or a stall) let lapse while its
@@ -228,7 +232,7 @@ func (w *writer) commit(all []*groupcommit.Op[writeOp], cs []store.Completion) {
 // lock another process holds, and nothing is written after it gave up. With
 // completions to write it never ends: they have no caller to give up.
 func waitContext(ops []*groupcommit.Op[writeOp], completions bool) (context.Context, func()) {
-	if completions || len(ops) == 0 {
+	if completions || len(ops) == 0 || !cancellable(ops) {
 		return context.Background(), func() {}
 	}
 	wait, cancel := context.WithCancelCause(context.Background())
@@ -248,6 +252,18 @@ func waitContext(ops []*groupcommit.Op[writeOp], completions bool) (context.Cont
 		}
 		cancel(nil)
 	}
+}
+
+// cancellable reports whether any of ops can be cancelled. When none can,
+// the transaction's context is one that never ends: the driver then runs
+// each statement without a goroutine watching for a cancel.
+func cancellable(ops []*groupcommit.Op[writeOp]) bool {
+	for _, op := range ops {
+		if op.Ctx.Done() != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // runOp runs one op; shared says other ops share the transaction, so the op

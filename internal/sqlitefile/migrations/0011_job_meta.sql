@@ -1,4 +1,4 @@
--- litequeue schema version 10: a job's metadata, tags and trace context.
+-- litequeue schema version 11: a job's metadata, tags and trace context.
 --
 -- meta is NULL for a job enqueued without any, else a JSON object: "tags"
 -- (an array of strings), "metadata" (an object of strings), "traceparent"
