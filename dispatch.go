@@ -18,7 +18,8 @@ import (
 func (p *pool) claimQuery(n int) store.ClaimQuery {
 	now := p.q.clock.Now()
 	return store.ClaimQuery{Queue: p.cfg.Name, Kinds: p.kindList, KindsJSON: p.kindsJSON, N: n,
-		Now: now.UnixNano(), Until: addClamped(now, p.cfg.VisibilityTimeout), Lease: p.q.nextLease()}
+		Now: now.UnixNano(), Until: addClamped(now, p.cfg.VisibilityTimeout), Lease: p.q.nextLease(),
+		Limited: p.limited.Load()}
 }
 
 // delivery makes the delivery of a job claimed by cq.
@@ -34,6 +35,7 @@ func (p *pool) delivery(c store.Claimed, cq store.ClaimQuery) *delivery {
 // order with every other claim. It returns how many it took.
 func (p *pool) claim(n int) (int, error) {
 	cq := p.safeClaimQuery(n)
+	p.claimedAt.Store(cq.Now)
 	began := p.q.clock.Now()
 	defer func() {
 		took := p.q.clock.Since(began)
@@ -122,7 +124,7 @@ func (r *runState) reserveDirect(queue, kind string) *pool {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stopped || p.paused.Load() || p.ready.Len() > 0 || p.running.Load() >= int64(p.cfg.Concurrency) ||
+	if p.stopped || p.paused.Load() || p.limited.Load() || p.ready.Len() > 0 || p.running.Load() >= int64(p.cfg.Concurrency) ||
 		p.capacity-len(p.inflight)-p.reserved <= 0 {
 		return nil
 	}
@@ -187,11 +189,17 @@ func (p *pool) dispatch() {
 					p.mu.Unlock()
 					// More may be due: loop while slots are free.
 				default:
+					limited := p.limited.Load()
 					p.mu.Lock()
-					p.full = false
+					// A limited queue's slots free as its jobs end, here or
+					// elsewhere: each end here wakes a claim.
+					p.full = limited
 					p.mu.Unlock()
 					dirty = false
 					due, ok, err := p.nextDue()
+					if err == nil && limited {
+						due, ok = p.limitedDue(due, ok)
+					}
 					// An alarm set earlier than this stays: it may be a due time
 					// written after this read, and an early wake-up costs one
 					// empty claim.
@@ -249,6 +257,7 @@ func (p *pool) holdForControl() bool {
 	}
 	if recheck {
 		ctx := context.Background()
+		p.recheckLimits(ctx)
 		if ds := p.claimed(); len(ds) > 0 {
 			idx, err := p.q.store.WhichCancelled(ctx, leasesOf(ds))
 			if err != nil {

@@ -87,6 +87,9 @@ func (c *core) prepare(job Job, o *EnqueueOptions) (store.NewJob, error) {
 	if err := prepareMeta(o, 0, &nj); err != nil {
 		return store.NewJob{}, err
 	}
+	if err := prepareGroup(job, o, &nj); err != nil {
+		return store.NewJob{}, err
+	}
 	return nj, nil
 }
 

@@ -76,6 +76,12 @@ type EnqueueOptions struct {
 	// (Delivery.Trace); the OpenTelemetry adapter sets it from the
 	// context's span. Each field at most MaxTraceLen bytes. Zero means none.
 	Trace TraceContext
+	// Group is the job's group for the per-group limits of its queue
+	// (QueueLimits.KeyConcurrency): a customer, a tenant, an account. It
+	// overrides the job type's Group() string method. A name like a queue's
+	// (1 to MaxNameLen bytes; ErrInvalidJob otherwise). Empty means the job
+	// type's, if any, else none.
+	Group string
 }
 
 // BatchItem is one job of EnqueueBatch with its options (nil for none).

@@ -32,7 +32,7 @@ func Open(name string, opts *Options) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newQueue(o, st, st, o.ReadOnly), nil
+	return withLimits(newQueue(o, st, st, o.ReadOnly))
 }
 
 // openStore checks opts and opens the SQLite store of Open; it returns
@@ -83,7 +83,7 @@ func New(db *sql.DB, opts *Options) (*Queue, error) {
 	if err != nil {
 		return nil, wrapf("%w", err)
 	}
-	return newQueue(o, st, st, false), nil
+	return withLimits(newQueue(o, st, st, false))
 }
 
 // NewWithBackend returns a queue on b, a storage backend of this module
@@ -101,5 +101,5 @@ func NewWithBackend(b store.Backend, opts *Options) (*Queue, error) {
 			return nil, errors.New("litequeue: Options.ReadOnly needs a store opened read-only")
 		}
 	}
-	return newQueue(o, b, nil, o.ReadOnly), nil
+	return withLimits(newQueue(o, b, nil, o.ReadOnly))
 }

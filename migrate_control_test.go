@@ -80,7 +80,7 @@ func TestMigrationFromSchema3KeepsJobsHistoryAndIDs(t *testing.T) {
 		indexes = append(indexes, name)
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"lq_attempts_job", "lq_jobs_cancelled", "lq_jobs_finished", "lq_jobs_key", "lq_jobs_kind_due", "lq_jobs_unique"}, indexes)
+	require.Equal(t, []string{"lq_attempts_job", "lq_jobs_cancelled", "lq_jobs_finished", "lq_jobs_flow", "lq_jobs_group_live", "lq_jobs_key", "lq_jobs_kind_due", "lq_jobs_unique"}, indexes)
 	var check string
 	require.NoError(t, q.lite.DB().QueryRow(`PRAGMA integrity_check`).Scan(&check))
 	require.Equal(t, "ok", check)

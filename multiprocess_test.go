@@ -134,6 +134,8 @@ func TestHelperProcess(t *testing.T) {
 		err = helperProducer(cfg)
 	case "control":
 		err = helperControl(cfg) // multiprocess_control_test.go
+	case "flow":
+		err = helperFlow(cfg) // flow_multiprocess_test.go
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}

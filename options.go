@@ -155,6 +155,11 @@ type QueueConfig struct {
 	// a further snooze counts as a failed attempt. Zero or negative means
 	// DefaultMaxSnoozes (100). Requeueing a dead letter resets the count.
 	MaxSnoozes int
+	// Limits are the queue's flow-control limits across every process on
+	// the database (see QueueLimits). Open stores them when any is set; a
+	// zero Limits leaves the stored ones alone (Queue.SetLimits changes
+	// them live).
+	Limits QueueLimits
 }
 
 // NewQueueConfig returns the default configuration of a queue: one attempt
@@ -350,6 +355,9 @@ func (o *Options) validate() error {
 		if qc.DeadRetention < 0 || qc.CancelledRetention < 0 {
 			return fmt.Errorf("litequeue: Options.Queues[%q]: DeadRetention (%s) and CancelledRetention (%s) may not be negative; use 0 for Options' value or KeepForever",
 				qc.Name, qc.DeadRetention, qc.CancelledRetention)
+		}
+		if err := qc.Limits.validate(qc.Name); err != nil {
+			return fmt.Errorf("litequeue: Options.Queues[%q].Limits: %w", qc.Name, err)
 		}
 		if qc.VisibilityTimeout < 0 {
 			return fmt.Errorf("litequeue: Options.Queues[%q].VisibilityTimeout is negative (%s); use 0 for the default (%s)", qc.Name, qc.VisibilityTimeout, DefaultVisibilityTimeout)

@@ -115,8 +115,10 @@ type pool struct {
 	workers sync.WaitGroup
 	running atomic.Int64 // handlers running now (for tests and stats)
 
-	paused  atomic.Bool // the queue is paused: claim nothing, start nothing (see dispatch.go)
-	recheck atomic.Bool // another process wrote: re-read the pause, look for cancelled jobs
+	paused    atomic.Bool  // the queue is paused: claim nothing, start nothing (see dispatch.go)
+	recheck   atomic.Bool  // another process wrote: re-read the pause, look for cancelled jobs
+	limited   atomic.Bool  // the queue has stored limits: claim through them (flow.go)
+	claimedAt atomic.Int64 // the Clock's time of the last claim (flow.go)
 }
 
 func (p *pool) signal() {

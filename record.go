@@ -53,6 +53,9 @@ func (p *pool) record(d *delivery, o outcome) {
 				p.mu.Lock()
 				delete(p.completing, d)
 				p.mu.Unlock()
+				if p.limited.Load() {
+					p.signal() // its slot is free in the database now (flow.go)
+				}
 				if err := p.successWritten(d, took, err); err != nil {
 					p.keepUnwritten(d, "writing a success failed", err,
 						outcome{kind: outSucceeded, ran: true, took: took, at: at, policy: policy})

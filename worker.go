@@ -139,6 +139,9 @@ func (q *Queue) Start(ctx context.Context) error {
 	if err := r.initPaused(ctx); err != nil {
 		return wrapf("litequeue: start: %w", err)
 	}
+	if err := r.initLimits(ctx); err != nil {
+		return wrapf("litequeue: start: %w", err)
+	}
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	if err := q.store.Watch(watchCtx, q.opts.PollInterval, r.watchWake); err != nil {
 		stopWatch()

@@ -277,6 +277,10 @@ func (f *faultStore) RemoveSchedule(ctx context.Context, name string) error {
 	return f.guard(func() error { return f.Backend.RemoveSchedule(ctx, name) })
 }
 
+func (f *faultStore) SetLimits(ctx context.Context, queue string, l store.Limits) (store.Limits, error) {
+	return guarded(f, func() (store.Limits, error) { return f.Backend.SetLimits(ctx, queue, l) })
+}
+
 func (f *faultStore) PauseSchedule(ctx context.Context, name string, paused bool, next, now int64) error {
 	return f.guard(func() error { return f.Backend.PauseSchedule(ctx, name, paused, next, now) })
 }

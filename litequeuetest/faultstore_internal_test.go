@@ -22,13 +22,13 @@ import (
 // method added to either interface fails this test until it is put in one
 // of the two lists.
 var (
-	storeReads = []string{"Close", "Count", "DeadBefore", "FinishedCounts", "FlowGraph", "Flush", "History", "Holds", "Job", "Jobs",
-		"LatestDead", "LoadOf", "NextDue", "OldestCompleted", "OldestFinished", "ParentResults", "Paused", "Progress", "ScheduleHistory",
+	storeReads = []string{"Close", "Count", "DeadBefore", "FinishedCounts", "FlowGraph", "FlowNextFree", "Flush", "History", "Holds", "Job", "Jobs",
+		"LatestDead", "Limits", "LoadOf", "NextDue", "OldestCompleted", "OldestFinished", "ParentResults", "Paused", "Progress", "ScheduleHistory",
 		"Schedules", "Search", "Stats", "Summaries", "Watch", "WhichCancelled"}
 	storeWrites = []string{"AddHistory", "Bulk", "Bury", "Cancel", "Claim", "Complete", "CompleteTx",
 		"Expire", "Extend", "FireSchedule", "Insert", "InsertClaim", "InsertFlow", "InsertRunning", "Pause", "PauseSchedule",
 		"PurgeCancelled", "PurgeCompleted", "Release", "RemoveSchedule", "Report", "Requeue",
-		"RequeueCancelled", "Resume", "Retry", "RunNow", "Snooze", "TriggerSchedule", "UpsertSchedule"}
+		"RequeueCancelled", "Resume", "Retry", "RunNow", "SetLimits", "Snooze", "TriggerSchedule", "UpsertSchedule"}
 )
 
 // Every write of the store fails while a write fault is armed, without

@@ -16,7 +16,7 @@ import (
 // merged insert.
 func slowPath(jobs []store.NewJob) bool {
 	for i := range jobs {
-		if jobs[i].Unique != nil || jobs[i].Meta != "" {
+		if jobs[i].Unique != nil || jobs[i].Meta != "" || jobs[i].Group != "" {
 			return true
 		}
 	}
@@ -101,6 +101,11 @@ func (s *pgStore) insertEach(ctx context.Context, tx *sql.Tx, jobs []store.NewJo
 		default:
 			ids[i] = id
 			queues[jobs[i].Queue] = true
+			if jobs[i].Group != "" {
+				if _, err := tx.ExecContext(ctx, s.q(`UPDATE lq_jobs SET grp = $2 WHERE id = $1`), id, jobs[i].Group); err != nil {
+					return nil, nil, err
+				}
+			}
 		}
 	}
 	if err := s.notifyTx(ctx, tx, queues); err != nil {

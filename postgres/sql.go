@@ -291,6 +291,7 @@ func qualifier(schema string) *strings.Replacer {
 		"lq_meta ", q+"lq_meta ",
 		"lq_history ", q+"lq_history ",
 		"lq_queues ", q+"lq_queues ",
+		"lq_flow_starts ", q+"lq_flow_starts ",
 		"lq_schedules ", q+"lq_schedules ",
 		"lq_schedule_events ", q+"lq_schedule_events ",
 		"lq_claim(", q+"lq_claim(",

@@ -320,6 +320,10 @@ func (s *pgStore) InsertClaim(ctx context.Context, job store.NewJob, q store.Cla
 	if err := s.writable(); err != nil {
 		return 0, err
 	}
+	if q.Limited {
+		// A limited queue's claim has a transaction of its own (flow.go).
+		return s.insertThenClaim(ctx, job, q, handOff)
+	}
 	if q.N == 1 && job.Key == "" && job.Queue == q.Queue && job.VisibleAt <= q.Now &&
 		slices.Contains(q.Kinds, job.Kind) && !slowPath([]store.NewJob{job}) {
 		return s.insertClaimNew(ctx, job, q, handOff)
@@ -418,6 +422,9 @@ func (s *pgStore) Claim(ctx context.Context, q store.ClaimQuery, handOff func([]
 	}
 	if q.N <= 0 {
 		return 0, nil
+	}
+	if q.Limited {
+		return s.claimLimited(ctx, q, handOff)
 	}
 	var claimed []store.Claimed
 	o := &op{ctx: ctx, add: func(b *pgx.Batch) { s.claimInto(b, q, &claimed) }, claimOnly: true}

@@ -115,6 +115,9 @@ const liveKeySQL = `SELECT id FROM lq_jobs WHERE idem_key = ? AND state IN (0, 1
 // *store.DuplicateError.
 func insertOne(ctx context.Context, tx Execer, nj *store.NewJob, stmt *sql.Stmt) (int64, error) {
 	id, err := insertRow(ctx, tx, nj, stmt)
+	if err == nil && nj.Group != "" {
+		_, err = tx.ExecContext(ctx, setGroupSQL, id, nj.Group)
+	}
 	if err != nil || len(nj.Tags) == 0 {
 		return id, err
 	}
@@ -245,7 +248,7 @@ var insertManySQL = func() map[int]string {
 // without an idempotency key (a keyed job needs its duplicate check).
 func keylessRun(jobs []store.NewJob) int {
 	n := 0
-	for n < len(jobs) && n < maxInsertRows && jobs[n].Key == "" && jobs[n].Unique == nil && jobs[n].Meta == "" {
+	for n < len(jobs) && n < maxInsertRows && jobs[n].Key == "" && jobs[n].Unique == nil && jobs[n].Meta == "" && jobs[n].Group == "" {
 		n++
 	}
 	k := 1
@@ -315,6 +318,10 @@ func (s *Store) InsertClaim(ctx context.Context, job store.NewJob, q store.Claim
 		claimed = nil
 		id, err = insertOne(ctx, tx, &job, nil)
 		if err != nil {
+			return err
+		}
+		if q.Limited {
+			claimed, err = claimLimitedTx(ctx, tx, q)
 			return err
 		}
 		if q.N == 1 {
@@ -517,7 +524,11 @@ func (s *Store) Claim(ctx context.Context, q store.ClaimQuery, handOff func([]st
 	var cs []store.Claimed
 	err := s.w.doAfter(ctx, func(ctx context.Context, tx Execer) error {
 		var err error
-		cs, err = claimTx(ctx, tx, q)
+		if q.Limited {
+			cs, err = claimLimitedTx(ctx, tx, q)
+		} else {
+			cs, err = claimTx(ctx, tx, q)
+		}
 		return err
 	}, func() { handOff(cs) }) // in commit order: no later claim is handed out first
 	if err != nil {

@@ -58,6 +58,9 @@ type NewJob struct {
 	// Waits is the number of the job's parents (InsertFlow, flow.go): a
 	// job with any is stored Waiting.
 	Waits int
+	// Group is the job's group for the per-group limits (flow.go), "" for
+	// none.
+	Group string
 }
 
 // ClaimQuery says what a claim takes: up to N due rows of Queue whose kind is
@@ -71,6 +74,9 @@ type ClaimQuery struct {
 	Now       int64
 	Until     int64
 	Lease     int64
+	// Limited routes the claim through the queue's stored limits (see
+	// Flow); false takes the claim path of queues without limits.
+	Limited bool
 }
 
 // Claimed is one claimed job.
