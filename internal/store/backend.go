@@ -33,6 +33,7 @@ type Backend interface {
 	Admin
 	Dashboard
 	Schedules
+	Processes
 	// Close stops the store's goroutines after writing what is queued. It
 	// closes the database only if the store opened it.
 	Close() error
