@@ -11,9 +11,9 @@ type Process struct {
 	ID          int64
 	Host        string
 	PID         int
-	StartedAt   int64 // Unix nanoseconds
-	HeartbeatAt int64 // Unix nanoseconds, the last heartbeat
-	Interval    int64 // nanoseconds between heartbeats
+	StartedAt   int64  // Unix nanoseconds
+	HeartbeatAt int64  // Unix nanoseconds, the last heartbeat
+	Interval    int64  // nanoseconds between heartbeats
 	Queues      string // JSON object: queue name -> kinds
 	Version     string
 	Running     int    // jobs it ran at the last heartbeat
