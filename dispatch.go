@@ -18,7 +18,7 @@ import (
 func (p *pool) claimQuery(n int) store.ClaimQuery {
 	now := p.q.clock.Now()
 	return store.ClaimQuery{Queue: p.cfg.Name, Kinds: p.kindList, KindsJSON: p.kindsJSON, N: n,
-		Now: now.UnixNano(), Until: addClamped(now, p.cfg.VisibilityTimeout), Lease: p.q.nextLease(), Process: p.r.proc.ID}
+		Now: now.UnixNano(), Until: addClamped(now, p.cfg.VisibilityTimeout), Lease: p.q.nextLease(), Process: p.r.procID()}
 }
 
 // delivery makes the delivery of a job claimed by cq.

@@ -175,10 +175,22 @@ func cleanVersion(v string) string {
 	return v
 }
 
-// stamp names r's process in the record of an attempt it ran.
+// stamp names r's process in the record of an attempt it ran (none for
+// a pool outside a run: the test kit's Work).
 func (r *runState) stamp(a store.Attempt) store.Attempt {
+	if r == nil {
+		return a
+	}
 	a.Process, a.Host, a.PID = r.proc.ID, r.proc.Host, r.proc.PID
 	return a
+}
+
+// procID is the id of r's process, 0 outside a run.
+func (r *runState) procID() int64 {
+	if r == nil {
+		return 0
+	}
+	return r.proc.ID
 }
 
 // beat writes r's heartbeat: the time, the jobs its pools hold, and deletes

@@ -27,6 +27,7 @@ var commands = []command{
 	{"schema", "print the SQL of a PostgreSQL queue's tables, for your own migrations", (*app).schema},
 	{"upgrade", "migrate a queue of an older schema on purpose (writing commands refuse one)", (*app).upgrade},
 	{"schedules", "list recurring jobs; pause, resume or trigger one", (*app).schedules},
+	{"processes", "list the processes working the queues: host, pid, heartbeat, alive or dead", (*app).processes},
 	serveCommand,
 }
 
