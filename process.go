@@ -221,17 +221,25 @@ func (r *runState) beat(ctx context.Context) error {
 	return q.store.Beat(ctx, p, now.Add(-q.opts.ProcessRetention).UnixNano())
 }
 
+// startHeartbeat sets the alarm of r's next heartbeat, one interval after
+// the first (written by Start), before Start returns, and starts the loop
+// that writes them.
+func (r *runState) startHeartbeat() {
+	a := newAlarm(r.q.clock)
+	a.set(r.q.clock.Now().Add(r.q.opts.HeartbeatInterval), false)
+	r.keep.Add(1)
+	go r.heartbeat(a)
+}
+
 // heartbeat writes r's heartbeat every HeartbeatInterval until its handlers
 // have returned or been released (Stop then removes the row). The alarm is
 // set again after each beat, from the clock's time then, so a mock clock
 // moved far ahead gives one beat, not one per interval skipped.
-func (r *runState) heartbeat() {
+func (r *runState) heartbeat(a *alarm) {
 	defer r.keep.Done()
-	q := r.q
-	a := newAlarm(q.clock)
 	defer a.stop()
+	q := r.q
 	for {
-		a.set(q.clock.Now().Add(q.opts.HeartbeatInterval), false)
 		select {
 		case <-r.settled:
 			return
@@ -240,5 +248,6 @@ func (r *runState) heartbeat() {
 		if err := r.beat(context.Background()); err != nil {
 			q.log.Error("litequeue: writing the process heartbeat", LogError, err.Error())
 		}
+		a.set(q.clock.Now().Add(q.opts.HeartbeatInterval), false)
 	}
 }

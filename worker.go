@@ -165,8 +165,7 @@ func (q *Queue) Start(ctx context.Context) error {
 	}
 	r.bg.Add(1)
 	go r.maintain()
-	r.keep.Add(1)
-	go r.heartbeat()
+	r.startHeartbeat()
 	if ctx.Done() != nil {
 		go func() {
 			select {
