@@ -134,10 +134,12 @@ func (q *Queue) Start(ctx context.Context) error {
 		r.pools[name] = newPool(q, r, cfg, kinds)
 	}
 	r.sched = newScheduler(&q.core, &r.bg, r.stopping, r.wake)
-	// Registered before the first claim, which writes the process's id.
+	// Registered before the first claim, which writes the process's id. A
+	// failed registration does not stop the queue: the next heartbeat
+	// writes the row.
 	r.proc = processRow(&q.core, r)
 	if err := r.beat(ctx); err != nil {
-		return wrapf("litequeue: start: registering the process: %w", err)
+		q.log.Error("litequeue: registering the process (Processes shows it from its next heartbeat)", LogError, err.Error())
 	}
 	// The watch's baseline comes before the first claim, so that a write by
 	// another process at any moment after it is noticed.
