@@ -170,9 +170,12 @@ func testProcessOfAttempts(t *testing.T, b conformanceBackend) {
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
 		return errors.New("refused")
 	})
-	h.start(t)
+	// Enqueued before Start: the dispatcher's claim takes it (a job
+	// enqueued to a started queue is claimed with its insert, as in
+	// testProcessDead).
 	id, err := h.Q.Enqueue(context.Background(), Email{To: "x"}, nil)
 	require.NoError(t, err)
+	h.start(t)
 	h.Ev.Wait(t, litequeue.EventRetrying, id, 1)
 	h.Clock.Add(2 * time.Second)
 	h.Ev.Wait(t, litequeue.EventDead, id, 1)
