@@ -167,8 +167,8 @@ func (p *pool) failed(d *delivery, policy RetryPolicy, herr error, took time.Dur
 			LogJobID, d.id, LogQueue, d.queue, LogKind, d.kind, LogDelay, dec.Delay, "due", time.Unix(0, due).UTC())
 		dec.Delay = time.Duration(due - now.UnixNano())
 	}
-	record := store.Attempt{Attempt: d.attempt, StartedAt: started.UnixNano(), FinishedAt: now.UnixNano(),
-		Error: msg, Decision: string(decision), Delay: int64(dec.Delay)}
+	record := p.r.stamp(store.Attempt{Attempt: d.attempt, StartedAt: started.UnixNano(), FinishedAt: now.UnixNano(),
+		Error: msg, Decision: string(decision), Delay: int64(dec.Delay)})
 	l := store.Lease{ID: d.id, Lease: d.lease}
 	o := outcome{ran: true, err: herr, took: took, policy: policy, decision: decision, delay: dec.Delay}
 	if dec.Retry {
@@ -214,8 +214,8 @@ func (p *pool) snoozedFor(d *delivery, policy RetryPolicy, se *SnoozeError, err 
 	}
 	return outcome{kind: outSnoozed, ran: true, err: err, took: took, policy: policy, decision: DecisionSnooze, delay: se.Delay,
 		snooze: store.Snooze{Lease: store.Lease{ID: d.id, Lease: d.lease}, Due: due, Max: maxSnoozes,
-			Record: store.Attempt{Attempt: d.attempt, StartedAt: started.UnixNano(), FinishedAt: now.UnixNano(),
-				Error: se.Error(), Decision: string(DecisionSnooze), Delay: int64(se.Delay)}}}
+			Record: p.r.stamp(store.Attempt{Attempt: d.attempt, StartedAt: started.UnixNano(), FinishedAt: now.UnixNano(),
+				Error: se.Error(), Decision: string(DecisionSnooze), Delay: int64(se.Delay)})}}
 }
 
 // decide applies the failure order: attempts used up, Permanent, RetryAfter,

@@ -19,7 +19,7 @@ func (p *pool) claimQuery(n int) store.ClaimQuery {
 	now := p.q.clock.Now()
 	return store.ClaimQuery{Queue: p.cfg.Name, Kinds: p.kindList, KindsJSON: p.kindsJSON, N: n,
 		Now: now.UnixNano(), Until: addClamped(now, p.cfg.VisibilityTimeout), Lease: p.q.nextLease(),
-		Limited: p.limited.Load()}
+		Limited: p.limited.Load(), Process: p.r.procID()}
 }
 
 // delivery makes the delivery of a job claimed by cq.

@@ -76,6 +76,7 @@ func (q *Queue) Job(ctx context.Context, id int64) (JobInfo, error) {
 	}
 	info := jobInfo(j, now)
 	info.Attempts = attemptRecords(as)
+	info.Process = j.Process
 	if err := q.progressOf(ctx, &info); err != nil && !errors.Is(err, ErrNotFound) {
 		return JobInfo{}, wrapf("litequeue: %w", err)
 	}

@@ -47,6 +47,10 @@ type JobInfo struct {
 	// Occurrence is, for a job a schedule enqueued, the scheduled time of
 	// the occurrence it runs for; zero otherwise.
 	Occurrence time.Time `json:"occurrence,omitzero"`
+	// Process is the id of the process (see Queue.Processes) whose claim
+	// took the job last: for a running job, the process that holds it. 0
+	// when never claimed. Filled by Job only.
+	Process int64 `json:"process,omitempty"`
 }
 
 // AttemptRecord is one failed attempt in a job's history. In JSON, Delay is
@@ -59,6 +63,12 @@ type AttemptRecord struct {
 	Error      string        `json:"error"`
 	Decision   Decision      `json:"decision"` // a Decision* value
 	Delay      time.Duration `json:"delay"`    // the chosen wait when Decision is retry
+	// Process, Host and PID name the process that ran the attempt (see
+	// Queue.Processes); zero for an attempt recorded without one (a lost
+	// attempt, a job moved from an older file).
+	Process int64  `json:"process,omitempty"`
+	Host    string `json:"host,omitempty"`
+	PID     int    `json:"pid,omitempty"`
 }
 
 // MarshalJSON writes Delay as a Go duration string.

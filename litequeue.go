@@ -66,24 +66,33 @@ func openStore(name string, opts *Options) (Options, *sqlite.Store, error) {
 // "file:app.db?_pragma=busy_timeout(5000)". New puts the file in WAL mode.
 // Close does not close db.
 func New(db *sql.DB, opts *Options) (*Queue, error) {
+	o, st, err := newStore(db, opts)
+	if err != nil {
+		return nil, err
+	}
+	return withLimits(newQueue(o, st, st, false))
+}
+
+// newStore checks New's arguments and makes the SQLite store on db.
+func newStore(db *sql.DB, opts *Options) (Options, *sqlite.Store, error) {
 	if db == nil {
-		return nil, errors.New("litequeue: New: nil *sql.DB")
+		return Options{}, nil, errors.New("litequeue: New: nil *sql.DB")
 	}
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {
-		return nil, err
+		return o, nil, err
 	}
 	if o.ReadOnly {
-		return nil, errors.New("litequeue: New: Options.ReadOnly applies to Open only")
+		return o, nil, errors.New("litequeue: New: Options.ReadOnly applies to Open only")
 	}
 	if o.ListenURL != "" {
-		return nil, errListenURLOnSQLite
+		return o, nil, errListenURLOnSQLite
 	}
 	st, err := sqlite.New(db, o.sqliteOptions())
 	if err != nil {
-		return nil, wrapf("%w", err)
+		return o, nil, wrapf("%w", err)
 	}
-	return withLimits(newQueue(o, st, st, false))
+	return o, st, nil
 }
 
 // NewWithBackend returns a queue on b, a storage backend of this module

@@ -89,12 +89,13 @@ type helperConfig struct {
 	Concurrency int           // handlers of queue "proc"
 	Visibility  time.Duration // lease
 	ClaimBatch  int
-	Attempts    int  // retry policy of queue "proc"
-	Fsync       bool // fsync each completion record
-	Produce     int  // jobs the worker also enqueues while it runs
-	Drain       bool // stop once nothing is live, instead of at stdin EOF
-	Jobs        int  // producer roles: how many jobs
-	Batch       int  // producer roles: jobs per batch
+	Attempts    int           // retry policy of queue "proc"
+	Fsync       bool          // fsync each completion record
+	Produce     int           // jobs the worker also enqueues while it runs
+	Drain       bool          // stop once nothing is live, instead of at stdin EOF
+	Jobs        int           // producer roles: how many jobs
+	Batch       int           // producer roles: jobs per batch
+	Heartbeat   time.Duration // Options.HeartbeatInterval (0: the default)
 }
 
 func (c helperConfig) env(role string) []string {
@@ -105,17 +106,19 @@ func (c helperConfig) env(role string) []string {
 		"LQ_CLAIM="+strconv.Itoa(c.ClaimBatch), "LQ_ATTEMPTS="+strconv.Itoa(c.Attempts),
 		"LQ_FSYNC="+strconv.FormatBool(c.Fsync), "LQ_PRODUCE="+strconv.Itoa(c.Produce),
 		"LQ_DRAIN="+strconv.FormatBool(c.Drain), "LQ_JOBS="+strconv.Itoa(c.Jobs), "LQ_BATCH="+strconv.Itoa(c.Batch),
+		"LQ_BEAT="+c.Heartbeat.String(),
 	)
 }
 
 func helperConfigFromEnv() helperConfig {
 	atoi := func(k string) int { n, _ := strconv.Atoi(os.Getenv(k)); return n }
 	vis, _ := time.ParseDuration(os.Getenv("LQ_VIS"))
+	beat, _ := time.ParseDuration(os.Getenv("LQ_BEAT"))
 	return helperConfig{
 		Path: os.Getenv("LQ_PATH"), Log: os.Getenv("LQ_LOG"), Kinds: strings.Split(os.Getenv("LQ_KINDS"), ","),
 		Concurrency: atoi("LQ_CONC"), Visibility: vis, ClaimBatch: atoi("LQ_CLAIM"), Attempts: atoi("LQ_ATTEMPTS"),
 		Fsync: os.Getenv("LQ_FSYNC") == "true", Produce: atoi("LQ_PRODUCE"), Drain: os.Getenv("LQ_DRAIN") == "true",
-		Jobs: atoi("LQ_JOBS"), Batch: atoi("LQ_BATCH"),
+		Jobs: atoi("LQ_JOBS"), Batch: atoi("LQ_BATCH"), Heartbeat: beat,
 	}
 }
 
@@ -232,9 +235,10 @@ func (f *helperFailures) err() error {
 
 func helperOptions(cfg helperConfig, fails *helperFailures) *Options {
 	return &Options{
-		PollInterval: 5 * time.Millisecond,
-		ClaimBatch:   cfg.ClaimBatch,
-		Logger:       slog.New(errorLogHandler{fail: fails.add}),
+		PollInterval:      5 * time.Millisecond,
+		ClaimBatch:        cfg.ClaimBatch,
+		HeartbeatInterval: cfg.Heartbeat,
+		Logger:            slog.New(errorLogHandler{fail: fails.add}),
 		Queues: []QueueConfig{{
 			Name: "proc", Retry: NewRetryPolicy(max(cfg.Attempts, 1), NoBackoff()),
 			Concurrency: cfg.Concurrency, VisibilityTimeout: cfg.Visibility,

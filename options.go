@@ -23,6 +23,8 @@ const (
 	DefaultClaimBatch        = 400
 	DefaultMaxPayloadBytes   = 1 << 20
 	DefaultCleanupInterval   = time.Minute
+	DefaultHeartbeatInterval = 10 * time.Second
+	DefaultProcessRetention  = time.Hour
 )
 
 // Durability says what a committed write survives.
@@ -296,6 +298,18 @@ type Options struct {
 	// Deprecated: Use postgres.Options.ListenURL with postgres.OpenWith or
 	// postgres.NewWith.
 	ListenURL string
+
+	// HeartbeatInterval is how often a started queue writes its heartbeat
+	// to its row of the processes registry (Queue.Processes). A process
+	// whose heartbeat is older than DeadAfterBeats intervals is shown dead.
+	// Zero means DefaultHeartbeatInterval; negative is an error.
+	HeartbeatInterval time.Duration
+	// ProcessRetention is how long the row of a dead process (one that
+	// stopped without Stop, as after a kill -9) stays in the registry
+	// after its last heartbeat; the heartbeats of the live processes
+	// delete it then. Zero means DefaultProcessRetention; negative is an
+	// error.
+	ProcessRetention time.Duration
 }
 
 func (o *Options) withDefaults() Options {
@@ -326,6 +340,12 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.EventBuffer <= 0 {
 		c.EventBuffer = DefaultEventBuffer
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if c.ProcessRetention == 0 {
+		c.ProcessRetention = DefaultProcessRetention
 	}
 	return c
 }
@@ -371,6 +391,10 @@ func (o *Options) validate() error {
 	}
 	if o.DeadRetention < 0 || o.CancelledRetention < 0 {
 		return fmt.Errorf("litequeue: Options.DeadRetention (%s) and CancelledRetention (%s) may not be negative; use 0 to keep the jobs", o.DeadRetention, o.CancelledRetention)
+	}
+	if o.HeartbeatInterval < 0 || o.ProcessRetention < 0 {
+		return fmt.Errorf("litequeue: Options.HeartbeatInterval (%s) and ProcessRetention (%s) may not be negative; use 0 for the defaults (%s, %s)",
+			o.HeartbeatInterval, o.ProcessRetention, DefaultHeartbeatInterval, DefaultProcessRetention)
 	}
 	return nil
 }

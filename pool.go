@@ -82,6 +82,7 @@ type runState struct {
 	stopErr   error
 	stopWatch context.CancelFunc // ends the store's watch for other processes' writes
 	sched     *scheduler         // enqueues the stored schedules' occurrences
+	proc      store.Process      // this run's row of the processes registry (process.go)
 }
 
 // pool runs one queue's handlers in this process.

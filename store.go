@@ -104,7 +104,8 @@ func attemptRecords(as []store.Attempt) []AttemptRecord {
 	var out []AttemptRecord
 	for _, a := range as {
 		out = append(out, AttemptRecord{Attempt: a.Attempt, StartedAt: time.Unix(0, a.StartedAt),
-			FinishedAt: time.Unix(0, a.FinishedAt), Error: a.Error, Decision: Decision(a.Decision), Delay: time.Duration(a.Delay)})
+			FinishedAt: time.Unix(0, a.FinishedAt), Error: a.Error, Decision: Decision(a.Decision), Delay: time.Duration(a.Delay),
+			Process: a.Process, Host: a.Host, PID: a.PID})
 	}
 	return out
 }

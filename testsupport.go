@@ -2,12 +2,14 @@ package litequeue
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sort"
 	"time"
 
 	"github.com/litequeue/litequeue/internal/kitlink"
+	"github.com/litequeue/litequeue/internal/sqlite"
 	"github.com/litequeue/litequeue/internal/store"
 )
 
@@ -25,13 +27,28 @@ func (kitLink) Open(name string, opts *Options, f kitlink.Faults) (*Queue, error
 	if err != nil {
 		return nil, err
 	}
+	return withFaults(o, st, f), nil
+}
+
+// New makes the queue as New does on the application's db, over the store
+// f.Wrap makes of the SQLite store, with the outcome hooks of f.
+func (kitLink) New(db *sql.DB, opts *Options, f kitlink.Faults) (*Queue, error) {
+	o, st, err := newStore(db, opts)
+	if err != nil {
+		return nil, err
+	}
+	return withFaults(o, st, f), nil
+}
+
+// withFaults makes the queue on st with f's hooks.
+func withFaults(o Options, st *sqlite.Store, f kitlink.Faults) *Queue {
 	var b store.Backend = st
 	if f.Wrap != nil {
 		b = f.Wrap(st)
 	}
 	q := newQueue(o, b, st, o.ReadOnly)
 	q.faults = kitlink.Faults{Drop: f.Drop, Lost: f.Lost}
-	return q, nil
+	return q
 }
 
 func (kitLink) Handled(q *Queue) []kitlink.Pair { return q.handledPairs() }

@@ -134,6 +134,13 @@ func (q *Queue) Start(ctx context.Context) error {
 		r.pools[name] = newPool(q, r, cfg, kinds)
 	}
 	r.sched = newScheduler(&q.core, &r.bg, r.stopping, r.wake)
+	// Registered before the first claim, which writes the process's id. A
+	// failed registration does not stop the queue: the next heartbeat
+	// writes the row.
+	r.proc = processRow(&q.core, r)
+	if err := r.beat(ctx); err != nil {
+		q.log.Error("litequeue: registering the process (Processes shows it from its next heartbeat)", LogError, err.Error())
+	}
 	// The watch's baseline comes before the first claim, so that a write by
 	// another process at any moment after it is noticed.
 	if err := r.initPaused(ctx); err != nil {
@@ -145,6 +152,7 @@ func (q *Queue) Start(ctx context.Context) error {
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	if err := q.store.Watch(watchCtx, q.opts.PollInterval, r.watchWake); err != nil {
 		stopWatch()
+		_ = q.store.Unregister(context.Background(), r.proc.ID)
 		return wrapf("litequeue: start: %w", err)
 	}
 	r.stopWatch = stopWatch
@@ -162,6 +170,7 @@ func (q *Queue) Start(ctx context.Context) error {
 	}
 	r.bg.Add(1)
 	go r.maintain()
+	r.startHeartbeat()
 	if ctx.Done() != nil {
 		go func() {
 			select {
@@ -312,6 +321,9 @@ func (q *Queue) stopRun(ctx context.Context, r *runState) error {
 	// The per-minute history of the events so far, the current minute's
 	// included: a process that stops within a minute keeps its counts.
 	_ = q.FlushHistory(context.Background())
+	if err := q.store.Unregister(context.Background(), r.proc.ID); err != nil {
+		q.log.Error("litequeue: removing the process from the registry", LogError, err.Error())
+	}
 	q.mu.Lock()
 	q.run = nil
 	q.mu.Unlock()

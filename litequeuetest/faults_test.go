@@ -310,6 +310,9 @@ func (p *payments) outcome(t *testing.T, id int64, lostAttempt int) outcome {
 		}
 		evs = append(evs, s)
 	}
+	// Each kit's process has a random id: compare whether one is named.
+	j.Process = min(j.Process, 1)
+	j.Attempts = anyProcess(j.Attempts)
 	return outcome{Deliveries: p.deliveries(), Info: j, Events: evs, Now: p.Clock.Now()}
 }
 
@@ -354,8 +357,17 @@ func TestLostLastAttemptMatchesARealLostWorker(t *testing.T) {
 	require.NoError(t, err)
 	rd, err := real.Queue.DeadLetter(ctx, rid)
 	require.NoError(t, err)
-	require.Equal(t, rd.Attempts, fd.Attempts)
+	require.Equal(t, anyProcess(rd.Attempts), anyProcess(fd.Attempts))
 	require.Len(t, fd.Attempts, 2)
+}
+
+// anyProcess replaces the random process id of each record that names one
+// with 1, for comparing the records of two kits.
+func anyProcess(as []litequeue.AttemptRecord) []litequeue.AttemptRecord {
+	for i := range as {
+		as[i].Process = min(as[i].Process, 1)
+	}
+	return as
 }
 
 // DeliverTwice on the policy's last attempt cannot deliver again: it says

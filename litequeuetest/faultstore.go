@@ -273,6 +273,14 @@ func (f *faultStore) UpsertSchedule(ctx context.Context, def store.Schedule, now
 	return s, change, err
 }
 
+func (f *faultStore) Beat(ctx context.Context, p store.Process, pruneBefore int64) error {
+	return f.guard(func() error { return f.Backend.Beat(ctx, p, pruneBefore) })
+}
+
+func (f *faultStore) Unregister(ctx context.Context, id int64) error {
+	return f.guard(func() error { return f.Backend.Unregister(ctx, id) })
+}
+
 func (f *faultStore) RemoveSchedule(ctx context.Context, name string) error {
 	return f.guard(func() error { return f.Backend.RemoveSchedule(ctx, name) })
 }

@@ -23,12 +23,12 @@ import (
 // of the two lists.
 var (
 	storeReads = []string{"Close", "Count", "DeadBefore", "FinishedCounts", "FlowGraph", "FlowNextFree", "Flush", "History", "Holds", "Job", "Jobs",
-		"LatestDead", "Limits", "LoadOf", "NextDue", "OldestCompleted", "OldestFinished", "ParentResults", "Paused", "Progress", "ScheduleHistory",
+		"LatestDead", "Limits", "LoadOf", "NextDue", "OldestCompleted", "OldestFinished", "ParentResults", "Paused", "Processes", "Progress", "ScheduleHistory",
 		"Schedules", "Search", "Stats", "Summaries", "Watch", "WhichCancelled"}
-	storeWrites = []string{"AddHistory", "Bulk", "Bury", "Cancel", "Claim", "Complete", "CompleteTx",
+	storeWrites = []string{"AddHistory", "Beat", "Bulk", "Bury", "Cancel", "Claim", "Complete", "CompleteTx",
 		"Expire", "Extend", "FireSchedule", "Insert", "InsertClaim", "InsertFlow", "InsertRunning", "Pause", "PauseSchedule",
 		"PurgeCancelled", "PurgeCompleted", "Release", "RemoveSchedule", "Report", "Requeue",
-		"RequeueCancelled", "Resume", "Retry", "RunNow", "SetLimits", "Snooze", "TriggerSchedule", "UpsertSchedule"}
+		"RequeueCancelled", "Resume", "Retry", "RunNow", "SetLimits", "Snooze", "TriggerSchedule", "Unregister", "UpsertSchedule"}
 )
 
 // Every write of the store fails while a write fault is armed, without

@@ -36,6 +36,7 @@ package litequeuetest
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -89,7 +90,7 @@ type Kit struct {
 	// Options gave a *clock.Mock of their own). Advance it by hand, or let
 	// Drain, Next and Settle move it to each next due time.
 	Clock *clock.Mock
-	// Path is the queue file.
+	// Path is the queue file; "" for a Kit made by NewDB.
 	Path string
 	// Timeout bounds every wait of the kit, in real time, for the queue to
 	// make progress. Default DefaultTimeout (10s).
@@ -131,14 +132,13 @@ var live struct {
 // file in t.TempDir(), with these filled in when opts leaves them zero:
 // Clock, a *clock.Mock set to Epoch (a Clock that is not a *clock.Mock
 // fails the test); Rand, a source with a fixed seed, so jitter is the same
-// on every run. Options.OnEvent, when set, is called for every event after
+// on every run; HeartbeatInterval, a century, so the queue registers itself
+// at Start (Queue.Processes) and writes no heartbeat after. Options.OnEvent, when set, is called for every event after
 // the kit records it. Every other option keeps its meaning and default.
 //
-// New makes the file itself (Kit.Path); it takes no existing database.
-// Code that keeps its own tables beside the queue (EnqueueTx, CompleteTx)
-// opens a second *sql.DB on Kit.Path with the "sqlite" driver
-// (modernc.org/sqlite), creates its tables there and passes that handle's
-// transactions to the queue, as it does in production.
+// New makes the file itself (Kit.Path). For code that keeps its own tables
+// beside the queue (EnqueueTx, CompleteTx), NewDB runs the kit on the
+// application's own *sql.DB instead.
 //
 // When the test ends the queue is stopped and closed, and — unless another
 // Kit lived at the same time (parallel tests) — any goroutine started
@@ -146,12 +146,47 @@ var live struct {
 // ignores its context, or a goroutine a handler started and left.
 func New(t testing.TB, opts *litequeue.Options) *Kit {
 	t.Helper()
+	path := filepath.Join(t.TempDir(), "queue.db")
+	k := newKit(t, "New", opts, func(o *litequeue.Options, f kitlink.Faults) (*litequeue.Queue, error) {
+		return root.Open(path, o, f)
+	})
+	k.Path = path
+	return k
+}
+
+// NewDB returns a Kit whose queue keeps its tables in db, the application's
+// own database, as litequeue.New does in production: the application's
+// tables and the queue share one file, so a test passes its transactions on
+// db to EnqueueTx and CompleteTx and they commit (or roll back) with the
+// application's writes. db is opened with the "sqlite" driver
+// (modernc.org/sqlite), with a busy timeout and at least two connections
+// (see litequeue.New); the kit does not close it. Options are filled in as
+// by New, and the kit behaves as New's in every other way (faults, Drain,
+// the leak check when the test ends). A nil db fails the test.
+func NewDB(t testing.TB, db *sql.DB, opts *litequeue.Options) *Kit {
+	t.Helper()
+	if db == nil {
+		t.Fatalf("litequeuetest.NewDB: nil *sql.DB; pass the application's database, opened with sql.Open(%q, ...)", "sqlite")
+	}
+	return newKit(t, "NewDB", opts, func(o *litequeue.Options, f kitlink.Faults) (*litequeue.Queue, error) {
+		return root.New(db, o, f)
+	})
+}
+
+// kitHeartbeat is the kit's Options.HeartbeatInterval when left zero: in
+// effect, never.
+const kitHeartbeat = 100 * 365 * 24 * time.Hour
+
+// newKit makes a Kit whose queue open makes with the options and hooks it
+// is given; fn names the caller in failures.
+func newKit(t testing.TB, fn string, opts *litequeue.Options, open func(*litequeue.Options, kitlink.Faults) (*litequeue.Queue, error)) *Kit {
+	t.Helper()
 	var o litequeue.Options
 	if opts != nil {
 		o = *opts
 	}
 	if o.ReadOnly {
-		t.Fatal("litequeuetest.New: Options.ReadOnly makes a queue that cannot run jobs")
+		t.Fatalf("litequeuetest.%s: Options.ReadOnly makes a queue that cannot run jobs", fn)
 	}
 	k := &Kit{t: t, Timeout: DefaultTimeout, MaxAttempts: DefaultMaxAttempts, changed: make(chan struct{}), userFn: o.OnEvent}
 	switch c := o.Clock.(type) {
@@ -161,11 +196,17 @@ func New(t testing.TB, opts *litequeue.Options) *Kit {
 	case *clock.Mock:
 		k.Clock = c
 	default:
-		t.Fatalf("litequeuetest.New: Options.Clock is a %T; leave it nil or pass a *clock.Mock", o.Clock)
+		t.Fatalf("litequeuetest.%s: Options.Clock is a %T; leave it nil or pass a *clock.Mock", fn, o.Clock)
 	}
 	o.Clock = k.Clock
 	if o.Rand == nil {
 		o.Rand = rand.New(rand.NewPCG(1, 2))
+	}
+	if o.HeartbeatInterval == 0 {
+		// One process: its registry row (Queue.Processes) is written at
+		// Start and not again, so that a heartbeat timer does not step a
+		// Clock.Add of hours through every interval on the way.
+		o.HeartbeatInterval = kitHeartbeat
 	}
 	o.OnEvent = k.record
 	ignore := goleak.IgnoreCurrent()
@@ -180,15 +221,14 @@ func New(t testing.TB, opts *litequeue.Options) *Kit {
 	live.kits[k] = overlapped
 	live.Unlock()
 
-	k.Path = filepath.Join(t.TempDir(), "queue.db")
 	k.writes.notify = k.tick
-	q, err := root.Open(k.Path, &o, kitlink.Faults{
+	q, err := open(&o, kitlink.Faults{
 		Wrap: func(s store.Backend) store.Backend { return wrapStore(s, &k.writes, k.crashTx) },
 		Drop: k.drop,
 		Lost: k.noteLost,
 	})
 	if err != nil {
-		t.Fatalf("litequeuetest.New: %v", err)
+		t.Fatalf("litequeuetest.%s: %v", fn, err)
 	}
 	k.Queue = q
 	t.Cleanup(func() {

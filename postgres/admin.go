@@ -85,8 +85,14 @@ func (s *pgStore) Job(ctx context.Context, id int64) (store.Job, []store.Attempt
 		if err != nil {
 			return err
 		}
+		var proc sql.NullInt64
+		if err := tx.QueryRowContext(ctx, s.q("SELECT process FROM lq_jobs WHERE id = $1"), id).Scan(&proc); err != nil {
+			return err
+		}
+		j.Process = proc.Int64
 		as, err = sqlkit.QueryAll(ctx, tx, s.q(attemptsSQL), []any{id}, func(rows *sql.Rows, at *store.Attempt) error {
-			return rows.Scan(&at.Attempt, &at.StartedAt, &at.FinishedAt, &at.Error, &at.Decision, &at.Delay)
+			return rows.Scan(&at.Attempt, &at.StartedAt, &at.FinishedAt, &at.Error, &at.Decision, &at.Delay,
+				&at.Process, &at.Host, &at.PID)
 		})
 		return err
 	})

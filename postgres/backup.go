@@ -68,12 +68,12 @@ var backupTables = []struct{ name, read, write string }{
 	{"jobs",
 		`SELECT id, queue, kind, state, priority, visible_at, attempt, payload, idem_key, lease, created_at, run_at,
 			attempted_at, finished_at, last_error, dead_reason, due_at, snoozes, progress, progress_msg, progress_at,
-			output, unique_key, unique_states, meta::text, waits
+			output, unique_key, unique_states, meta::text, waits, process
 		FROM lq_jobs ORDER BY id`,
 		`INSERT INTO lq_jobs (id, queue, kind, state, priority, visible_at, attempt, payload, idem_key, lease, created_at, run_at,
 			attempted_at, finished_at, last_error, dead_reason, due_at, snoozes, progress, progress_msg, progress_at,
-			output, unique_key, unique_states, meta, waits)
-		VALUES (?, ?, ?, ?, ?, ?, ?, coalesce(?, x''), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+			output, unique_key, unique_states, meta, waits, process)
+		VALUES (?, ?, ?, ?, ?, ?, ?, coalesce(?, x''), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 	// Workflow dependencies (migration 0006), with the parents' outputs.
 	{"workflow dependencies",
 		`SELECT child, parent, mode, done, output FROM lq_deps ORDER BY child, parent`,
@@ -86,10 +86,10 @@ var backupTables = []struct{ name, read, write string }{
 	// Attempt records outlive no job on PostgreSQL; any that did would
 	// break the file's foreign key, so only those of copied jobs come.
 	{"attempt history",
-		`SELECT a.id, a.job_id, a.attempt, a.started_at, a.finished_at, a.error, a.decision, a.delay
+		`SELECT a.id, a.job_id, a.attempt, a.started_at, a.finished_at, a.error, a.decision, a.delay, a.process, a.host, a.pid
 		FROM lq_attempts a WHERE EXISTS (SELECT 1 FROM lq_jobs j WHERE j.id = a.job_id) ORDER BY a.id`,
-		`INSERT INTO lq_attempts (id, job_id, attempt, started_at, finished_at, error, decision, delay)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
+		`INSERT INTO lq_attempts (id, job_id, attempt, started_at, finished_at, error, decision, delay, process, host, pid)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 	{"paused queues",
 		`SELECT queue, paused_at FROM lq_queues ORDER BY queue`,
 		`INSERT INTO lq_queues (queue, paused_at) VALUES (?, ?)`},

@@ -119,12 +119,12 @@ SELECT 'q', k, 0, 30000 + i, 30000 + i, i, '\x7b7d' FROM generate_series(1, 10) 
 		query string
 		args  []any
 	}{
-		{"claim", claimSQL, []any{"q", kinds, 5, int64(40000), int64(50000), int64(7)}},
-		{"claim of one kind", claimSQL, []any{"q", []string{"a"}, 5, int64(40000), int64(50000), int64(7)}},
+		{"claim", claimSQL, []any{"q", kinds, 5, int64(40000), int64(50000), int64(7), int64(9)}},
+		{"claim of one kind", claimSQL, []any{"q", []string{"a"}, 5, int64(40000), int64(50000), int64(7), int64(9)}},
 		{"insert and claim", insertClaimNewSQL, []any{"q", "a", int64(0), int64(40000), int64(40000), []byte("{}"),
-			int64(50000), int64(8), int64(40000), s.channel, kinds}},
+			int64(50000), int64(8), int64(40000), s.channel, kinds, int64(9)}},
 		{"insert and claim beside none due", insertClaimNewSQL, []any{"q", "a", int64(0), int64(20), int64(20), []byte("{}"),
-			int64(50000), int64(8), int64(20), s.channel, []string{"a"}}},
+			int64(50000), int64(8), int64(20), s.channel, []string{"a"}, int64(9)}},
 		{"next due", nextDueSQL, []any{"q", kinds}},
 	} {
 		for _, generic := range []bool{false, true} {

@@ -172,8 +172,8 @@ const snoozeSQL = `WITH u AS (
     UPDATE lq_jobs SET state = 0, visible_at = $1, lease = NULL, attempt = greatest(attempt - 1, 0), snoozes = snoozes + 1
     WHERE id = $2 AND lease = $3 AND state = 1 AND snoozes < $4 RETURNING id, queue),
 a AS (
-    INSERT INTO lq_attempts (job_id, attempt, started_at, finished_at, error, decision, delay)
-    SELECT id, $5, $6, $7, $8, $9, $10 FROM u RETURNING job_id)
+    INSERT INTO lq_attempts (job_id, attempt, started_at, finished_at, error, decision, delay, process, host, pid)
+    SELECT id, $5, $6, $7, $8, $9, $10, NULLIF($12::bigint, 0), NULLIF($13::text, ''), NULLIF($14::bigint, 0) FROM u RETURNING job_id)
 SELECT pg_notify($11, u.queue) FROM u, a`
 
 // Snooze implements store.Runtime.
@@ -185,7 +185,7 @@ func (s *pgStore) Snooze(ctx context.Context, sn store.Snooze) error {
 	o := &op{ctx: ctx, add: func(b *pgx.Batch) {
 		b.Queue(s.q(snoozeSQL), sn.Due, sn.ID, sn.Lease.Lease, sn.Max,
 			sn.Record.Attempt, sn.Record.StartedAt, sn.Record.FinishedAt, sn.Record.Error, sn.Record.Decision, sn.Record.Delay,
-			s.channel).Fn = func(br pgx.BatchResults) error {
+			s.channel, sn.Record.Process, sn.Record.Host, int64(sn.Record.PID)).Fn = func(br pgx.BatchResults) error {
 			ct, err := br.Exec()
 			done = err == nil && ct.RowsAffected() == 1
 			return err

@@ -67,5 +67,5 @@ func ExampleMigrationSQL() {
 	// queue's schema first in search_path.
 	first, _, _ := strings.Cut(sql, "\n")
 	fmt.Println(first)
-	// Output: -- litequeue PostgreSQL schema: version 0 to 6.
+	// Output: -- litequeue PostgreSQL schema: version 0 to 7.
 }

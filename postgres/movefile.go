@@ -74,6 +74,7 @@ type moveRow struct {
 	uniqueStates                   *int16
 	meta                           *string // JSON (store.MetaDoc), nil for none
 	waits                          int32   // unmet parents of a waiting workflow job
+	process                        *int64  // the process whose claim took it last
 }
 
 // MoveStep names a point of MoveFile after which the move may stop (a
@@ -208,7 +209,7 @@ func MoveFileWith(ctx context.Context, path, url string, opts *MoveOptions) (Mov
 	rows, err := conn.QueryContext(ctx, `SELECT id, queue, kind, state, priority, visible_at, attempt, payload, idem_key, lease,
 		created_at, run_at, attempted_at, finished_at, last_error, dead_reason, `+
 		selectList(cols, "due_at", "NULL", "snoozes", "0", "progress", "NULL", "progress_msg", "NULL", "progress_at", "NULL",
-			"output", "NULL", "unique_key", "NULL", "unique_states", "NULL", "meta", "NULL", "waits", "0")+`
+			"output", "NULL", "unique_key", "NULL", "unique_states", "NULL", "meta", "NULL", "waits", "0", "process", "NULL")+`
 		FROM lq_jobs ORDER BY id`)
 	if err != nil {
 		return m, err
@@ -219,7 +220,7 @@ func MoveFileWith(ctx context.Context, path, url string, opts *MoveOptions) (Mov
 		var r moveRow
 		if err := rows.Scan(&r.id, &r.queue, &r.kind, &r.state, &r.priority, &r.visibleAt, &r.attempt, &r.payload, &r.key, &r.lease,
 			&r.createdAt, &r.runAt, &r.attemptedAt, &r.finishedAt, &r.lastError, &r.deadReason, &r.dueAt,
-			&r.snoozes, &r.progress, &r.progressMsg, &r.progressAt, &r.output, &r.uniqueKey, &r.uniqueStates, &r.meta, &r.waits); err != nil {
+			&r.snoozes, &r.progress, &r.progressMsg, &r.progressAt, &r.output, &r.uniqueKey, &r.uniqueStates, &r.meta, &r.waits, &r.process); err != nil {
 			rows.Close()
 			return m, err
 		}
@@ -429,12 +430,12 @@ func checkMove(ctx context.Context, s *pgStore, tx *sql.Tx, todo []moveRow) erro
 
 const moveJobsSQL = `INSERT INTO lq_jobs (id, queue, kind, state, priority, visible_at, attempt, payload, idem_key, lease,
     created_at, run_at, attempted_at, finished_at, due_at, last_error, dead_reason,
-    snoozes, progress, progress_msg, progress_at, output, unique_key, unique_states, meta, waits)
-SELECT c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, c22, c23, c24, c25::jsonb, c26
+    snoozes, progress, progress_msg, progress_at, output, unique_key, unique_states, meta, waits, process)
+SELECT c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, c22, c23, c24, c25::jsonb, c26, c27
 FROM unnest($1::bigint[], $2::text[], $3::text[], $4::smallint[], $5::bigint[], $6::bigint[], $7::integer[],
     $8::bytea[], $9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[],
     $16::text[], $17::text[], $18::integer[], $19::float8[], $20::text[], $21::bigint[], $22::bytea[], $23::text[], $24::smallint[],
-    $25::text[], $26::integer[]) AS u(c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, c22, c23, c24, c25, c26)`
+    $25::text[], $26::integer[], $27::bigint[]) AS u(c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, c22, c23, c24, c25, c26, c27)`
 
 // copyJobs inserts the rows with their ids, in chunks.
 func copyJobs(ctx context.Context, s *pgStore, tx *sql.Tx, todo []moveRow) error {
@@ -458,6 +459,7 @@ func copyJobs(ctx context.Context, s *pgStore, tx *sql.Tx, todo []moveRow) error
 			uniqueStates                      []*int16
 			metas                             []*string
 			waits                             []int32
+			procs                             []*int64
 		)
 		for _, r := range chunk {
 			ids, queues, kinds, states = append(ids, r.id), append(queues, r.queue), append(kinds, r.kind), append(states, r.state)
@@ -468,10 +470,11 @@ func copyJobs(ctx context.Context, s *pgStore, tx *sql.Tx, todo []moveRow) error
 			snoozes, progress, progressMsgs, progressAts = append(snoozes, r.snoozes), append(progress, r.progress), append(progressMsgs, r.progressMsg), append(progressAts, r.progressAt)
 			outputs, uniqueKeys, uniqueStates = append(outputs, r.output), append(uniqueKeys, r.uniqueKey), append(uniqueStates, r.uniqueStates)
 			metas, waits = append(metas, r.meta), append(waits, r.waits)
+			procs = append(procs, r.process)
 		}
 		if _, err := tx.ExecContext(ctx, s.q(moveJobsSQL), ids, queues, kinds, states, prios, vis, attempts, payloads, keys, leases,
 			created, runAt, attempted, finished, dues, lastErrs, reasons,
-			snoozes, progress, progressMsgs, progressAts, outputs, uniqueKeys, uniqueStates, metas, waits); err != nil {
+			snoozes, progress, progressMsgs, progressAts, outputs, uniqueKeys, uniqueStates, metas, waits, procs); err != nil {
 			return fmt.Errorf("litequeue: copy jobs: %w", err)
 		}
 	}
@@ -485,7 +488,12 @@ func copyAttempts(ctx context.Context, s *pgStore, tx *sql.Tx, src *sql.Conn, to
 	for _, r := range todo {
 		moved[r.id] = true
 	}
-	rows, err := src.QueryContext(ctx, `SELECT job_id, attempt, started_at, finished_at, error, decision, delay FROM lq_attempts ORDER BY id`)
+	cols, err := fileColumns(ctx, src, "lq_attempts")
+	if err != nil {
+		return 0, err
+	}
+	rows, err := src.QueryContext(ctx, `SELECT job_id, attempt, started_at, finished_at, error, decision, delay, `+
+		selectList(cols, "process", "NULL", "host", "NULL", "pid", "NULL")+` FROM lq_attempts ORDER BY id`)
 	if err != nil {
 		return 0, err
 	}
@@ -493,14 +501,18 @@ func copyAttempts(ctx context.Context, s *pgStore, tx *sql.Tx, src *sql.Conn, to
 	var jobIDs, started, finished, delays []int64
 	var attempts []int32
 	var errs, decisions []string
+	var procs, pids []*int64
+	var hosts []*string
 	flush := func() error {
 		if len(jobIDs) == 0 {
 			return nil
 		}
-		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO lq_attempts (job_id, attempt, started_at, finished_at, error, decision, delay)
-			SELECT * FROM unnest($1::bigint[], $2::integer[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::bigint[])`),
-			jobIDs, attempts, started, finished, errs, decisions, delays)
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO lq_attempts (job_id, attempt, started_at, finished_at, error, decision, delay, process, host, pid)
+			SELECT * FROM unnest($1::bigint[], $2::integer[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::bigint[],
+				$8::bigint[], $9::text[], $10::bigint[])`),
+			jobIDs, attempts, started, finished, errs, decisions, delays, procs, hosts, pids)
 		jobIDs, attempts, started, finished, errs, decisions, delays = jobIDs[:0], attempts[:0], started[:0], finished[:0], errs[:0], decisions[:0], delays[:0]
+		procs, hosts, pids = procs[:0], hosts[:0], pids[:0]
 		return err
 	}
 	n := 0
@@ -508,7 +520,9 @@ func copyAttempts(ctx context.Context, s *pgStore, tx *sql.Tx, src *sql.Conn, to
 		var id, st, fin, delay int64
 		var att int32
 		var e, d string
-		if err := rows.Scan(&id, &att, &st, &fin, &e, &d, &delay); err != nil {
+		var proc, pid *int64
+		var host *string
+		if err := rows.Scan(&id, &att, &st, &fin, &e, &d, &delay, &proc, &host, &pid); err != nil {
 			return 0, err
 		}
 		if !moved[id] {
@@ -516,6 +530,7 @@ func copyAttempts(ctx context.Context, s *pgStore, tx *sql.Tx, src *sql.Conn, to
 		}
 		jobIDs, attempts, started, finished = append(jobIDs, id), append(attempts, att), append(started, st), append(finished, fin)
 		errs, decisions, delays = append(errs, esc.text(e)), append(decisions, esc.text(d)), append(delays, delay)
+		procs, hosts, pids = append(procs, proc), append(hosts, esc.ptr(host)), append(pids, pid)
 		n++
 		if len(jobIDs) == 5000 {
 			if err := flush(); err != nil {

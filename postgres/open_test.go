@@ -52,7 +52,7 @@ func TestOpenCreatesTheSchemaOnceAndReopens(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := strings.Join(tables(t, admin, schema), ","); got != "lq_attempts,lq_deps,lq_flow_starts,lq_history,lq_jobs,lq_meta,lq_queues,lq_schedule_events,lq_schedules" {
+	if got := strings.Join(tables(t, admin, schema), ","); got != "lq_attempts,lq_deps,lq_flow_starts,lq_history,lq_jobs,lq_meta,lq_processes,lq_queues,lq_schedule_events,lq_schedules" {
 		t.Fatalf("tables %s", got)
 	}
 	var v string

@@ -58,7 +58,7 @@ func registerRecorder(q *litequeue.Queue, db *sql.DB, sleep time.Duration) {
 		if _, err := db.ExecContext(ctx, `INSERT INTO `+runsTable+` (job_id, attempt, pid) VALUES ($1, $2, $3)`, d.ID, d.Attempt, pid); err != nil {
 			return err
 		}
-		time.Sleep(sleep)
+		time.Sleep(sleep) // the handler's work, in real time: these queues run in real processes
 		return nil
 	})
 }
@@ -208,6 +208,8 @@ func waitDrained(t *testing.T, db *sql.DB) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d jobs left after %s", n, procWait)
 		}
+		// Other processes' writes notify this test of nothing: poll the
+		// table, bounded by the deadline above.
 		time.Sleep(50 * time.Millisecond)
 	}
 }
@@ -265,6 +267,8 @@ func TestKilledWorkerProcessesLoseNothing(t *testing.T) {
 	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	ws := []*worker{startWorker(t, u, 2*time.Millisecond), startWorker(t, u, 2*time.Millisecond), startWorker(t, u, 2*time.Millisecond)}
 	for k := 0; k < kills; k++ {
+		// A kill comes at a random moment of the workers' real-time work:
+		// the wait is the point.
 		time.Sleep(time.Duration(10+rng.IntN(60)) * time.Millisecond)
 		i := rng.IntN(len(ws))
 		ws[i].kill()
@@ -305,6 +309,8 @@ func TestTerminatedConnectionsReconnectAndLoseNothing(t *testing.T) {
 	}
 	killed := 0
 	for round := 0; round < 5; round++ {
+		// Let the workers reconnect and work (real processes, real time)
+		// before the next round of terminations: the wait is the point.
 		time.Sleep(100 * time.Millisecond)
 		killed += terminate()
 	}

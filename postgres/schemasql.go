@@ -123,7 +123,7 @@ func explainMigrate(err error, schema string, from int) error {
 // SchemaVersion is the version of the PostgreSQL schema this build writes.
 // Open migrates older schemas up to it and refuses newer ones with
 // litequeue.ErrSchemaTooNew.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // formatName is stored in lq_meta to tell litequeue's tables from another
 // application's tables of the same names.

@@ -104,8 +104,8 @@ RETURNING j.queue`
     UPDATE lq_jobs SET state = 0, visible_at = $1, lease = NULL, last_error = $2
     WHERE id = $3 AND lease = $4 AND state = 1 RETURNING id, queue),
 a AS (
-    INSERT INTO lq_attempts (job_id, attempt, started_at, finished_at, error, decision, delay)
-    SELECT id, $5, $6, $7, $8, $9, $10 FROM u RETURNING job_id)
+    INSERT INTO lq_attempts (job_id, attempt, started_at, finished_at, error, decision, delay, process, host, pid)
+    SELECT id, $5, $6, $7, $8, $9, $10, NULLIF($12::bigint, 0), NULLIF($13::text, ''), NULLIF($14::bigint, 0) FROM u RETURNING job_id)
 SELECT pg_notify($11, u.queue) FROM u, a`
 
 	// burySQL makes a leased row a dead letter with its attempt record, and
@@ -116,8 +116,8 @@ SELECT pg_notify($11, u.queue) FROM u, a`
         attempt = CASE WHEN $5::integer > 0 THEN $5::integer ELSE attempt END
     WHERE id = $6 AND lease = $7 AND state = 1 RETURNING id),
 a AS (
-    INSERT INTO lq_attempts (job_id, attempt, started_at, finished_at, error, decision, delay)
-    SELECT id, $8, $9, $10, $11, $12, $13 FROM u RETURNING job_id),
+    INSERT INTO lq_attempts (job_id, attempt, started_at, finished_at, error, decision, delay, process, host, pid)
+    SELECT id, $8, $9, $10, $11, $12, $13, NULLIF($22::bigint, 0), NULLIF($23::text, ''), NULLIF($24::bigint, 0) FROM u RETURNING job_id),
 f AS (
     INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload, idem_key)
     SELECT $15, $16, $17, $18, $18, $19, $20, NULLIF($21, '') WHERE $14::boolean AND EXISTS (SELECT 1 FROM u)
@@ -166,7 +166,7 @@ attempted_at, finished_at, last_error, dead_reason, meta::text`
 	attemptsSQL = `SELECT a.attempt, a.started_at, a.finished_at,
     CASE WHEN a.error = '' AND j.state = 3 AND a.id = (SELECT max(m.id) FROM lq_attempts m WHERE m.job_id = a.job_id)
         THEN coalesce(j.last_error, '') ELSE a.error END,
-    a.decision, a.delay
+    a.decision, a.delay, coalesce(a.process, 0), coalesce(a.host, ''), coalesce(a.pid, 0)
 FROM lq_attempts a JOIN lq_jobs j ON j.id = a.job_id WHERE a.job_id = $1 ORDER BY a.id`
 
 	statsSQL = `SELECT queue,
@@ -215,7 +215,7 @@ func priorityWalk(bound string) string {
 var (
 	// insertClaimNewSQL inserts a job without a key, due now ($4 <= now $9),
 	// into queue $1 at priority $3, and claims it in the same statement —
-	// lease $8 until $7, its first attempt — but only when nothing could
+	// lease $8 until $7, its first attempt, by process $12 — but only when nothing could
 	// come before it: the queue is not paused, and no live row of the queue
 	// as urgent or more is due (a lapsed lease is due too): priorityWalk up
 	// to the job's priority, and per priority and kind of $11 (the kinds
@@ -230,10 +230,10 @@ var (
 	// conditions one subquery, evaluated once, instead of once per CASE.)
 	insertClaimNewSQL = `WITH ins AS (
 INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload,
-    state, lease, attempt, attempted_at, due_at)
+    state, lease, attempt, attempted_at, due_at, process)
 SELECT $1, $2, $3, CASE WHEN x.c THEN $7::bigint ELSE $4::bigint END, $4, $5, $6,
     CASE WHEN x.c THEN 1 ELSE 0 END, CASE WHEN x.c THEN $8::bigint END, CASE WHEN x.c THEN 1 ELSE 0 END,
-    CASE WHEN x.c THEN $9::bigint END, CASE WHEN x.c THEN $4::bigint END
+    CASE WHEN x.c THEN $9::bigint END, CASE WHEN x.c THEN $4::bigint END, CASE WHEN x.c THEN $12::bigint END
 FROM (SELECT NOT EXISTS (SELECT 1 FROM lq_queues WHERE queue = $1 AND paused_at IS NOT NULL)
     AND NOT EXISTS (` + priorityWalk(" AND priority <= $3") + `
         SELECT 1 FROM p CROSS JOIN unnest($11::text[]) AS k(kind) CROSS JOIN LATERAL (SELECT visible_at FROM lq_jobs
@@ -273,7 +273,7 @@ SELECT ins.id, ins.took FROM ins LEFT JOIN LATERAL (SELECT pg_notify($10, $1) WH
     LIMIT $3
 )
 UPDATE lq_jobs j
-SET state = 1, visible_at = $5, lease = $6, attempt = j.attempt + 1, attempted_at = $4, due_at = j.visible_at,
+SET state = 1, visible_at = $5, lease = $6, attempt = j.attempt + 1, attempted_at = $4, due_at = j.visible_at, process = $7,
     last_error = CASE WHEN j.state = 1
         THEN 'lease expired: the worker of attempt ' || j.attempt || ' was lost' ELSE j.last_error END
 WHERE j.id = ANY (ARRAY(SELECT id FROM c))
@@ -292,6 +292,7 @@ func qualifier(schema string) *strings.Replacer {
 		"lq_history ", q+"lq_history ",
 		"lq_queues ", q+"lq_queues ",
 		"lq_flow_starts ", q+"lq_flow_starts ",
+		"lq_processes ", q+"lq_processes ",
 		"lq_schedules ", q+"lq_schedules ",
 		"lq_schedule_events ", q+"lq_schedule_events ",
 		"lq_claim(", q+"lq_claim(",

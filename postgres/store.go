@@ -237,7 +237,7 @@ func (s *pgStore) claimInto(b *pgx.Batch, q store.ClaimQuery, out *[]store.Claim
 		kinds = []string{}
 	}
 	b.Queue(pauseLockSQL, s.schema, q.Queue)
-	b.Queue(s.q(claimSQL), q.Queue, kinds, q.N, q.Now, q.Until, q.Lease).Query(func(rows pgx.Rows) error {
+	b.Queue(s.q(claimSQL), q.Queue, kinds, q.N, q.Now, q.Until, q.Lease, q.Process).Query(func(rows pgx.Rows) error {
 		if c := min(q.N, 64); cap(*out) < c {
 			*out = make([]store.Claimed, 0, c)
 		}
@@ -295,7 +295,7 @@ func (s *pgStore) claimTx(ctx context.Context, tx *sql.Tx, q store.ClaimQuery) (
 	if _, err := tx.ExecContext(ctx, pauseLockSQL, s.schema, q.Queue); err != nil {
 		return nil, err
 	}
-	rows, err := tx.QueryContext(ctx, s.q(claimSQL), q.Queue, kinds, q.N, q.Now, q.Until, q.Lease)
+	rows, err := tx.QueryContext(ctx, s.q(claimSQL), q.Queue, kinds, q.N, q.Now, q.Until, q.Lease, q.Process)
 	if err != nil {
 		return nil, err
 	}
@@ -394,7 +394,7 @@ func (s *pgStore) insertClaimNew(ctx context.Context, job store.NewJob, q store.
 		id, took = 0, false
 		b.Queue(pauseLockSQL, s.schema, q.Queue)
 		b.Queue(s.q(insertClaimNewSQL), job.Queue, job.Kind, int64(job.Priority), job.VisibleAt, job.CreatedAt, payload,
-			q.Until, q.Lease, q.Now, s.channel, q.Kinds).QueryRow(func(row pgx.Row) error {
+			q.Until, q.Lease, q.Now, s.channel, q.Kinds, q.Process).QueryRow(func(row pgx.Row) error {
 			return row.Scan(&id, &took)
 		})
 	}}
@@ -588,7 +588,7 @@ func (s *pgStore) Retry(ctx context.Context, r store.Retry) error {
 		b.Queue(s.q(retrySQL),
 			r.Due, r.LastError, r.ID, r.Lease.Lease,
 			r.Record.Attempt, r.Record.StartedAt, r.Record.FinishedAt, r.Record.Error, r.Record.Decision, r.Record.Delay,
-			s.channel).Exec(func(ct pgconn.CommandTag) error {
+			s.channel, r.Record.Process, r.Record.Host, int64(r.Record.PID)).Exec(func(ct pgconn.CommandTag) error {
 			lost = ct.RowsAffected() != 1
 			return nil
 		})
@@ -629,6 +629,7 @@ func (s *pgStore) Bury(ctx context.Context, bu store.Burial) error {
 			bu.At, bu.Reason, setErr, lastErr, bu.Attempt, bu.ID, bu.Lease.Lease,
 			bu.Record.Attempt, bu.Record.StartedAt, bu.Record.FinishedAt, buryRecordError(bu), bu.Record.Decision, bu.Record.Delay,
 			bu.FollowUp != nil, f.Queue, f.Kind, int64(f.Priority), f.VisibleAt, f.CreatedAt, f.Payload, f.Key,
+			bu.Record.Process, bu.Record.Host, int64(bu.Record.PID),
 		).QueryRow(func(row pgx.Row) error {
 			var a int64
 			if err := row.Scan(&a, &followID); err != nil {
@@ -669,7 +670,8 @@ func (s *pgStore) buryThenFollow(ctx context.Context, bu store.Burial, setErr bo
 			err := tx.QueryRowContext(ctx, s.q(burySQL),
 				bu.At, bu.Reason, setErr, lastErr, bu.Attempt, bu.ID, bu.Lease.Lease,
 				bu.Record.Attempt, bu.Record.StartedAt, bu.Record.FinishedAt, buryRecordError(bu), bu.Record.Decision, bu.Record.Delay,
-				false, "", "", int64(0), int64(0), int64(0), []byte{}, "").Scan(&a, &fl)
+				false, "", "", int64(0), int64(0), int64(0), []byte{}, "",
+				bu.Record.Process, bu.Record.Host, int64(bu.Record.PID)).Scan(&a, &fl)
 			if err != nil {
 				return err
 			}

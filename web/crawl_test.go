@@ -314,7 +314,7 @@ func TestEveryLinkLandsWhereItSays(t *testing.T) {
 
 // navLinks are the links of every page's header.
 var navLinks = map[string]string{"litequeue": "/", "Overview": "/", "Jobs": "/jobs", "Dead letters": "/dead",
-	"Queues": "/queues", "Schedules": "/schedules", "Retry plans": "/plan"}
+	"Queues": "/queues", "Schedules": "/schedules", "Processes": "/processes", "Retry plans": "/plan"}
 
 // checkLink checks what a link says against where it points. A count that
 // links to a jobs list is noted in counts (by the list's query), for the
@@ -366,6 +366,8 @@ func checkLink(t *testing.T, p crawlPage, l crawlLink, counts map[string]int) {
 		require.Equal(t, []string{"queue"}, keys(q), "%s: %q", p.url, l.text)
 	case l.href.Path == "/jobs" && len(q) == 1 && (q.Has("queue") || q.Has("kind")):
 		require.Contains(t, []string{q.Get("queue"), q.Get("kind")}, l.text, "%s: a link to a queue's or a kind's jobs says which", p.url)
+	case l.href.Path == "/processes" && len(q) == 0 && l.text != "Processes":
+		require.Regexp(t, `^process \d+$`, l.text, "%s: a job page's link to the process holding it", p.url)
 	case strings.HasPrefix(l.href.Path, "/schedules/"):
 		require.Equal(t, "/schedules/"+l.text, l.href.Path, "%s: a schedule's link", p.url)
 	case strings.HasPrefix(l.href.Path, "/jobs/"):

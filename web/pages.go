@@ -50,9 +50,10 @@ type page struct {
 }
 
 var funcs = template.FuncMap{
-	"time":  absTime, // replaced by each server's relTime (see parsePages)
-	"human": human,
-	"dur":   fmtDur,
+	"time":   absTime, // replaced by each server's relTime (see parsePages)
+	"human":  human,
+	"dur":    fmtDur,
+	"mulDur": func(d time.Duration, n int) time.Duration { return d * time.Duration(n) },
 	"json": func(b json.RawMessage) string {
 		var out bytes.Buffer
 		if err := json.Indent(&out, b, "", "  "); err != nil {
@@ -220,7 +221,7 @@ func parsePages(now func() time.Time) map[string]*template.Template {
 	fm["time"] = func(t time.Time) template.HTML { return relTime(t, now()) }
 	base := template.Must(template.New("layout.html").Funcs(fm).ParseFS(templateFS, "templates/layout.html", "templates/forms.html"))
 	out := map[string]*template.Template{}
-	for _, name := range []string{"overview", "jobs", "job", "dead", "queues", "queue", "schedules", "schedule", "remove", "jobconfirm", "plan", "confirm", "error", "login"} {
+	for _, name := range []string{"overview", "jobs", "job", "dead", "queues", "queue", "schedules", "schedule", "processes", "remove", "jobconfirm", "plan", "confirm", "error", "login"} {
 		t := template.Must(base.Clone())
 		out[name] = template.Must(t.ParseFS(templateFS, "templates/"+name+".html"))
 	}

@@ -178,6 +178,7 @@ func (s *server) routes() {
 	m.HandleFunc("GET /queue", s.queue)
 	m.HandleFunc("GET /schedules", s.schedules)
 	m.HandleFunc("GET /schedules/{name...}", s.schedule)
+	m.HandleFunc("GET /processes", s.processes)
 	m.HandleFunc("GET /plan", s.plan)
 	m.HandleFunc("GET /events", s.events)
 	m.HandleFunc("GET /static/", func(w http.ResponseWriter, r *http.Request) {

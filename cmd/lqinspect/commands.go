@@ -28,6 +28,7 @@ var commands = []command{
 	{"upgrade", "migrate a queue of an older schema on purpose (writing commands refuse one)", (*app).upgrade},
 	{"schedules", "list recurring jobs; pause, resume or trigger one", (*app).schedules},
 	{"workflow", "a workflow as a text graph: each job's state and why a waiting one waits; cancel all of it", (*app).workflow},
+	{"processes", "list the processes working the queues: host, pid, heartbeat, alive or dead", (*app).processes},
 	serveCommand,
 }
 

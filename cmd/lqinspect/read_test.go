@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,9 +20,17 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the testdata/*.golden files")
 
+// heldBy matches the random process id show prints for a running job.
+var heldBy = regexp.MustCompile(`(held by: +)process [0-9]+`)
+
 // golden compares got with testdata/name.golden, or rewrites it with -update.
+// This process's host:pid, which the attempts the fixture ran record, reads
+// HOST:PID.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
+	host, _ := os.Hostname()
+	got = strings.ReplaceAll(got, host+":"+strconv.Itoa(os.Getpid()), "HOST:PID")
+	got = heldBy.ReplaceAllString(got, "${1}process ID")
 	path := filepath.Join("testdata", name+".golden")
 	if *update {
 		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
@@ -179,10 +189,23 @@ func TestDeadAndShowJSON(t *testing.T) {
 	require.Equal(t, "scheduled", show["state"])
 	require.Equal(t, "2026-01-01T00:10:30Z", show["visible_at"])
 	require.Equal(t, "dial tcp 10.0.0.7:443: connection refused", show["last_error"])
-	require.Equal(t, []any{map[string]any{
+	// The attempt names the process that ran it: the fixture's queue, in
+	// this process.
+	attempts := show["attempts"].([]any)
+	require.Len(t, attempts, 1)
+	at := attempts[0].(map[string]any)
+	host, _ := os.Hostname()
+	require.Equal(t, host, at["host"])
+	require.Equal(t, float64(os.Getpid()), at["pid"])
+	require.NotZero(t, at["process"])
+	require.Equal(t, show["process"], at["process"], "the job names the process whose claim took it")
+	delete(at, "host")
+	delete(at, "pid")
+	delete(at, "process")
+	require.Equal(t, map[string]any{
 		"attempt": 1.0, "started_at": "2026-01-01T00:10:00Z", "finished_at": "2026-01-01T00:10:00Z",
 		"error": "dial tcp 10.0.0.7:443: connection refused", "decision": "retry", "delay": "30s",
-	}}, show["attempts"])
+	}, at)
 }
 
 func TestReadCommandsWorkWhileAnotherConnectionHoldsTheWriteLock(t *testing.T) {

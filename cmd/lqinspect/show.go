@@ -65,6 +65,9 @@ func showJob(w io.Writer, j litequeue.JobInfo, now time.Time) error {
 	case litequeue.StateRunning:
 		field("lease", "held since "+whenTime(j.AttemptedAt, now))
 		field("lease expires", whenTime(j.VisibleAt, now))
+		if j.Process != 0 {
+			field("held by", "process "+strconv.FormatInt(j.Process, 10)+` ("lqinspect processes" says whether it is alive)`)
+		}
 	}
 	if j.State != litequeue.StateRunning {
 		field("last attempt", whenTime(j.AttemptedAt, now))
@@ -102,6 +105,7 @@ func showJob(w io.Writer, j litequeue.JobInfo, now time.Time) error {
 	}
 	// Each error whole: its first line in the ERROR column of the
 	// attempt's row, every further line in that column of a row of its own.
+	// BY, the host:pid that ran the attempt, comes last, after the error.
 	rows := make([][]string, 0, len(j.Attempts))
 	for _, at := range j.Attempts {
 		delay := none
@@ -110,12 +114,12 @@ func showJob(w io.Writer, j litequeue.JobInfo, now time.Time) error {
 		}
 		lines := strings.Split(strings.TrimRight(at.Error, "\n"), "\n")
 		rows = append(rows, []string{strconv.Itoa(at.Attempt), absTime(at.StartedAt), roundDuration(at.FinishedAt.Sub(at.StartedAt)),
-			string(at.Decision), delay, orNone(lines[0])})
+			string(at.Decision), delay, orNone(lines[0]), attemptedBy(at)})
 		for _, l := range lines[1:] {
 			rows = append(rows, []string{"", "", "", "", "", l})
 		}
 	}
-	return table(w, "no failed attempts", []string{"ATTEMPT", "STARTED", "RAN", "DECISION", "DELAY", "ERROR"}, rows)
+	return table(w, "no failed attempts", []string{"ATTEMPT", "STARTED", "RAN", "DECISION", "DELAY", "ERROR", "BY"}, rows)
 }
 
 // indentJSON pretty-prints a payload, indented by two spaces; a payload that
@@ -136,4 +140,13 @@ func progressLine(p litequeue.Progress, now time.Time) string {
 		s += " " + strconv.Quote(p.Message)
 	}
 	return s + ", reported " + whenTime(p.UpdatedAt, now)
+}
+
+// attemptedBy names the process that ran an attempt: host:pid, or none
+// when the record has none.
+func attemptedBy(at litequeue.AttemptRecord) string {
+	if at.Host == "" && at.PID == 0 {
+		return none
+	}
+	return at.Host + ":" + strconv.Itoa(at.PID)
 }

@@ -8,6 +8,7 @@ package kitlink
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	"github.com/litequeue/litequeue/internal/store"
@@ -18,6 +19,9 @@ type Link[Q, O any] interface {
 	// Open is litequeue.Open with the fault hooks f installed before the
 	// queue is used.
 	Open(name string, opts O, f Faults) (Q, error)
+	// New is litequeue.New (the queue's tables in the application's db)
+	// with the fault hooks f installed before the queue is used.
+	New(db *sql.DB, opts O, f Faults) (Q, error)
 	// Handled returns the pairs q has handlers for, sorted by kind.
 	Handled(q Q) []Pair
 	// Store returns the storage q runs on, for tests of store rules that

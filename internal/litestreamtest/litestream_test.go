@@ -296,6 +296,9 @@ func TestLitestreamReplicaRestoresAConsistentQueue(t *testing.T) {
 		}
 		all = append(all, id)
 	}
+	// Litestream (another process, on its own real-time sync interval of
+	// 100 ms) gets three syncs of these writes before the Close's TRUNCATE
+	// checkpoint; a shorter wait cannot make the test pass wrongly.
 	time.Sleep(300 * time.Millisecond)
 	if err := oq.Close(); err != nil {
 		t.Fatal(err)

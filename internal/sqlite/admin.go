@@ -116,7 +116,16 @@ func (s *Store) Job(ctx context.Context, id int64) (store.Job, []store.Attempt, 
 	if err != nil {
 		return store.Job{}, nil, err
 	}
-	rows, err := tx.QueryContext(ctx, attemptsSQL, id)
+	attempts := attemptsNoProcsSQL
+	if !s.noProcs {
+		attempts = attemptsSQL
+		var proc sql.NullInt64
+		if err := tx.QueryRowContext(ctx, "SELECT process FROM lq_jobs WHERE id = ?", id).Scan(&proc); err != nil {
+			return store.Job{}, nil, err
+		}
+		j.Process = proc.Int64
+	}
+	rows, err := tx.QueryContext(ctx, attempts, id)
 	if err != nil {
 		return store.Job{}, nil, err
 	}
@@ -124,7 +133,8 @@ func (s *Store) Job(ctx context.Context, id int64) (store.Job, []store.Attempt, 
 	var as []store.Attempt
 	for rows.Next() {
 		var a store.Attempt
-		if err := rows.Scan(&a.Attempt, &a.StartedAt, &a.FinishedAt, &a.Error, &a.Decision, &a.Delay); err != nil {
+		if err := rows.Scan(&a.Attempt, &a.StartedAt, &a.FinishedAt, &a.Error, &a.Decision, &a.Delay,
+			&a.Process, &a.Host, &a.PID); err != nil {
 			return store.Job{}, nil, err
 		}
 		as = append(as, a)

@@ -21,7 +21,7 @@ func TestClaimQueriesReadOnlyHandledKinds(t *testing.T) {
 	}{
 		{"claim of one kind", claimSQL(1), []any{1, 2, 3, "q", nil, 10, 0, "a"}},
 		{"claim of three kinds", claimSQL(3), []any{1, 2, 3, "q", nil, 10, 0, "a", "b", "c"}},
-		{"claim of the inserted job", claimNewSQL, []any{1, 2, 3, 4, "q", 0, `["a","b"]`}},
+		{"claim of the inserted job", claimNewSQL, []any{1, 2, 3, 4, "q", 0, `["a","b"]`, 9}},
 		{"next due", nextDueSQL, []any{"q", 0, `["a","b"]`}},
 		{"next priority", nextPrioritySQL, []any{"q", 0}},
 	}

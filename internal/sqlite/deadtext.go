@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"strings"
 
 	"github.com/litequeue/litequeue/internal/store"
 )
@@ -20,8 +21,12 @@ import (
 const attemptsSQL = `SELECT a.attempt, a.started_at, a.finished_at,
     CASE WHEN a.error = '' AND j.state = 3 AND a.id = (SELECT max(m.id) FROM lq_attempts m WHERE m.job_id = a.job_id)
         THEN coalesce(j.last_error, '') ELSE a.error END,
-    a.decision, a.delay
+    a.decision, a.delay, coalesce(a.process, 0), coalesce(a.host, ''), coalesce(a.pid, 0)
 FROM lq_attempts a JOIN lq_jobs j ON j.id = a.job_id WHERE a.job_id = ? ORDER BY a.id`
+
+// attemptsNoProcsSQL is attemptsSQL for a file without the process
+// columns (Store.noProcs).
+var attemptsNoProcsSQL = strings.Replace(attemptsSQL, "coalesce(a.process, 0), coalesce(a.host, ''), coalesce(a.pid, 0)", "0, '', 0", 1)
 
 // keepDeadErrorSQL writes the last_error of each job of the JSON id list
 // ?1 into its last attempt record when that record holds none.

@@ -28,6 +28,9 @@ type Store struct {
 	// noMeta: a file opened read-only at a schema older than metaVersion,
 	// whose jobs have no meta column and no tag table (metaColumns).
 	noMeta bool
+	// noProcs: a file opened read-only at a schema older than
+	// procsVersion, without lq_processes or the process columns.
+	noProcs bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -361,7 +364,7 @@ func (s *Store) InsertClaim(ctx context.Context, job store.NewJob, q store.Claim
 // condition fails, nothing is claimed and the caller walks the priorities
 // with claimSQL, which never overtakes a due job.
 const claimNewSQL = `UPDATE lq_jobs
-SET state = 1, visible_at = ?1, lease = ?2, attempt = attempt + 1, attempted_at = ?3, due_at = visible_at
+SET state = 1, visible_at = ?1, lease = ?2, attempt = attempt + 1, attempted_at = ?3, due_at = visible_at, process = ?8
 WHERE id = ?4 AND state = 0 AND attempt = 0 AND priority = ?6 AND visible_at <= ?3
   AND NOT EXISTS (SELECT 1 FROM lq_queues WHERE queue = ?5 AND paused_at IS NOT NULL)
   AND (SELECT min(priority) FROM lq_jobs WHERE queue = ?5 AND state IN (0, 1)) = ?6
@@ -376,7 +379,7 @@ func claimNew(ctx context.Context, tx Execer, q store.ClaimQuery, id int64, nj *
 	if !slices.Contains(q.Kinds, nj.Kind) || nj.Queue != q.Queue || nj.VisibleAt > q.Now {
 		return nil, false, nil
 	}
-	ok, err = execHolds(ctx, tx, claimNewSQL, q.Until, q.Lease, q.Now, id, q.Queue, nj.Priority, q.KindsJSON)
+	ok, err = execHolds(ctx, tx, claimNewSQL, q.Until, q.Lease, q.Now, id, q.Queue, nj.Priority, q.KindsJSON, q.Process)
 	if err != nil || !ok {
 		return nil, false, err
 	}
@@ -413,7 +416,7 @@ func claimSQL(k int) string {
 	}
 	var b strings.Builder
 	b.WriteString(`UPDATE lq_jobs
-SET state = 1, visible_at = ?1 - (state = 1), lease = ?2, attempt = attempt + 1, attempted_at = ?3, due_at = visible_at,
+SET state = 1, visible_at = ?1 - (state = 1), lease = ?2, attempt = attempt + 1, attempted_at = ?3, due_at = visible_at, process = ?5,
     last_error = CASE WHEN state = 1 THEN 'lease expired: the worker of attempt ' || attempt || ' was lost' ELSE last_error END
 WHERE id IN (
     SELECT id FROM (`)
@@ -485,7 +488,7 @@ func claimTx(ctx context.Context, tx Execer, q store.ClaimQuery) ([]store.Claime
 		kindArgs[i] = k
 	}
 	err := priorities(ctx, tx, q.Queue, func(prio int64) (bool, error) {
-		args := append([]any{q.Until, q.Lease, q.Now, q.Queue, nil, q.N - len(cs), prio}, kindArgs...)
+		args := append([]any{q.Until, q.Lease, q.Now, q.Queue, q.Process, q.N - len(cs), prio}, kindArgs...)
 		rows, err := tx.QueryContext(ctx, claimSQL(len(q.Kinds)), args...)
 		if err != nil {
 			return false, err
@@ -896,12 +899,13 @@ const (
 		WHERE id = ? AND lease = ? AND state = 1 RETURNING queue, state, visible_at`
 	buryLostSQL = `UPDATE lq_jobs SET state = 3, lease = NULL, finished_at = ?, dead_reason = ?, attempt = ?
 		WHERE id = ? AND lease = ? AND state = 1 RETURNING queue, state, visible_at`
-	attemptSQL = `INSERT INTO lq_attempts (job_id, attempt, started_at, finished_at, error, decision, delay)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`
+	attemptSQL = `INSERT INTO lq_attempts (job_id, attempt, started_at, finished_at, error, decision, delay, process, host, pid)
+		VALUES (?, ?, ?, ?, ?, ?, ?, NULLIF(?, 0), NULLIF(?, ''), NULLIF(?, 0))`
 )
 
 func insertAttempt(ctx context.Context, tx Execer, id int64, a store.Attempt) error {
-	_, err := tx.ExecContext(ctx, attemptSQL, id, a.Attempt, a.StartedAt, a.FinishedAt, a.Error, a.Decision, a.Delay)
+	_, err := tx.ExecContext(ctx, attemptSQL, id, a.Attempt, a.StartedAt, a.FinishedAt, a.Error, a.Decision, a.Delay,
+		a.Process, a.Host, a.PID)
 	return err
 }
 

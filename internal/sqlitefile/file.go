@@ -23,7 +23,7 @@ import (
 // SchemaVersion is the version of the queue file format this build writes.
 // Open migrates older files up to it and refuses newer ones with
 // store.ErrSchemaTooNew.
-const SchemaVersion = 13
+const SchemaVersion = 14
 
 // formatName is stored in lq_meta to tell a litequeue file from another
 // application's SQLite file.

@@ -77,6 +77,7 @@ type ClaimQuery struct {
 	// Limited routes the claim through the queue's stored limits (see
 	// Flow); false takes the claim path of queues without limits.
 	Limited bool
+	Process   int64 // the claiming process's id (Process), written on each claimed row
 }
 
 // Claimed is one claimed job.
@@ -116,6 +117,10 @@ type Attempt struct {
 	Error      string
 	Decision   string
 	Delay      int64 // nanoseconds
+	// The process that ran the attempt (0, "", 0 when unknown).
+	Process int64
+	Host    string
+	PID     int
 }
 
 // Completion is a success to write. Notify, if set, is called once the
@@ -177,6 +182,9 @@ type Job struct {
 	LastError   string
 	DeadReason  string
 	Meta        string // the job's metadata JSON (meta.go), "" for none
+	// Process is the id of the process whose claim took the row last (0:
+	// never claimed, or unknown); set by Admin.Job only.
+	Process int64
 }
 
 // ListState is a state as listings filter by it.
