@@ -77,7 +77,7 @@ type ClaimQuery struct {
 	// Limited routes the claim through the queue's stored limits (see
 	// Flow); false takes the claim path of queues without limits.
 	Limited bool
-	Process   int64 // the claiming process's id (Process), written on each claimed row
+	Process int64 // the claiming process's id (Process), written on each claimed row
 }
 
 // Claimed is one claimed job.
