@@ -24,6 +24,7 @@ func init() {
 		{"ProcessesOfTwoQueuesSeeEachOtherAndStopRemovesOne", testProcessesSeeEachOther},
 		{"ProcessWhoseHeartbeatLapsesIsDeadWithItsJobsThenAgesOut", testProcessDead},
 		{"AttemptsAndRunningJobsNameTheirProcess", testProcessOfAttempts},
+		{"AttemptsAndRunningJobsNameTheirProcessUnderGroupLimits", testProcessOfLimitedAttempts},
 	}...)
 }
 
@@ -160,14 +161,26 @@ func testProcessDead(t *testing.T, b conformanceBackend) {
 }
 
 func testProcessOfAttempts(t *testing.T, b conformanceBackend) {
-	h := setup(t, b, queues(queue(litequeue.FixedRetry(2, time.Second))))
+	processOfAttempts(t, b, litequeue.QueueLimits{}, nil)
+}
+
+// A claim through a queue's per-group limits names its process on the row
+// as the plain claim does.
+func testProcessOfLimitedAttempts(t *testing.T, b conformanceBackend) {
+	processOfAttempts(t, b, litequeue.QueueLimits{KeyConcurrency: 1}, &litequeue.EnqueueOptions{Group: "g"})
+}
+
+func processOfAttempts(t *testing.T, b conformanceBackend, limits litequeue.QueueLimits, opts *litequeue.EnqueueOptions) {
+	cfg := queue(litequeue.FixedRetry(2, time.Second))
+	cfg.Limits = limits
+	h := setup(t, b, queues(cfg))
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
 		return errors.New("refused")
 	})
 	// Enqueued before Start: the dispatcher's claim takes it (a job
 	// enqueued to a started queue is claimed with its insert, as in
 	// testProcessDead).
-	id, err := h.Q.Enqueue(context.Background(), Email{To: "x"}, nil)
+	id, err := h.Q.Enqueue(context.Background(), Email{To: "x"}, opts)
 	require.NoError(t, err)
 	h.start(t)
 	h.Ev.Wait(t, litequeue.EventRetrying, id, 1)

@@ -366,29 +366,16 @@ func (s *pgStore) claimByGroupTx(ctx context.Context, tx *sql.Tx, q store.ClaimQ
 	// Rows a claim of a process that has not yet seen the limits took
 	// meanwhile are due no more and are left alone.
 	rows, err := tx.QueryContext(ctx, s.q(`UPDATE lq_jobs j
-SET state = 1, visible_at = $1, lease = $2, attempt = j.attempt + 1, attempted_at = $3, due_at = j.visible_at,
+SET state = 1, visible_at = $1, lease = $2, attempt = j.attempt + 1, attempted_at = $3, due_at = j.visible_at, process = $5,
     last_error = CASE WHEN j.state = 1
         THEN 'lease expired: the worker of attempt ' || j.attempt || ' was lost' ELSE j.last_error END
 WHERE j.id = ANY ($4) AND j.state IN (0, 1) AND j.visible_at <= $3
 RETURNING j.id, j.kind, j.attempt, j.priority, j.payload, j.idem_key, j.created_at, j.last_error, j.due_at, j.meta::text`),
-		q.Until, q.Lease, q.Now, chosen)
+		q.Until, q.Lease, q.Now, chosen, q.Process)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []store.Claimed
-	for rows.Next() {
-		var c store.Claimed
-		var key, lastErr, meta sql.NullString
-		var due sql.NullInt64
-		if err := rows.Scan(&c.ID, &c.Kind, &c.Attempt, &c.Priority, &c.Payload, &key, &c.CreatedAt, &lastErr, &due, &meta); err != nil {
-			return nil, err
-		}
-		c.Key, c.LastError, c.DueAt, c.Meta = key.String, lastErr.String, due.Int64, meta.String
-		out = append(out, c)
-	}
-	sortClaimed(out)
-	return out, rows.Err()
+	return scanClaimed(rows)
 }
 
 func cmpInt(a, b int64) int {

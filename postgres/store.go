@@ -299,6 +299,13 @@ func (s *pgStore) claimTx(ctx context.Context, tx *sql.Tx, q store.ClaimQuery) (
 	if err != nil {
 		return nil, err
 	}
+	return scanClaimed(rows)
+}
+
+// scanClaimed reads the rows a claim statement returned (id, kind, attempt,
+// priority, payload, idem_key, created_at, last_error, due_at, meta), in
+// claim order, and closes them.
+func scanClaimed(rows *sql.Rows) ([]store.Claimed, error) {
 	defer rows.Close()
 	var out []store.Claimed
 	for rows.Next() {

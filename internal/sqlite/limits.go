@@ -307,7 +307,7 @@ const dueOrderedSQL = `SELECT id, grp, visible_at FROM lq_jobs j
 // claimByIDsSQL claims the rows of the JSON id list ?4 as claimSQL claims
 // its rows.
 const claimByIDsSQL = `UPDATE lq_jobs
-SET state = 1, visible_at = ?1 - (state = 1), lease = ?2, attempt = attempt + 1, attempted_at = ?3, due_at = visible_at,
+SET state = 1, visible_at = ?1 - (state = 1), lease = ?2, attempt = attempt + 1, attempted_at = ?3, due_at = visible_at, process = ?5,
     last_error = CASE WHEN state = 1 THEN 'lease expired: the worker of attempt ' || attempt || ' was lost' ELSE last_error END
 WHERE id IN (SELECT value FROM json_each(?4))
 RETURNING id, kind, attempt, priority, payload, idem_key, created_at, last_error, due_at, meta, visible_at < ?1`
@@ -409,7 +409,7 @@ func groupCandidates(ctx context.Context, tx Execer, query string, q store.Claim
 // claimIDs claims the rows ids (chosen on tx by the caller) and moves
 // their counts.
 func claimIDs(ctx context.Context, tx Execer, q store.ClaimQuery, ids []int64) ([]store.Claimed, error) {
-	rows, err := tx.QueryContext(ctx, claimByIDsSQL, q.Until, q.Lease, q.Now, idsJSON(ids))
+	rows, err := tx.QueryContext(ctx, claimByIDsSQL, q.Until, q.Lease, q.Now, idsJSON(ids), q.Process)
 	if err != nil {
 		return nil, err
 	}
