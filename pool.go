@@ -118,8 +118,8 @@ type pool struct {
 
 	paused    atomic.Bool  // the queue is paused: claim nothing, start nothing (see dispatch.go)
 	recheck   atomic.Bool  // another process wrote: re-read the pause, look for cancelled jobs
-	limited   atomic.Bool  // the queue has stored limits: claim through them (flow.go)
-	claimedAt atomic.Int64 // the Clock's time of the last claim (flow.go)
+	limited   atomic.Bool  // the queue has stored limits: claim through them (limits.go)
+	claimedAt atomic.Int64 // the Clock's time of the last claim (limits.go)
 }
 
 func (p *pool) signal() {

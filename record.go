@@ -54,7 +54,7 @@ func (p *pool) record(d *delivery, o outcome) {
 				delete(p.completing, d)
 				p.mu.Unlock()
 				if p.limited.Load() {
-					p.signal() // its slot is free in the database now (flow.go)
+					p.signal() // its slot is free in the database now (limits.go)
 				}
 				if err := p.successWritten(d, took, err); err != nil {
 					p.keepUnwritten(d, "writing a success failed", err,

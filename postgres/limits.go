@@ -10,7 +10,7 @@ import (
 	"github.com/litequeue/litequeue/internal/store"
 )
 
-// Flow control (store.Flow): the limits stored in lq_queues and the claims
+// Flow control (store.Limiter): the limits stored in lq_queues and the claims
 // of limited queues. A limited claim locks its queue's settings row (FOR
 // UPDATE) before it counts what runs, so the claims of one limited queue,
 // from any process, follow one another; claims of queues without limits
@@ -45,7 +45,7 @@ func scanLimits(row interface{ Scan(...any) error }, l *store.Limits) error {
 	return row.Scan(&l.Concurrency, &l.KeyConcurrency, &l.Ordered, &l.RateN, &l.RatePer, &l.KeyRateN, &l.KeyRatePer)
 }
 
-// SetLimits implements store.Flow.
+// SetLimits implements store.Limiter.
 func (s *pgStore) SetLimits(ctx context.Context, queue string, l store.Limits) (store.Limits, error) {
 	if err := s.writable(); err != nil {
 		return store.Limits{}, err
@@ -75,7 +75,7 @@ func (s *pgStore) SetLimits(ctx context.Context, queue string, l store.Limits) (
 	return prev, err
 }
 
-// Limits implements store.Flow.
+// Limits implements store.Limiter.
 func (s *pgStore) Limits(ctx context.Context) (map[string]store.Limits, error) {
 	return readValue(s, ctx, func() (map[string]store.Limits, error) {
 		rows, err := s.db.QueryContext(ctx, s.q(`SELECT queue, `+limitsCols+` FROM lq_queues
@@ -97,8 +97,8 @@ func (s *pgStore) Limits(ctx context.Context) (map[string]store.Limits, error) {
 	})
 }
 
-// FlowNextFree implements store.Flow.
-func (s *pgStore) FlowNextFree(ctx context.Context, queue string, kinds []string, now int64) (int64, bool, error) {
+// LimitsNextFree implements store.Limiter.
+func (s *pgStore) LimitsNextFree(ctx context.Context, queue string, kinds []string, now int64) (int64, bool, error) {
 	if kinds == nil {
 		kinds = []string{}
 	}

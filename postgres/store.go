@@ -328,7 +328,7 @@ func (s *pgStore) InsertClaim(ctx context.Context, job store.NewJob, q store.Cla
 		return 0, err
 	}
 	if q.Limited {
-		// A limited queue's claim has a transaction of its own (flow.go).
+		// A limited queue's claim has a transaction of its own (limits.go).
 		return s.insertThenClaim(ctx, job, q, handOff)
 	}
 	if q.N == 1 && job.Key == "" && job.Queue == q.Queue && job.VisibleAt <= q.Now &&

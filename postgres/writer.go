@@ -209,7 +209,7 @@ func (w *writer) sendOnce(ops []*op, cs []store.Completion) (results []error, co
 		var delIdx, keepIdx, flowIdx []int
 		for i, c := range cs {
 			if c.Flow != 0 {
-				// A workflow's job: its own statement (flow.go).
+				// A workflow's job: its own statement (workflow.go).
 				flowIdx = append(flowIdx, i)
 				continue
 			}

@@ -13,7 +13,7 @@ import (
 	"github.com/litequeue/litequeue/internal/store"
 )
 
-// Flow control (store.Flow): the limits stored in lq_queues and the claims
+// Flow control (store.Limiter): the limits stored in lq_queues and the claims
 // of limited queues. The writer serialises every claim of the file, so a
 // limited claim counts, decides and marks in one transaction that no other
 // claim interleaves with.
@@ -39,7 +39,7 @@ func readLimits(ctx context.Context, tx Execer, queue string) (store.Limits, err
 // started, so that claims count them once limits are set.
 const markRunningSQL = `UPDATE lq_jobs SET flow = 1 WHERE queue = ?1 AND state = 1 AND flow IS NULL`
 
-// SetLimits implements store.Flow.
+// SetLimits implements store.Limiter.
 func (s *Store) SetLimits(ctx context.Context, queue string, l store.Limits) (store.Limits, error) {
 	if s.w == nil {
 		return store.Limits{}, store.ErrReadOnly
@@ -64,7 +64,7 @@ func (s *Store) SetLimits(ctx context.Context, queue string, l store.Limits) (st
 	return prev, sqlitefile.ClassifyWriteError(err)
 }
 
-// Limits implements store.Flow.
+// Limits implements store.Limiter.
 func (s *Store) Limits(ctx context.Context) (map[string]store.Limits, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT queue, `+limitsCols+` FROM lq_queues
 		WHERE concurrency <> 0 OR key_concurrency <> 0 OR ordered <> 0 OR rate_n <> 0 OR key_rate_n <> 0`)
@@ -88,8 +88,8 @@ func (s *Store) Limits(ctx context.Context) (map[string]store.Limits, error) {
 // running rows of queue ?1: a range of lq_jobs_flow.
 const flowNextFreeSQL = `SELECT min(visible_at) FROM lq_jobs WHERE queue = ?1 AND state = 1 AND flow IS NOT NULL AND visible_at > ?2`
 
-// FlowNextFree implements store.Flow.
-func (s *Store) FlowNextFree(ctx context.Context, queue string, kinds []string, now int64) (int64, bool, error) {
+// LimitsNextFree implements store.Limiter.
+func (s *Store) LimitsNextFree(ctx context.Context, queue string, kinds []string, now int64) (int64, bool, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return 0, false, err

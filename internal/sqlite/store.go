@@ -712,7 +712,7 @@ func (s *Store) writeCompletions(ctx context.Context, tx Execer, cs []store.Comp
 	var del []int
 	for i, c := range cs {
 		if c.Flow != 0 {
-			// A workflow's job: its own statements (flow.go).
+			// A workflow's job: its own statements (workflow.go).
 			ok, err := completeFlow(ctx, tx, c)
 			if err != nil {
 				return nil, err

@@ -34,7 +34,7 @@ type Backend interface {
 	Dashboard
 	Schedules
 	Flows
-	Flow
+	Limiter
 	Processes
 	// Close stops the store's goroutines after writing what is queued. It
 	// closes the database only if the store opened it.

@@ -24,7 +24,7 @@ type Limits struct {
 // Any reports whether l limits anything.
 func (l Limits) Any() bool { return l != Limits{} }
 
-// Flow is what a backend implements for flow control.
+// Limiter is what a backend implements for flow control.
 //
 // Rules every store keeps for a queue whose stored Limits are not zero, on
 // the claims whose ClaimQuery.Limited is set (a claim without it takes the
@@ -37,20 +37,20 @@ func (l Limits) Any() bool { return l != Limits{} }
 //     group, KeyConcurrency minus the group's count) — jobs held back stay
 //     pending, untouched;
 //   - it marks the rows it starts, so that later claims count them.
-type Flow interface {
+type Limiter interface {
 	// SetLimits stores queue's limits and returns those stored before
 	// (zero when none were). Rows of queue running when limits are first
 	// set are marked so that claims count them.
 	SetLimits(ctx context.Context, queue string, l Limits) (Limits, error)
 	// Limits returns the stored limits of every queue that has any.
 	Limits(ctx context.Context) (map[string]Limits, error)
-	// FlowNextFree returns the earliest time after now when a limited
+	// LimitsNextFree returns the earliest time after now when a limited
 	// claim of queue may take more: the earliest lease end among its
 	// counted running rows (a slot frees by itself if their worker is
 	// gone) or VisibleAt of its live rows of kinds (a retry or a scheduled
 	// job comes due); ok false if there is none. It reads one range per
 	// priority and kind, as NextDue does.
-	FlowNextFree(ctx context.Context, queue string, kinds []string, now int64) (at int64, ok bool, err error)
+	LimitsNextFree(ctx context.Context, queue string, kinds []string, now int64) (at int64, ok bool, err error)
 }
 
 // Room is what a limited claim may still start per group, from the

@@ -15,7 +15,7 @@ type MetaDoc struct {
 	// schedule occurrence the job runs for; 0 for a job not from a
 	// schedule.
 	Occurrence int64 `json:"occurrence,omitempty"`
-	// Flow marks a workflow's job: FlowParent, FlowChild (flow.go).
+	// Flow marks a workflow's job: FlowParent, FlowChild (workflow.go).
 	Flow int `json:"flow,omitempty"`
 }
 

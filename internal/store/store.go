@@ -55,10 +55,10 @@ type NewJob struct {
 	// Tags are the tags it holds, each once, for the tag index.
 	Meta string
 	Tags []string
-	// Waits is the number of the job's parents (InsertFlow, flow.go): a
+	// Waits is the number of the job's parents (InsertFlow, workflow.go): a
 	// job with any is stored Waiting.
 	Waits int
-	// Group is the job's group for the per-group limits (flow.go), "" for
+	// Group is the job's group for the per-group limits (limits.go), "" for
 	// none.
 	Group string
 }
@@ -129,7 +129,7 @@ type Completion struct {
 	Lease
 	At   int64 // when the handler returned
 	Keep bool  // keep the row as completed (retention) instead of deleting it
-	// Flow is the job's MetaDoc.Flow (flow.go): non-zero takes the
+	// Flow is the job's MetaDoc.Flow (workflow.go): non-zero takes the
 	// workflow's path, which resolves its children in the same transaction.
 	Flow   int
 	Notify func(err error)
@@ -160,7 +160,7 @@ type Burial struct {
 	Record     Attempt
 	FollowUp   *NewJob
 	FollowUpID *int64
-	// Flow is the job's MetaDoc.Flow (flow.go): with FlowParent set, its
+	// Flow is the job's MetaDoc.Flow (workflow.go): with FlowParent set, its
 	// children are resolved in the same transaction.
 	Flow int
 }
@@ -230,7 +230,7 @@ type QueueStats struct {
 	Queue                                      string
 	Ready, Scheduled, Running, Completed, Dead int
 	Cancelled                                  int
-	Waiting                                    int   // waiting for parents (flow.go)
+	Waiting                                    int   // waiting for parents (workflow.go)
 	OldestReadySince                           int64 // VisibleAt of the longest-waiting ready row; 0 if none
 	NextDue                                    int64 // VisibleAt of the next scheduled row; 0 if none
 }

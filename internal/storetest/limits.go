@@ -49,7 +49,7 @@ func testFlowConcurrency(t *testing.T, e *env) {
 	got = claim(t, e, other, limited("q", "k", 10, 100, 2000, 8))
 	require.Equal(t, ids[1:2], claimedIDs(got), "the other store takes what the limit leaves")
 	require.Empty(t, claim(t, e, other, limited("q", "k", 10, 200, 2000, 9)), "the limit is reached")
-	at, ok, err := e.s.FlowNextFree(e.ctx, "q", []string{"k"}, 200)
+	at, ok, err := e.s.LimitsNextFree(e.ctx, "q", []string{"k"}, 200)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, int64(1000), at, "the earliest lease end of what runs")

@@ -215,7 +215,7 @@ func (p *pool) limitedDue(due time.Time, ok bool) (time.Time, bool) {
 	if ok && due.After(now) {
 		return due, true
 	}
-	free, fok, err := p.q.store.FlowNextFree(context.Background(), p.cfg.Name, p.kindList, now.UnixNano())
+	free, fok, err := p.q.store.LimitsNextFree(context.Background(), p.cfg.Name, p.kindList, now.UnixNano())
 	if err != nil {
 		p.q.log.Error("litequeue: next free slot", LogQueue, p.cfg.Name, LogError, err.Error())
 		return now.Add(time.Second), true

@@ -8,7 +8,7 @@ import (
 	"github.com/litequeue/litequeue/internal/store"
 )
 
-// Workflows (store/flow.go): InsertFlow, and the resolution of a parent's
+// Workflows (store/workflow.go): InsertFlow, and the resolution of a parent's
 // children by Complete, CompleteTx, Bury and Cancel.
 
 func init() {

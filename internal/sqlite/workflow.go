@@ -12,7 +12,7 @@ import (
 	"github.com/litequeue/litequeue/internal/store"
 )
 
-// Workflows (store/flow.go): jobs waiting for their parents in state 5,
+// Workflows (store/workflow.go): jobs waiting for their parents in state 5,
 // edges in lq_deps (migration 0013), resolved by the transaction that
 // records a parent's final outcome.
 
