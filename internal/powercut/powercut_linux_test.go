@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -124,8 +125,32 @@ func memDir(t *testing.T) string {
 	return dir
 }
 
+// childOut collects a child's output while it runs; opened reports whether
+// the child has printed "open" (it opened the queue) so far.
+type childOut struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (o *childOut) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.Write(p)
+}
+
+func (o *childOut) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.String()
+}
+
+func (o *childOut) opened() bool {
+	s := o.String()
+	return strings.HasPrefix(s, "open\n") || strings.Contains(s, "\nopen\n")
+}
+
 // child starts a producer or worker process on the queue file.
-func (h *harness) child(role string, out *bytes.Buffer) *exec.Cmd {
+func (h *harness) child(role string, out *childOut) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestPowerCutChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), envRole+"="+role, envDB+"="+h.path, envDurability+"="+h.durability, envPragmas+"="+h.pragmas)
 	if h.durability == "process" {
@@ -158,8 +183,17 @@ func maxCutDelay() time.Duration {
 func (h *harness) cycle() []string {
 	h.t.Helper()
 	t0 := time.Now()
-	var pout, wout bytes.Buffer
+	var pout, wout childOut
 	producer, worker := h.child("producer", &pout), h.child("worker", &wout)
+	// Three cuts in four fall while both processes work: wait until both
+	// opened the queue (bounded), so that a loaded machine, where starting
+	// them takes longer than maxCutDelay, still cuts real work. The others
+	// fall wherever the random delay lands, while opening included.
+	if h.rng.IntN(4) != 0 {
+		for deadline := time.Now().Add(time.Minute); !(pout.opened() && wout.opened()) && time.Now().Before(deadline); {
+			time.Sleep(2 * time.Millisecond) // a bounded real-time wait for the children
+		}
+	}
 	// A power cut comes at a moment of its own: this wait (bounded by
 	// maxCutDelay) is the time the processes work before it.
 	time.Sleep(time.Duration(h.rng.Int64N(int64(maxCutDelay()))))
@@ -168,7 +202,7 @@ func (h *harness) cycle() []string {
 	_ = producer.Wait()
 	_ = worker.Wait()
 	opened := true
-	for _, out := range []*bytes.Buffer{&pout, &wout} {
+	for _, out := range []*childOut{&pout, &wout} {
 		sawOpen := false
 		for line := range strings.Lines(out.String()) {
 			line = strings.TrimSuffix(line, "\n")
