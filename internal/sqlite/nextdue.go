@@ -35,9 +35,17 @@ func liveOnly(states []store.ListState) bool {
 }
 
 // nextRangeSQL finds the next (queue, priority, kind) of live rows after
-// one, a seek in the claim index.
-const nextRangeSQL = `SELECT queue, priority, kind FROM lq_jobs WHERE state IN (0, 1)
-	AND (queue, priority, kind) > (?, ?, ?) ORDER BY queue, priority, kind LIMIT 1`
+// (?1, ?2, ?3): the next kind of the priority, else the first of the next
+// priority, else the first of the next queue, each one seek of the claim
+// index (a row value (queue, priority, kind) > (...) would step over every
+// row of the queue).
+const nextRangeSQL = `SELECT * FROM (SELECT queue, priority, kind FROM lq_jobs WHERE state IN (0, 1)
+	AND queue = ?1 AND priority = ?2 AND kind > ?3 ORDER BY kind LIMIT 1)
+UNION ALL SELECT * FROM (SELECT queue, priority, kind FROM lq_jobs WHERE state IN (0, 1)
+	AND queue = ?1 AND priority > ?2 ORDER BY priority, kind LIMIT 1)
+UNION ALL SELECT * FROM (SELECT queue, priority, kind FROM lq_jobs WHERE state IN (0, 1)
+	AND queue > ?1 ORDER BY queue, priority, kind LIMIT 1)
+LIMIT 1`
 
 // firstRangeSQL finds the first (queue, priority, kind) of live rows.
 const firstRangeSQL = `SELECT queue, priority, kind FROM lq_jobs WHERE state IN (0, 1)

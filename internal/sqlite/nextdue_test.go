@@ -44,7 +44,7 @@ func TestNextDueLivePageUsesTheClaimIndex(t *testing.T) {
 		plan := queryPlan(t, s, q, a...)
 		for _, d := range plan {
 			// The first range is a scan of the claim index that LIMIT 1 stops.
-			require.False(t, strings.HasPrefix(d, "SCAN ") && !strings.Contains(d, "INDEX lq_jobs_kind_due"), "%q scans: %q", q, plan)
+			require.False(t, strings.HasPrefix(d, "SCAN ") && !strings.Contains(d, "INDEX lq_jobs_kind_due") && !strings.HasPrefix(d, "SCAN (subquery"), "%q scans: %q", q, plan)
 			require.NotContains(t, d, "TEMP B-TREE", "%q sorts: %q", q, plan)
 		}
 		t.Logf("%s\n  %s", q, strings.Join(plan, " | "))
