@@ -389,7 +389,7 @@ func unknownQueueError(queue string, names []string) error {
 }
 
 // queueKnown reports whether a job (in any state), a schedule or a pause
-// of q names queue; it reads at most one job.
+// of q names queue; it reads at most queueSample jobs (queueHasJobs).
 func queueKnown(ctx context.Context, q *litequeue.Queue, queue string) (bool, error) {
 	paused, err := q.PausedQueues(ctx)
 	if err != nil {
@@ -407,8 +407,7 @@ func queueKnown(ctx context.Context, q *litequeue.Queue, queue string) (bool, er
 			return true, nil
 		}
 	}
-	n, err := q.CountJobs(ctx, litequeue.JobQuery{Queue: queue}, 1)
-	return n > 0, err
+	return queueHasJobs(ctx, q, queue)
 }
 
 // queueNames returns, sorted, the queues to suggest for a name q does not

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+
+	"github.com/litequeue/litequeue"
+)
+
+// queueSample is how many of the newest jobs queueHasJobs reads before it
+// asks the counts.
+const queueSample = 10_000
+
+// queueHasJobs reports whether any job of q is in queue, without reading
+// every job for a name none has (a typo): it looks among the newest
+// queueSample jobs, then, if the file holds more, in the per-queue counts
+// (Queue.Stats, which SQLite keeps in lq_counts).
+func queueHasJobs(ctx context.Context, q *litequeue.Queue, queue string) (bool, error) {
+	jobs, err := q.Jobs(ctx, litequeue.JobFilter{Limit: queueSample})
+	if err != nil {
+		return false, err
+	}
+	for _, j := range jobs {
+		if j.Queue == queue {
+			return true, nil
+		}
+	}
+	if len(jobs) < queueSample {
+		return false, nil // those were all the jobs
+	}
+	stats, err := q.Stats(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, s := range stats {
+		if s.Queue == queue {
+			return true, nil
+		}
+	}
+	return false, nil
+}
