@@ -242,4 +242,3 @@ func liveCounts(ctx context.Context, tx *sql.Tx, sum *store.QueueSummary, now in
 	sum.LiveCapped = n >= limit
 	return rows.Err()
 }
-
