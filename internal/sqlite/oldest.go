@@ -37,12 +37,7 @@ const oldestRestSQL = `SELECT id, visible_at FROM lq_jobs WHERE queue = ?1 AND s
 // when more levels exist.
 func oldestReady(ctx context.Context, tx *sql.Tx, sum *store.QueueSummary, now int64) error {
 	sum.OldestReadyID, sum.OldestReadyAt = 0, 0
-	type rng struct {
-		prio int64
-		kind string
-		from int64 // the due time the first pass stopped at
-	}
-	var rest []rng
+	var rest []oldestRange
 	var prio sql.NullInt64
 	for level := 0; ; level++ {
 		query, args := nextLivePrioritySQL, []any{sum.Queue, prio.Int64}
@@ -72,10 +67,25 @@ func oldestReady(ctx context.Context, tx *sql.Tx, sum *store.QueueSummary, now i
 				return err
 			}
 			if !done {
-				rest = append(rest, rng{prio.Int64, kind.String, from})
+				rest = append(rest, oldestRange{prio.Int64, kind.String, from})
 			}
 		}
 	}
+	return oldestRest(ctx, tx, sum, rest, now)
+}
+
+// oldestRange is a range of the claim index whose first rows oldestHead
+// read without finding a pending one.
+type oldestRange struct {
+	prio int64
+	kind string
+	from int64 // the due time of the last row read
+}
+
+// oldestRest reads the rest of each range of rest, from where oldestHead
+// stopped up to the oldest ready row found so far (or now), and offers
+// its first pending row.
+func oldestRest(ctx context.Context, tx *sql.Tx, sum *store.QueueSummary, rest []oldestRange, now int64) error {
 	for _, r := range rest {
 		upTo := now
 		if sum.OldestReadyID != 0 {

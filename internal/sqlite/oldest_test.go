@@ -12,8 +12,8 @@ import (
 )
 
 // The oldest ready row is found behind more lapsed running rows than the
-// first pass reads of its range, and a range that cannot hold an older one
-// is not read past its first rows.
+// first pass reads of its range, by QueueSummaries and Stats, and a range
+// that cannot hold an older one is not read past its first rows.
 func TestOldestReadyBehindLapsedRunningRows(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -50,6 +50,9 @@ func TestOldestReadyBehindLapsedRunningRows(t *testing.T) {
 			for range 20 {
 				insert("c", 0, 5000)
 			}
+			_, err = db.ExecContext(ctx, `DELETE FROM lq_counts; INSERT INTO lq_counts (queue, state, due, n)
+				SELECT queue, state, CASE WHEN state = 0 THEN visible_at >> 38 ELSE 0 END, count(*) FROM lq_jobs GROUP BY 1, 2, 3`)
+			require.NoError(t, err)
 			sums, err := s.Summaries(ctx, 10_000, 10) // the count stops at 10: the search runs
 			require.NoError(t, err)
 			require.Len(t, sums, 1)
@@ -60,6 +63,14 @@ func TestOldestReadyBehindLapsedRunningRows(t *testing.T) {
 			require.True(t, sums[0].LiveCapped)
 			require.Equal(t, want, sums[0].OldestReadyID)
 			require.Equal(t, c.wantDueAt, sums[0].OldestReadyAt)
+
+			// Stats finds it the same way.
+			st, err := s.Stats(ctx, 10_000)
+			require.NoError(t, err)
+			require.Len(t, st, 1)
+			require.Equal(t, c.wantDueAt, st[0].OldestReadySince)
+			require.Equal(t, 22, st[0].Ready)
+			require.Equal(t, 3*oldestFirstRows, st[0].Running)
 		})
 	}
 }
