@@ -13,28 +13,29 @@ const queueSample = 10_000
 // queueHasJobs reports whether any job of q is in queue, without reading
 // every job for a name none has (a typo): it looks among the newest
 // queueSample jobs, then, if the file holds more, in the per-queue counts
-// (Queue.Stats, which SQLite keeps in lq_counts).
-func queueHasJobs(ctx context.Context, q *litequeue.Queue, queue string) (bool, error) {
+// (Queue.Stats, which SQLite keeps in lq_counts), which it returns when it
+// read them.
+func queueHasJobs(ctx context.Context, q *litequeue.Queue, queue string) (bool, []litequeue.QueueStats, error) {
 	jobs, err := q.Jobs(ctx, litequeue.JobFilter{Limit: queueSample})
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	for _, j := range jobs {
 		if j.Queue == queue {
-			return true, nil
+			return true, nil, nil
 		}
 	}
 	if len(jobs) < queueSample {
-		return false, nil // those were all the jobs
+		return false, nil, nil // those were all the jobs
 	}
 	stats, err := q.Stats(ctx)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	for _, s := range stats {
 		if s.Queue == queue {
-			return true, nil
+			return true, stats, nil
 		}
 	}
-	return false, nil
+	return false, stats, nil
 }
