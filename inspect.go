@@ -29,7 +29,12 @@ type JobFilter struct {
 	States []State // any of these; empty means every state
 	Order  Order   // default OrderNewest
 	Limit  int     // at most this many; 0 or negative means no limit (all)
-	Offset int     // skip this many, for paging
+	Offset int     // skip this many (after After), for paging
+	// After, when not empty, starts the listing just after the job whose
+	// JobInfo.Cursor(Order) it is (cursor.go); a value that is no such
+	// cursor fails with ErrBadCursor. The job itself need not exist any
+	// more.
+	After string
 }
 
 // Jobs lists the jobs f selects, in f.Order. It reads a consistent snapshot
@@ -51,6 +56,9 @@ func (q *Queue) Jobs(ctx context.Context, f JobFilter) ([]JobInfo, error) {
 		sf.Order = store.NewestFirst
 	default:
 		return nil, fmt.Errorf("litequeue: unknown order %q; use %q or %q", f.Order, OrderNewest, OrderNextDue)
+	}
+	if err := parseCursor(f.After, f.Order, &sf); err != nil {
+		return nil, err
 	}
 	if !storableText(f.Queue) || !storableText(f.Kind) {
 		return []JobInfo{}, nil // no stored name holds NUL or invalid UTF-8

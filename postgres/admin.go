@@ -45,6 +45,13 @@ func (s *pgStore) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, err
 		}
 		where = append(where, "("+strings.Join(ors, " OR ")+")")
 	}
+	if c := f.After; c != nil {
+		if f.Order == store.NextDue {
+			where = append(where, "(visible_at, priority, id) > ("+a.add(c.Due)+", "+a.add(c.Priority)+", "+a.add(c.ID)+")")
+		} else {
+			where = append(where, "id < "+a.add(c.ID))
+		}
+	}
 	query := "SELECT " + jobColumns + " FROM lq_jobs "
 	if len(where) > 0 {
 		query += "WHERE " + strings.Join(where, " AND ")

@@ -10,7 +10,8 @@ import (
 	"github.com/litequeue/litequeue"
 )
 
-// BenchmarkCommandsOnAMillionJobs times lqinspect commands, through run,
+// BenchmarkCommandsOnAMillionJobs times lqinspect commands (every reading
+// command and listing, the dry runs of the writing ones), through run,
 // on a file of 1,000,000 jobs: 700,000 pending (half of them due), 300,000
 // dead letters, in three queues and four kinds, with 20 schedules. Mistyped
 // names are included: finding what they may have meant must stay bounded
@@ -57,12 +58,30 @@ func BenchmarkCommandsOnAMillionJobs(b *testing.B) {
 	if err := db.Close(); err != nil {
 		b.Fatal(err)
 	}
+	// A next-due cursor in the middle of the pending jobs (due around
+	// fixtureNow, spread over ±700 s).
+	nextDueCursor := fmt.Sprintf("%d:0:500001", fixtureNow.UnixNano()+300*1e9)
 	for _, c := range []struct {
 		name string
 		args []string
 		code int
 	}{
 		{"stats", []string{"stats", path}, exitOK},
+		{"stats_json", []string{"stats", path, "--json"}, exitOK},
+		{"jobs", []string{"jobs", path}, exitOK},
+		{"jobs_after_deep", []string{"jobs", path, "--after", "100000"}, exitOK},
+		{"jobs_offset_10000", []string{"jobs", path, "--offset", "10000"}, exitOK},
+		{"jobs_queue_state", []string{"jobs", path, "--queue", "q2", "--state", "ready"}, exitOK},
+		{"jobs_state_kind", []string{"jobs", path, "--state", "dead", "--kind", "kind_3"}, exitOK},
+		{"jobs_next_due", []string{"jobs", path, "--order", "next-due"}, exitOK},
+		{"jobs_next_due_after", []string{"jobs", path, "--order", "next-due", "--after", nextDueCursor}, exitOK},
+		{"jobs_next_due_queue_kind", []string{"jobs", path, "--order", "next-due", "--queue", "q1", "--kind", "kind_1"}, exitOK},
+		{"jobs_next_due_dead", []string{"jobs", path, "--order", "next-due", "--state", "dead"}, exitOK},
+		{"jobs_queue_typo", []string{"jobs", path, "--queue", "q9"}, exitOK},
+		{"dead", []string{"dead", path}, exitOK},
+		{"dead_queue_kind", []string{"dead", path, "--queue", "q1", "--kind", "kind_2"}, exitOK},
+		{"purge_dead_unconfirmed", []string{"purge", path, "--dead", "--queue", "q1"}, exitUsage},
+		{"processes", []string{"processes", path}, exitOK},
 		{"stats_queue", []string{"stats", path, "--queue", "q1"}, exitOK},
 		{"stats_queue_typo", []string{"stats", path, "--queue", "q9"}, exitError},
 		{"jobs_kind_typo", []string{"jobs", path, "--kind", "kind_9", "--limit", "20"}, exitOK},

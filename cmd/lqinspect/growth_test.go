@@ -142,16 +142,20 @@ func TestReadsStayBoundedBesideAHundredThousandJobsOfEachState(t *testing.T) {
 		require.NotEmpty(t, gs)
 	})
 
+	// A cursor in the middle of the file: deep pages are read by cursor
+	// (--offset stops at 10,000).
+	middle := strconv.FormatInt(dead+int64(growthRows)*5/2, 10)
 	for _, args := range [][]string{
 		{"stats", path},
 		{"stats", path, "--queue", "default"},
 		// jobs and dead print every match unless --limit says otherwise:
 		// the guard is on a page of them.
 		{"jobs", path, "--limit", "50"},
-		{"jobs", path, "--state", "dead", "--offset", deep, "--limit", "50"},
+		{"jobs", path, "--state", "dead", "--after", middle, "--limit", "50"},
 		{"jobs", path, "--kind", "ping", "--state", "scheduled", "--limit", "50"},
 		{"dead", path, "--limit", "50"},
-		{"dead", path, "--offset", deep, "--limit", "50"},
+		{"dead", path, "--after", middle, "--limit", "50"},
+		{"jobs", path, "--order", "next-due", "--after", strconv.FormatInt(fixtureNow.UnixNano(), 10) + ":0:" + middle},
 		{"show", path, strconv.FormatInt(dead, 10)},
 		{"show", path, strconv.FormatInt(last, 10)},
 		{"schedules", path},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -17,34 +18,37 @@ const lastErrorWidth = 40
 type listFlags struct {
 	queue, kind, order string
 	limit, offset      int
+	after              string
 	tags               string // comma-separated; jobs only
 }
 
 func (l *listFlags) add(fs *flagSet) {
 	fs.StringVar(&l.queue, "queue", "", "only jobs of this queue")
 	fs.StringVar(&l.kind, "kind", "", "only jobs of this kind")
-	fs.StringVar(&l.order, "order", string(litequeue.OrderNewest), `"newest" (highest id first) or "next-due" (earliest due first)`)
-	fs.IntVar(&l.limit, "limit", 0, "show at most this many (0: all); when more match, stderr says so")
-	fs.IntVar(&l.offset, "offset", 0, "skip this many, for paging")
+	fs.StringVar(&l.order, "order", string(litequeue.OrderNewest), `"newest" (highest id first) or "next-due" (earliest due first; without --state, live jobs only)`)
+	fs.IntVar(&l.limit, "limit", defaultListLimit, "show at most this many (0: all, read page by page); when more match, stderr names the --after of the next page")
+	fs.StringVar(&l.after, "after", "", "start after this cursor (the one stderr names after a page)")
+	fs.IntVar(&l.offset, "offset", 0, fmt.Sprintf("skip this many, at most %d (past it page with --after)", maxOffset))
 }
 
-// filter checks the flags and returns the library's filter.
+// filter checks the flags and returns the library's filter (its Limit
+// unset: listPages pages).
 func (l *listFlags) filter() (litequeue.JobFilter, error) {
-	f := litequeue.JobFilter{Queue: l.queue, Kind: l.kind, Limit: l.limit, Offset: l.offset}
+	f := litequeue.JobFilter{Queue: l.queue, Kind: l.kind, Offset: l.offset, After: l.after}
 	switch o := litequeue.Order(l.order); o {
 	case litequeue.OrderNewest, litequeue.OrderNextDue:
 		f.Order = o
 	default:
 		return f, usagef("unknown --order %q; use %q or %q", l.order, litequeue.OrderNewest, litequeue.OrderNextDue)
 	}
-	switch {
-	case l.limit < 0:
+	if l.limit < 0 {
 		return f, usagef("--limit %d is negative; use 0 for all", l.limit)
-	case l.limit > 0:
-		f.Limit = l.limit + 1 // one more, to tell whether more match
 	}
-	if l.offset < 0 {
+	switch {
+	case l.offset < 0:
 		return f, usagef("--offset %d is negative", l.offset)
+	case l.offset > maxOffset:
+		return f, usagef("--offset %d is past %d, too many rows to skip; page with --after CURSOR instead (after each page stderr names the next one's)", l.offset, maxOffset)
 	}
 	return f, nil
 }
@@ -71,9 +75,11 @@ func parseStates(s string) ([]litequeue.State, error) {
 }
 
 // list opens FILE (the one positional argument) read-only, lists the jobs
-// l and states select, noting on stderr a queue or kind l names that nothing
-// has (noteFilters), and
-// prints them as JSON or with table.
+// l and states select (for --order next-due without states, the live
+// ones), noting on stderr a queue or kind l names that nothing has
+// (noteFilters), and prints them as JSON or with table, a page of --limit
+// (then a note on stderr if more match) or, with --limit 0, every match
+// page by page by cursor (listPages).
 func (a *app) list(fs *flagSet, args []string, l *listFlags, states func() ([]litequeue.State, error),
 	table func(w io.Writer, jobs []litequeue.JobInfo, now time.Time) error) error {
 	pos, err := fs.parse(args)
@@ -98,33 +104,24 @@ func (a *app) list(fs *flagSet, args []string, l *listFlags, states func() ([]li
 	if err := a.noteFilters(fs, f, l.queue, l.kind); err != nil {
 		return err
 	}
-	var jobs []litequeue.JobInfo
-	if l.tags != "" {
-		jobs, err = taggedJobs(a, f.q, filter, l.tags)
-	} else {
-		jobs, err = f.q.Jobs(a.ctx, filter)
+	if filter.Order == litequeue.OrderNextDue && len(filter.States) == 0 {
+		filter.States = liveStates
 	}
-	if err != nil {
-		return err
+	fetch := func(jf litequeue.JobFilter) ([]litequeue.JobInfo, error) {
+		var jobs []litequeue.JobInfo
+		var err error
+		if l.tags != "" {
+			jobs, err = taggedJobs(a, f.q, jf, l.tags)
+		} else {
+			jobs, err = f.q.Jobs(a.ctx, jf)
+		}
+		if errors.Is(err, litequeue.ErrBadCursor) {
+			return nil, usagef("--after %q is not a cursor of --order %s: pass the one stderr named after a page of the same order", l.after, jf.Order)
+		}
+		return jobs, err
 	}
-	more := l.limit > 0 && len(jobs) > l.limit
-	if more {
-		jobs = jobs[:l.limit]
-	}
-	if fs.json {
-		err = writeList(a.stdout, jobs)
-	} else {
-		err = table(a.stdout, jobs, f.now())
-	}
-	if err != nil {
-		return err
-	}
-	if more {
-		// Never cut a listing silently, with --json neither: stdout stays
-		// one JSON document, stderr says there is more.
-		fmt.Fprintf(a.stderr, "showing %d from offset %d; more match: --offset %d for the next page, --limit 0 for all\n", len(jobs), l.offset, l.offset+len(jobs))
-	}
-	return nil
+	pw := &pageWriter{w: a.stdout, json: fs.json, table: table, now: f.now()}
+	return a.listPages(pw, filter, l.limit, fetch)
 }
 
 func (a *app) jobs(args []string) error {

@@ -309,11 +309,11 @@ func checkQueue(ctx context.Context, q *litequeue.Queue, queue string) error {
 	if queue == "" {
 		return nil
 	}
-	known, err := queueKnown(ctx, q, queue)
+	known, stats, err := queueKnown(ctx, q, queue)
 	if err != nil || known {
 		return err
 	}
-	names, err := queueNames(ctx, q)
+	names, err := queueNames(ctx, q, stats)
 	if err != nil {
 		return err
 	}
@@ -389,35 +389,42 @@ func unknownQueueError(queue string, names []string) error {
 }
 
 // queueKnown reports whether a job (in any state), a schedule or a pause
-// of q names queue; it reads at most one job.
-func queueKnown(ctx context.Context, q *litequeue.Queue, queue string) (bool, error) {
+// of q names queue; it reads at most queueSample jobs (queueHasJobs), and
+// returns the per-queue counts when it read them.
+func queueKnown(ctx context.Context, q *litequeue.Queue, queue string) (bool, []litequeue.QueueStats, error) {
 	paused, err := q.PausedQueues(ctx)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	if _, ok := paused[queue]; ok {
-		return true, nil
+		return true, nil, nil
 	}
 	schedules, err := q.Schedules(ctx)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	for _, s := range schedules {
 		if s.Queue == queue {
-			return true, nil
+			return true, nil, nil
 		}
 	}
-	n, err := q.CountJobs(ctx, litequeue.JobQuery{Queue: queue}, 1)
-	return n > 0, err
+	return queueHasJobs(ctx, q, queue)
 }
 
 // queueNames returns, sorted, the queues to suggest for a name q does not
-// know: those with live jobs or among the newest finished ones
-// (QueueSummaries, bounded), the paused ones and those of schedules.
-func queueNames(ctx context.Context, q *litequeue.Queue) ([]string, error) {
-	sums, err := q.QueueSummaries(ctx, 1)
-	if err != nil {
-		return nil, err
+// know: those of stats when read (every queue with jobs), else those with
+// live jobs or among the newest finished ones (QueueSummaries, bounded);
+// the paused ones and those of schedules.
+func queueNames(ctx context.Context, q *litequeue.Queue, stats []litequeue.QueueStats) ([]string, error) {
+	var sums []litequeue.QueueSummary
+	for _, st := range stats {
+		sums = append(sums, litequeue.QueueSummary{Queue: st.Queue})
+	}
+	if stats == nil {
+		var err error
+		if sums, err = q.QueueSummaries(ctx, 1); err != nil {
+			return nil, err
+		}
 	}
 	paused, err := q.PausedQueues(ctx)
 	if err != nil {

@@ -76,7 +76,14 @@ func TestJobsPagingTellsHowToSeeMore(t *testing.T) {
 	require.Len(t, lines, 3)
 	require.True(t, strings.HasPrefix(lines[1], "9 "), r.stdout)
 	require.True(t, strings.HasPrefix(lines[2], "8 "), r.stdout)
-	require.Equal(t, "showing 2 from offset 1; more match: --offset 3 for the next page, --limit 0 for all\n", r.stderr)
+	require.Equal(t, "showing 2; more match: --after 8 for the next page, or --limit 0 for all\n", r.stderr)
+
+	// The cursor it names starts the next page.
+	r = lq(t, "", "jobs", fx.path, "--limit", "2", "--after", "8")
+	require.Equal(t, 0, r.code, r.stderr)
+	lines = strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.Len(t, lines, 3)
+	require.True(t, strings.HasPrefix(lines[1], "7 "), r.stdout)
 
 	// The last page is not said to have more.
 	r = lq(t, "", "jobs", fx.path, "--limit", "2", "--offset", "8")
@@ -91,7 +98,7 @@ func TestJobsPagingTellsHowToSeeMore(t *testing.T) {
 	require.Len(t, page, 2)
 	require.Contains(t, r.stderr, "more match")
 
-	// Without --limit every job is listed.
+	// Without --limit a page of 100: every job of the fixture.
 	r = lq(t, "", "jobs", fx.path, "--json")
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &page))
 	require.Len(t, page, 10)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"sort"
 	"strconv"
 	"time"
 
@@ -133,10 +135,26 @@ func queueRow(ctx context.Context, q *litequeue.Queue, stats []litequeue.QueueSt
 			return []litequeue.QueueStats{s}, nil
 		}
 	}
-	if err := checkQueue(ctx, q, queue); err != nil {
+	// stats holds every queue that has jobs or is paused: only a schedule
+	// may name another.
+	schedules, err := q.Schedules(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return []litequeue.QueueStats{{Queue: queue}}, nil
+	names := make([]string, 0, len(stats)+len(schedules))
+	for _, s := range stats {
+		names = append(names, s.Queue)
+	}
+	for _, s := range schedules {
+		if s.Queue == queue {
+			return []litequeue.QueueStats{{Queue: queue}}, nil
+		}
+		if !slices.Contains(names, s.Queue) {
+			names = append(names, s.Queue)
+		}
+	}
+	sort.Strings(names)
+	return nil, unknownQueueError(queue, names)
 }
 
 func statsTable(w io.Writer, stats []litequeue.QueueStats, now time.Time) error {

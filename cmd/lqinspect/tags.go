@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +28,13 @@ func taggedJobs(a *app, q *litequeue.Queue, filter litequeue.JobFilter, tags str
 	var out []litequeue.JobInfo
 	want := filter.Offset + filter.Limit
 	var before int64
+	if filter.After != "" {
+		id, err := strconv.ParseInt(filter.After, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("--tag: %w", litequeue.ErrBadCursor)
+		}
+		before = id
+	}
 	for {
 		page, err := q.ListJobs(a.ctx, query, litequeue.PageRequest{Before: before, Limit: 500})
 		if err != nil {

@@ -71,6 +71,18 @@ func (s *Store) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, error
 		}
 		where = append(where, "("+strings.Join(ors, " OR ")+")")
 	}
+	if c := f.After; c != nil {
+		if f.Order == store.NextDue {
+			where = append(where, "(visible_at, priority, id) > (:after_due, :after_prio, :after_id)")
+			args = append(args, sql.Named("after_due", c.Due), sql.Named("after_prio", c.Priority))
+		} else {
+			where = append(where, "id < :after_id")
+		}
+		args = append(args, sql.Named("after_id", c.ID))
+	}
+	if f.Order == store.NextDue && f.Limit > 0 && liveOnly(f.States) {
+		return s.nextDueLive(ctx, f)
+	}
 	query := "SELECT " + s.jobColumns() + " FROM lq_jobs"
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")

@@ -164,20 +164,6 @@ const (
 		(SELECT queue FROM lq_jobs INDEXED BY lq_jobs_finished WHERE state IN (2, 3) AND state = 3 ORDER BY finished_at DESC LIMIT ?) GROUP BY queue`
 	firstLivePrioritySQL = `SELECT min(priority) FROM lq_jobs WHERE queue = ? AND state IN (0, 1)`
 	nextLivePrioritySQL  = `SELECT min(priority) FROM lq_jobs WHERE queue = ? AND state IN (0, 1) AND priority > ?`
-	// oldestReadySQL is the earliest ready row of one priority ?2 of queue
-	// ?1 at ?3: per kind (a skip scan of lq_jobs_kind_due, one seek each),
-	// the first ready row of its range, and the earliest of those.
-	oldestReadySQL = `WITH RECURSIVE k(kind) AS (
-    SELECT min(kind) FROM lq_jobs WHERE queue = ?1 AND state IN (0, 1) AND priority = ?2
-    UNION ALL
-    SELECT (SELECT min(kind) FROM lq_jobs WHERE queue = ?1 AND state IN (0, 1) AND priority = ?2 AND kind > k.kind)
-    FROM k WHERE k.kind IS NOT NULL
-)
-SELECT j.id, j.visible_at FROM k JOIN lq_jobs j ON j.id = (SELECT id FROM lq_jobs
-    WHERE queue = ?1 AND state IN (0, 1) AND priority = ?2 AND kind = k.kind AND visible_at <= ?3 AND state = 0
-    ORDER BY visible_at LIMIT 1)
-WHERE k.kind IS NOT NULL
-ORDER BY j.visible_at, j.id LIMIT 1`
 )
 
 // Summaries implements store.Dashboard: the live queue names come from a skip
@@ -255,38 +241,4 @@ func liveCounts(ctx context.Context, tx *sql.Tx, sum *store.QueueSummary, now in
 	}
 	sum.LiveCapped = n >= limit
 	return rows.Err()
-}
-
-// oldestReady finds sum's longest-waiting ready row when the count stopped
-// at its limit: the earliest due pending row of each of the queue's
-// store.OldestReadyLevels lowest priority levels (one seek of the claim
-// index each), marking the answer capped when more levels exist.
-func oldestReady(ctx context.Context, tx *sql.Tx, sum *store.QueueSummary, now int64) error {
-	sum.OldestReadyID, sum.OldestReadyAt = 0, 0
-	var prio sql.NullInt64
-	for level := 0; ; level++ {
-		query, args := nextLivePrioritySQL, []any{sum.Queue, prio.Int64}
-		if level == 0 {
-			query, args = firstLivePrioritySQL, args[:1]
-		}
-		if err := tx.QueryRowContext(ctx, query, args...).Scan(&prio); err != nil {
-			return err
-		}
-		if !prio.Valid {
-			return nil
-		}
-		if level == store.OldestReadyLevels {
-			sum.OldestReadyCapped = true
-			return nil
-		}
-		var id, visible int64
-		err := tx.QueryRowContext(ctx, oldestReadySQL, sum.Queue, prio.Int64, now).Scan(&id, &visible)
-		if err == sql.ErrNoRows {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		sum.OfferOldest(id, visible)
-	}
 }

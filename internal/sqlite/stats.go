@@ -49,12 +49,6 @@ const statsLaterSQL = `SELECT count(*) FROM lq_jobs WHERE queue = ?1 AND state I
 const statsNextSQL = `SELECT visible_at FROM lq_jobs WHERE queue = ?1 AND state IN (0, 1)
 	AND priority = ?2 AND kind = ?3 AND visible_at > ?4 AND state = 0 ORDER BY visible_at LIMIT 1`
 
-// statsOldestSQL is the earliest visibility of the range's pending rows due
-// at ?4: the range in due order, stepping only over running rows whose lease
-// lapsed.
-const statsOldestSQL = `SELECT visible_at FROM lq_jobs WHERE queue = ?1 AND state IN (0, 1)
-	AND priority = ?2 AND kind = ?3 AND visible_at <= ?4 AND state = 0 ORDER BY visible_at LIMIT 1`
-
 // countsVersion is the schema version that added lq_counts.
 const countsVersion = 10
 
@@ -150,6 +144,10 @@ func dueEnd(now int64) int64 {
 func splitCurrent(ctx context.Context, tx *sql.Tx, q *store.QueueStats, current int, now int64) error {
 	end := dueEnd(now)
 	q.Ready += current
+	// The oldest ready row, as QueueSummaries finds it (oldest.go): past
+	// lapsed running rows only as far as the oldest found.
+	oldest := store.QueueSummary{Queue: q.Queue}
+	var rest []oldestRange
 	var prio int64
 	var kind string
 	err := tx.QueryRowContext(ctx, statsFirstGroupSQL, q.Queue).Scan(&prio, &kind)
@@ -165,14 +163,24 @@ func splitCurrent(ctx context.Context, tx *sql.Tx, q *store.QueueStats, current 
 		if err := earliest(ctx, tx, statsNextSQL, &q.NextDue, q.Queue, prio, kind, now); err != nil {
 			return err
 		}
-		if err := earliest(ctx, tx, statsOldestSQL, &q.OldestReadySince, q.Queue, prio, kind, now); err != nil {
+		from, done, err := oldestHead(ctx, tx, &oldest, prio, kind, now)
+		if err != nil {
 			return err
 		}
+		if !done {
+			rest = append(rest, oldestRange{prio, kind, from})
+		}
 	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil
+	if !errors.Is(err, sql.ErrNoRows) {
+		return err
 	}
-	return err
+	if err := oldestRest(ctx, tx, &oldest, rest, now); err != nil {
+		return err
+	}
+	if oldest.OldestReadyID != 0 {
+		q.OldestReadySince = oldest.OldestReadyAt
+	}
+	return nil
 }
 
 // earliest lowers *at (0: none yet) to the visibility query answers, if

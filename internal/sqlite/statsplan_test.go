@@ -26,7 +26,8 @@ func TestStatsQueriesReadNoBacklog(t *testing.T) {
 		{"next priority", statsNextGroupSQL, []any{"q", 0, "k"}, "SEARCH lq_jobs USING INDEX lq_jobs_kind_due (queue=? AND priority>?)"},
 		{"later", statsLaterSQL, []any{"q", 0, "k", 5, 9}, "SEARCH lq_jobs USING INDEX lq_jobs_kind_due (queue=? AND priority=? AND kind=? AND visible_at>? AND visible_at<?)"},
 		{"next", statsNextSQL, []any{"q", 0, "k", 5}, "SEARCH lq_jobs USING INDEX lq_jobs_kind_due (queue=? AND priority=? AND kind=? AND visible_at>?)"},
-		{"oldest", statsOldestSQL, []any{"q", 0, "k", 5}, "SEARCH lq_jobs USING INDEX lq_jobs_kind_due (queue=? AND priority=? AND kind=? AND visible_at<?)"},
+		{"oldest, first rows", oldestHeadSQL, []any{"q", 0, "k", 5, 64}, "SEARCH lq_jobs USING INDEX lq_jobs_kind_due (queue=? AND priority=? AND kind=? AND visible_at<?)"},
+		{"oldest, the rest", oldestRestSQL, []any{"q", 0, "k", 5, 9}, "SEARCH lq_jobs USING INDEX lq_jobs_kind_due (queue=? AND priority=? AND kind=? AND visible_at>? AND visible_at<?)"},
 		{"lease queue", leaseQueueSQL, []any{"[1,2]", 7}, "SEARCH lq_jobs USING INTEGER PRIMARY KEY (rowid=?)"},
 	}
 	for _, qq := range queries {

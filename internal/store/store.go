@@ -217,6 +217,17 @@ type JobFilter struct {
 	Limit  int
 	Offset int
 	Now    int64
+	// After, when non-nil, selects only the rows after it in Order: ids
+	// below After.ID for NewestFirst, (visible_at, priority, id) above
+	// After's for NextDue.
+	After *Cursor
+}
+
+// Cursor is a place in a listing's order (see JobFilter.After).
+type Cursor struct {
+	Due      int64 // visible_at; NextDue only
+	Priority int   // NextDue only
+	ID       int64
 }
 
 // Moved is a job an admin operation changed.
