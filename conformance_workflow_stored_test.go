@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -24,6 +25,8 @@ func init() {
 		{"WorkflowNeedsJobRefusesAFinishedOrMissingParentWithNothingWritten", testWorkflowStoredRefused},
 		{"WorkflowNeedsJobAndAfterJobWaitForAStoredJobsOutcome", testWorkflowStoredOutcomes},
 		{"WorkflowNeedsJobOnAParentCompletingConcurrentlyNeverWaitsForever", testWorkflowStoredRace},
+		{"WorkflowDeletingJobsLeavesNoOrphanEdgeAndNoDependantWaitingForADeletedParent", testWorkflowDeleted},
+		{"WorkflowRequeueCancelledDependantWaitsAgainOrIsRefusedWhenAParentFailed", testWorkflowRequeueCancelled},
 	}...)
 }
 
@@ -252,4 +255,142 @@ func waitState(t *testing.T, q *litequeue.Queue, id int64, st litequeue.State) {
 		j, err := q.Job(context.Background(), id)
 		return err == nil && j.State == st
 	}, 10e9, 5e6, "job %d never became %s", id, st)
+}
+
+// Deleting jobs deletes their edges as children, and a live parent deleted
+// (a unique job replaced) cancels its dependants as a cancel would, naming
+// it: DeleteJobs (PurgeDead), PurgeCancelled leave no edge row behind and
+// no job waits for a deleted parent.
+func testWorkflowDeleted(t *testing.T, b conformanceBackend) {
+	if b.DB == nil {
+		t.Skip("the backend has no DB to count the edge rows")
+	}
+	h := setup(t, b, queues(queue(litequeue.NoRetry())))
+	db := b.DB(t, h.Addr)
+	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
+		if d.Job.To == "a" {
+			return litequeue.Permanent(errors.New("a fails"))
+		}
+		return nil
+	})
+	ctx := context.Background()
+	edges := func() int {
+		var n int
+		require.NoError(t, db.QueryRowContext(ctx, `SELECT count(*) FROM lq_deps`).Scan(&n))
+		return n
+	}
+	// a dies: b (needs a) is cancelled, c (after a) runs.
+	var w litequeue.Workflow
+	a := w.Add(Email{To: "a"}, nil)
+	bb := w.Add(Email{To: "b"}, nil)
+	c := w.Add(Email{To: "c"}, nil)
+	w.Needs(bb, a)
+	w.After(c, a)
+	ids, err := h.Q.EnqueueWorkflow(ctx, &w)
+	require.NoError(t, err)
+
+	// A scheduled unique job, parent of a stored workflow's node, replaced
+	// by its twin: the node is cancelled, naming it.
+	uniq := &litequeue.EnqueueOptions{Delay: 3600e9, Unique: &litequeue.UniqueOptions{OnConflict: litequeue.ConflictReplace}}
+	p, err := h.Q.Enqueue(ctx, Email{To: "unique"}, uniq)
+	require.NoError(t, err)
+	var w2 litequeue.Workflow
+	child := w2.Add(Email{To: "child"}, nil)
+	w2.NeedsJob(child, p)
+	ids2, err := h.Q.EnqueueWorkflow(ctx, &w2)
+	require.NoError(t, err)
+	p2, err := h.Q.Enqueue(ctx, Email{To: "unique"}, uniq)
+	require.NoError(t, err)
+	require.NotEqual(t, p, p2)
+	_, err = h.Q.Job(ctx, p)
+	require.ErrorIs(t, err, litequeue.ErrNotFound)
+	jc := jobState(t, h.Q, ids2[child])
+	require.Equal(t, litequeue.StateCancelled, jc.State)
+	require.Contains(t, jc.DeadReason, fmt.Sprintf("workflow: parent job %d was deleted", p))
+
+	h.start(t)
+	h.Ev.Wait(t, litequeue.EventSucceeded, ids[c], 1)
+	h.flush(t)
+	require.Equal(t, litequeue.StateCancelled, jobState(t, h.Q, ids[bb]).State)
+	require.Equal(t, 2, edges(), "edges before the deletes: b<-a and child<-p (c's went with its success)")
+
+	n, err := h.Q.DeleteJobs(ctx, litequeue.JobQuery{States: []litequeue.State{litequeue.StateDead}})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	h.Clock.Add(time.Minute)
+	n, err = h.Q.PurgeCancelled(ctx, time.Second)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.Zero(t, edges(), "edge rows of deleted jobs remain")
+	require.Zero(t, waitingCount(t, h.Q))
+}
+
+// RequeueCancelled of a workflow's cancelled dependant: refused with
+// ErrParentFailed (nothing changed) when a parent it needs died; back to
+// waiting for its live parents when the others succeeded; and requeueing a
+// cancelled parent brings back the dependants its cancel cancelled.
+func testWorkflowRequeueCancelled(t *testing.T, b conformanceBackend) {
+	h := setup(t, b, queues(queue(litequeue.NoRetry())))
+	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
+		if d.Job.To == "dies" {
+			return litequeue.Permanent(errors.New("dies"))
+		}
+		return nil
+	})
+	ctx := context.Background()
+	var w litequeue.Workflow
+	dies := w.Add(Email{To: "dies"}, nil)
+	blocked := w.Add(Email{To: "blocked"}, nil)
+	w.Needs(blocked, dies)
+	p1 := w.Add(Email{To: "p1"}, nil)
+	p2 := w.Add(Email{To: "p2"}, &litequeue.EnqueueOptions{Delay: 3600e9})
+	c := w.Add(Email{To: "c"}, nil)
+	w.Needs(c, p1, p2)
+	x := w.Add(Email{To: "x"}, &litequeue.EnqueueOptions{Delay: 3600e9})
+	y := w.Add(Email{To: "y"}, nil)
+	z := w.Add(Email{To: "z"}, nil)
+	w.Needs(y, x)
+	w.Needs(z, y)
+	ids, err := h.Q.EnqueueWorkflow(ctx, &w)
+	require.NoError(t, err)
+	_, err = h.Q.Cancel(ctx, ids[c], ids[x])
+	require.NoError(t, err)
+	require.Equal(t, litequeue.StateCancelled, jobState(t, h.Q, ids[y]).State)
+	require.Equal(t, litequeue.StateCancelled, jobState(t, h.Q, ids[z]).State)
+	h.start(t)
+	h.Ev.Wait(t, litequeue.EventDead, ids[dies], 1)
+	h.Ev.Wait(t, litequeue.EventSucceeded, ids[p1], 1)
+	h.flush(t)
+	require.Equal(t, litequeue.StateCancelled, jobState(t, h.Q, ids[blocked]).State)
+
+	// blocked needs dies, which died: refused, nothing changed (c too).
+	n, err := h.Q.RequeueCancelled(ctx, ids[c], ids[blocked])
+	require.ErrorIs(t, err, litequeue.ErrParentFailed)
+	require.Contains(t, err.Error(), fmt.Sprint(ids[dies]))
+	require.Zero(t, n)
+	require.Equal(t, litequeue.StateCancelled, jobState(t, h.Q, ids[blocked]).State)
+	require.Equal(t, litequeue.StateCancelled, jobState(t, h.Q, ids[c]).State)
+
+	// c: p1 succeeded, p2 is live: c waits for p2 only, then runs.
+	n, err = h.Q.RequeueCancelled(ctx, ids[c])
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, litequeue.StateWaiting, jobState(t, h.Q, ids[c]).State)
+	nodes, err := h.Q.Workflow(ctx, ids[c])
+	require.NoError(t, err)
+	for _, nd := range nodes {
+		if nd.ID == ids[c] {
+			require.Contains(t, nd.Waits(nodes), "waits for 1 of 2 parents")
+		}
+	}
+	require.NoError(t, h.Q.RunNow(ctx, ids[p2]))
+	h.Ev.Wait(t, litequeue.EventSucceeded, ids[c], 1)
+
+	// x's cancel cancelled y and z; requeueing x brings them back.
+	n, err = h.Q.RequeueCancelled(ctx, ids[x])
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	h.Ev.Wait(t, litequeue.EventSucceeded, ids[z], 1)
+	h.flush(t)
+	require.Zero(t, waitingCount(t, h.Q))
 }

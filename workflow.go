@@ -45,6 +45,12 @@ var ErrInvalidWorkflow = errors.New("litequeue: invalid workflow")
 // error names the node and the job.
 var ErrParentNotLive = fmt.Errorf("%w: a stored parent job is not live", ErrInvalidWorkflow)
 
+// ErrParentFailed: RequeueCancelled refused a cancelled workflow's
+// dependant that needs the success of a parent that died or was cancelled:
+// it would wait for ever. Nothing was changed. Requeue that parent first
+// (which brings its dependants back to waiting), or enqueue the job anew.
+var ErrParentFailed = errors.New("litequeue: a parent job this job needs failed")
+
 // StateWaiting's jobs are counted by QueueStats.Waiting and listed by Jobs
 // with that state; Cancel cancels them (and, through them, their own
 // dependants that need their success).

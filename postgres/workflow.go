@@ -37,6 +37,18 @@ SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::smallint[])`
 	// of; one probe of lq_deps_parent tells.
 	flowBuriedSQL = `SELECT lq_resolve(id, 2::smallint, $2, 'workflow: parent job ' || id || ' died', $3)
 FROM lq_jobs WHERE id = $1 AND state = 3 AND finished_at = $2 AND EXISTS (SELECT 1 FROM lq_deps WHERE parent = $1 AND done = 0)`
+	// requeueBlockedSQL finds a cancelled job of $1 that needs the success
+	// of a parent that died or was cancelled (its requeue is refused).
+	requeueBlockedSQL = `SELECT child, parent FROM lq_deps WHERE child = ANY ($1) AND done = 2 AND mode = 0 ORDER BY child, parent LIMIT 1`
+	// requeueWaitSQL makes the requeued jobs of $1 that have unfinished
+	// parents wait for them again.
+	requeueWaitSQL = `UPDATE lq_jobs j SET state = 5, waits = u.n
+FROM (SELECT child, count(*) AS n FROM lq_deps WHERE child = ANY ($1) AND done = 0 GROUP BY child) u
+WHERE j.id = u.child AND j.state = 0`
+	// flowDeletedSQL resolves, as a cancel would, the children of live job
+	// $1 just deleted at $2.
+	flowDeletedSQL = `SELECT lq_resolve($1::bigint, 2::smallint, $2::bigint, 'workflow: parent job ' || $1::bigint || ' was deleted', $3::text)
+WHERE EXISTS (SELECT 1 FROM lq_deps WHERE parent = $1::bigint AND done = 0)`
 	// flowSucceededSQL resolves the children of the jobs of $1 that the
 	// same batch just wrote as succeeded (at $2), found by one probe of
 	// lq_deps_parent each: jobs whose deliveries were not marked as parents

@@ -284,6 +284,19 @@ func flowOf(ctx context.Context, tx Execer, id int64) (int, error) {
 	return f, err
 }
 
+// deletedParent is the reason of a dependant cancelled by the deletion of
+// its live parent (a unique job replaced).
+const deletedParent = "workflow: parent job %d was deleted"
+
+// Deleting finished jobs deletes their edges as children (a parent's
+// edges were resolved at its outcome and go with its children): one probe
+// of lq_deps's primary key per job, run before the jobs' delete, with the
+// same selection.
+const (
+	bulkDeleteEdgesSQL     = `DELETE FROM lq_deps WHERE child IN (SELECT id FROM lq_jobs WHERE state IN (2, 3, 4) AND id IN (SELECT value FROM json_each(?)))`
+	purgeCancelledEdgesSQL = `DELETE FROM lq_deps WHERE child IN (SELECT id FROM lq_jobs WHERE state = 4 AND finished_at < ?)`
+)
+
 // resolveCancelled resolves, on tx, the children of the jobs of ids just
 // cancelled.
 func resolveCancelled(ctx context.Context, tx Execer, ids []int64, now int64) error {
@@ -487,4 +500,22 @@ func reviveFlow(ctx context.Context, tx Execer, parent int64) error {
 		}
 	}
 	return nil
+}
+
+// requeueWaits tells, on tx, how many parents cancelled job id must wait
+// for once requeued (its edges not finished): 0 for a job of no
+// workflow. A parent whose success it needs and that died or was cancelled
+// is a *store.ParentFailedError.
+func requeueWaits(ctx context.Context, tx Execer, id int64) (int, error) {
+	var unmet, blocked int
+	var parent sql.NullInt64
+	err := tx.QueryRowContext(ctx, `SELECT count(CASE WHEN done = 0 THEN 1 END), count(CASE WHEN done = 2 AND mode = 0 THEN 1 END),
+		min(CASE WHEN done = 2 AND mode = 0 THEN parent END) FROM lq_deps WHERE child = ?1`, id).Scan(&unmet, &blocked, &parent)
+	if err != nil {
+		return 0, err
+	}
+	if blocked > 0 {
+		return 0, &store.ParentFailedError{ID: id, Parent: parent.Int64}
+	}
+	return unmet, nil
 }

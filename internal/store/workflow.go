@@ -60,6 +60,17 @@ func (e *ParentNotLiveError) Error() string {
 	return fmt.Sprintf("workflow node %d: stored parent job %d is not live (state %d)", e.Child, e.ID, e.State)
 }
 
+// ParentFailedError refuses the requeue of cancelled job ID, a workflow's
+// dependant that needs the success of Parent, which died or was cancelled.
+// Nothing was changed.
+type ParentFailedError struct {
+	ID, Parent int64
+}
+
+func (e *ParentFailedError) Error() string {
+	return fmt.Sprintf("job %d needs the success of job %d, which died or was cancelled", e.ID, e.Parent)
+}
+
 // LiveParent tells whether a stored job in state st may get a child: it
 // has not finished (pending, scheduled, retrying, running or waiting).
 func LiveParent(st State) bool {
