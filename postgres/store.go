@@ -555,7 +555,12 @@ func (s *pgStore) CompleteTx(ctx context.Context, apptx store.Tx, l store.Lease,
 		if err := s.checkTx(ctx, tx); err != nil {
 			return err
 		}
-		return s.completeTxFlow(ctx, tx, l, keepAt, flow)
+		if err := s.completeTxFlow(ctx, tx, l, keepAt, flow); err != nil || flow&store.FlowParent != 0 {
+			return err
+		}
+		// A dependant only when flowOf read it: see below.
+		_, err := tx.ExecContext(ctx, s.q(flowSucceededSQL), []int64{l.ID}, []int64{keepAt}, s.channel)
+		return missingTables(err)
 	}
 	var n int64
 	var db string
