@@ -262,11 +262,7 @@ func waitState(t *testing.T, q *litequeue.Queue, id int64, st litequeue.State) {
 // it: DeleteJobs (PurgeDead), PurgeCancelled leave no edge row behind and
 // no job waits for a deleted parent.
 func testWorkflowDeleted(t *testing.T, b conformanceBackend) {
-	if b.DB == nil {
-		t.Skip("the backend has no DB to count the edge rows")
-	}
 	h := setup(t, b, queues(queue(litequeue.NoRetry())))
-	db := b.DB(t, h.Addr)
 	litequeue.Register(h.Q, func(ctx context.Context, d *litequeue.Delivery[Email]) error {
 		if d.Job.To == "a" {
 			return litequeue.Permanent(errors.New("a fails"))
@@ -274,9 +270,13 @@ func testWorkflowDeleted(t *testing.T, b conformanceBackend) {
 		return nil
 	})
 	ctx := context.Background()
+	// The edge rows, counted where the backend gives a DB (-1 elsewhere).
 	edges := func() int {
+		if b.DB == nil {
+			return -1
+		}
 		var n int
-		require.NoError(t, db.QueryRowContext(ctx, `SELECT count(*) FROM lq_deps`).Scan(&n))
+		require.NoError(t, b.DB(t, h.Addr).QueryRowContext(ctx, `SELECT count(*) FROM lq_deps`).Scan(&n))
 		return n
 	}
 	// a dies: b (needs a) is cancelled, c (after a) runs.
@@ -312,7 +312,9 @@ func testWorkflowDeleted(t *testing.T, b conformanceBackend) {
 	h.Ev.Wait(t, litequeue.EventSucceeded, ids[c], 1)
 	h.flush(t)
 	require.Equal(t, litequeue.StateCancelled, jobState(t, h.Q, ids[bb]).State)
-	require.Equal(t, 2, edges(), "edges before the deletes: b<-a and child<-p (c's went with its success)")
+	if n := edges(); n >= 0 {
+		require.Equal(t, 2, n, "edges before the deletes: b<-a and child<-p (c's went with its success)")
+	}
 
 	n, err := h.Q.DeleteJobs(ctx, litequeue.JobQuery{States: []litequeue.State{litequeue.StateDead}})
 	require.NoError(t, err)
@@ -321,7 +323,9 @@ func testWorkflowDeleted(t *testing.T, b conformanceBackend) {
 	n, err = h.Q.PurgeCancelled(ctx, time.Second)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	require.Zero(t, edges(), "edge rows of deleted jobs remain")
+	if n := edges(); n >= 0 {
+		require.Zero(t, n, "edge rows of deleted jobs remain")
+	}
 	require.Zero(t, waitingCount(t, h.Q))
 }
 
