@@ -52,6 +52,11 @@ type core struct {
 	hub     *hub // WatchProgress.s watchers (hub.go)
 
 	faults kitlink.Faults // the test kit's outcome hooks, Drop and Lost (testsupport.go); zero otherwise
+
+	// storedParents is set once this process stored a workflow that
+	// depends on stored jobs (Workflow.NeedsJob): from then on any final
+	// outcome may have resolved a child (flowResolved).
+	storedParents atomic.Bool
 }
 
 // setup sets c up on st; lite is st when it is the SQLite store.

@@ -2,6 +2,7 @@ package litequeue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -56,15 +57,25 @@ func (q *Queue) QueueConfigs() []QueueConfig {
 // RequeueCancelled moves cancelled jobs back to ready, due now, with their
 // attempts reset (their history is kept), and returns how many moved, as
 // Requeue does for dead letters. It is all or nothing: an unknown id
-// (ErrNotFound), a job that is not cancelled (ErrWrongState), or a job whose
-// idempotency key is now held by a live job (ErrDuplicate) moves nothing,
-// and the error names the id. A handler of the job that ignored its
-// cancellation and still runs cannot record an outcome: its lease is gone.
+// (ErrNotFound), a job that is not cancelled (ErrWrongState), a job whose
+// idempotency key is now held by a live job (ErrDuplicate), or a workflow's
+// dependant that needs the success of a parent that died or was cancelled
+// (ErrParentFailed) moves nothing, and the error names the id. A workflow's
+// dependant whose parents all succeeded or are still live goes back to
+// waiting for the live ones (ready when none is left); a workflow's parent
+// brings back to waiting the dependants its cancel cancelled, as Requeue
+// does for a dead one. A handler of the job that ignored its cancellation
+// and still runs cannot record an outcome: its lease is gone.
 func (q *Queue) RequeueCancelled(ctx context.Context, ids ...int64) (int, error) {
 	if err := q.writable(); err != nil {
 		return 0, err
 	}
 	moved, err := q.store.RequeueCancelled(ctx, ids, unixNanos(q.clock))
+	var pf *store.ParentFailedError
+	if errors.As(err, &pf) {
+		return 0, fmt.Errorf("%w: job %d needs the success of job %d, which died or was cancelled; requeue job %d first (Requeue or RequeueCancelled)",
+			ErrParentFailed, pf.ID, pf.Parent, pf.Parent)
+	}
 	if err != nil {
 		return 0, wrapf("litequeue: %w", err)
 	}

@@ -38,6 +38,19 @@ const (
 // was written. The error says which node and what to change.
 var ErrInvalidWorkflow = errors.New("litequeue: invalid workflow")
 
+// ErrParentNotLive: EnqueueWorkflow refused a dependency on a stored job
+// (Workflow.NeedsJob, Workflow.AfterJob) that does not exist in the queue's
+// file or database, or has already finished (succeeded, dead or
+// cancelled). It also matches ErrInvalidWorkflow. Nothing was written. The
+// error names the node and the job.
+var ErrParentNotLive = fmt.Errorf("%w: a stored parent job is not live", ErrInvalidWorkflow)
+
+// ErrParentFailed: RequeueCancelled refused a cancelled workflow's
+// dependant that needs the success of a parent that died or was cancelled:
+// it would wait for ever. Nothing was changed. Requeue that parent first
+// (which brings its dependants back to waiting), or enqueue the job anew.
+var ErrParentFailed = errors.New("litequeue: a parent job this job needs failed")
+
 // StateWaiting's jobs are counted by QueueStats.Waiting and listed by Jobs
 // with that state; Cancel cancels them (and, through them, their own
 // dependants that need their success).
@@ -86,6 +99,31 @@ func (w *Workflow) After(child Node, parents ...Node) {
 	}
 }
 
+// NeedsJob makes node wait for the success of each of ids, jobs already
+// stored in the queue (by EnqueueWorkflow's queue file or database), as
+// Needs does for nodes: "email after the existing import job". Each must be
+// live when the workflow is stored (pending, scheduled, retrying, running
+// or waiting); EnqueueWorkflow refuses, with ErrParentNotLive and nothing
+// written, one that does not exist there or has already finished, since
+// its outcome was not recorded for the new dependant. A parent that
+// finishes while the workflow is being stored is either seen finished (a
+// refusal) or resolves the node as any parent would, never leaving it
+// waiting.
+func (w *Workflow) NeedsJob(node Node, ids ...int64) {
+	for _, id := range ids {
+		w.edges = append(w.edges, store.Edge{Child: int(node), Stored: id, Mode: store.NeedsSuccess})
+	}
+}
+
+// AfterJob is NeedsJob for a dependency on a stored job's end whatever its
+// outcome, as After is for nodes. The job must be live when the workflow is
+// stored, as for NeedsJob (ErrParentNotLive).
+func (w *Workflow) AfterJob(node Node, ids ...int64) {
+	for _, id := range ids {
+		w.edges = append(w.edges, store.Edge{Child: int(node), Stored: id, Mode: store.AfterFinished})
+	}
+}
+
 // Len returns the number of nodes of w.
 func (w *Workflow) Len() int { return len(w.nodes) }
 
@@ -105,13 +143,19 @@ func (q *Queue) EnqueueWorkflow(ctx context.Context, w *Workflow) ([]int64, erro
 	if err != nil {
 		return nil, err
 	}
+	for _, e := range w.edges {
+		if e.Stored != 0 {
+			q.storedParents.Store(true)
+			break
+		}
+	}
 	// A worker that claims a job before its EventEnqueued waits for it
 	// (enqueue_order.go).
 	q.gate.enter(jobs...)
 	defer q.gate.leave(jobs...)
 	ids, err := q.store.InsertFlow(ctx, store.Tx{}, jobs, w.edges)
 	if err != nil {
-		return nil, wrapf("litequeue: enqueue workflow: %w", err)
+		return nil, workflowInsertError(err)
 	}
 	q.supersedeTx(ids)
 	queues := map[string]bool{}
@@ -144,9 +188,15 @@ func (q *Queue) EnqueueWorkflowTx(ctx context.Context, tx *sql.Tx, w *Workflow) 
 	if err != nil {
 		return nil, err
 	}
+	for _, e := range w.edges {
+		if e.Stored != 0 {
+			q.storedParents.Store(true)
+			break
+		}
+	}
 	ids, err := q.store.InsertFlow(ctx, store.SQLTx(tx), jobs, w.edges)
 	if err != nil {
-		return nil, wrapf("litequeue: enqueue workflow: %w", err)
+		return nil, workflowInsertError(err)
 	}
 	q.enqueuedTx(ctx, tx, jobs, ids, nil)
 	queues := map[string]bool{}
@@ -157,6 +207,26 @@ func (q *Queue) EnqueueWorkflowTx(ctx context.Context, tx *sql.Tx, w *Workflow) 
 		}
 	}
 	return ids, nil
+}
+
+// workflowInsertError is the error of InsertFlow as EnqueueWorkflow returns
+// it: a stored parent that is not live is an ErrParentNotLive.
+func workflowInsertError(err error) error {
+	var pe *store.ParentNotLiveError
+	if errors.As(err, &pe) {
+		what := "does not exist in this queue (it succeeded and was deleted, or is a job of another queue file or database)"
+		switch pe.State {
+		case store.Completed:
+			what = "has already succeeded"
+		case store.Dead:
+			what = "is already dead"
+		case store.Cancelled:
+			what = "is already cancelled"
+		}
+		return fmt.Errorf("%w: node %d depends on job %d, which %s; enqueue the node without that dependency, or before the job finishes",
+			ErrParentNotLive, pe.Child, pe.ID, what)
+	}
+	return wrapf("litequeue: enqueue workflow: %w", err)
 }
 
 // invalidWorkflow is an ErrInvalidWorkflow error.
@@ -180,7 +250,22 @@ func (q *Queue) prepareWorkflow(w *Workflow) ([]store.NewJob, error) {
 	parents := make([][]int, n)
 	children := make([][]int, n)
 	seen := map[[2]int]bool{}
+	storedSeen := map[[2]int64]bool{}
 	for _, e := range w.edges {
+		if e.Stored != 0 || e.Child < 0 || e.Child >= n {
+			if e.Child < 0 || e.Child >= n {
+				return nil, invalidWorkflow("node %d is not a node of this workflow (it has nodes 0 to %d); use the Node that Add returned", e.Child, n-1)
+			}
+			if e.Stored < 0 {
+				return nil, invalidWorkflow("node %d depends on job %d, which is not a job id", e.Child, e.Stored)
+			}
+			if storedSeen[[2]int64{int64(e.Child), e.Stored}] {
+				return nil, invalidWorkflow("node %d depends on job %d twice; declare each dependency once", e.Child, e.Stored)
+			}
+			storedSeen[[2]int64{int64(e.Child), e.Stored}] = true
+			parents[e.Child] = append(parents[e.Child], -1)
+			continue
+		}
 		for _, x := range []int{e.Child, e.Parent} {
 			if x < 0 || x >= n {
 				return nil, invalidWorkflow("node %d is not a node of this workflow (it has nodes 0 to %d); use the Node that Add returned", x, n-1)
@@ -210,7 +295,11 @@ func (q *Queue) prepareWorkflow(w *Workflow) ([]store.NewJob, error) {
 	depth := make([]int, n)
 	var ready []int
 	for i := range n {
-		indeg[i] = len(parents[i])
+		for _, p := range parents[i] {
+			if p >= 0 {
+				indeg[i]++
+			}
+		}
 		depth[i] = 1
 		if indeg[i] == 0 {
 			ready = append(ready, i)
@@ -388,9 +477,12 @@ func (d *Delivery[J]) parents(ctx context.Context) ([]ParentResult, error) {
 
 // flowResolved wakes this process's pools after the final outcome of d, a
 // workflow's parent, was written: its dependants may be due now, in any
-// queue. Other processes notice the write as any other (their watch).
+// queue. A job claimed before a workflow of this process was given a
+// dependency on it (Workflow.NeedsJob) is not marked, so once this process
+// stored such a workflow every outcome wakes them. Other processes notice
+// the write as any other (their watch).
 func (p *pool) flowResolved(d *delivery) {
-	if p.r != nil && flowOf(d.meta)&store.FlowParent != 0 {
+	if p.r != nil && (flowOf(d.meta)&store.FlowParent != 0 || p.q.storedParents.Load()) {
 		p.r.wakeAll()
 	}
 }

@@ -212,14 +212,32 @@ func (s *pgStore) requeueFrom(ctx context.Context, ids []int64, now int64, from 
 				return fmt.Errorf("litequeue: requeue job %d: %w", id, err)
 			}
 		}
+		if from == 4 {
+			// A workflow's dependant that a failed parent blocks stays
+			// cancelled: the requeue is refused.
+			var child, parent int64
+			err := tx.QueryRowContext(ctx, s.q(requeueBlockedSQL), ids).Scan(&child, &parent)
+			if err == nil {
+				return &store.ParentFailedError{ID: child, Parent: parent}
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
 		if _, err := tx.ExecContext(ctx, s.q(requeueSQL), now, ids, from); err != nil {
 			return err
 		}
-		if from == 3 {
-			// Workflows' parents: the dependants their deaths cancelled wait again.
-			if _, err := tx.ExecContext(ctx, s.q(flowReviveSQL), ids); err != nil {
+		if from == 4 {
+			// A workflow's dependant waits again for its parents that
+			// have not finished.
+			if _, err := tx.ExecContext(ctx, s.q(requeueWaitSQL), ids); err != nil {
 				return err
 			}
+		}
+		// Workflows' parents: the dependants their deaths (or cancels)
+		// cancelled wait again.
+		if _, err := tx.ExecContext(ctx, s.q(flowReviveSQL), ids); err != nil {
+			return err
 		}
 		seen := map[int64]bool{}
 		queues := map[string]bool{}

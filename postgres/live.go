@@ -169,6 +169,11 @@ func (s *pgStore) insertOne(ctx context.Context, tx *sql.Tx, nj *store.NewJob) (
 		"DELETE FROM lq_jobs WHERE id = $1 AND state = 0 RETURNING id")), holder).Scan(&n); err != nil {
 		return 0, err
 	}
+	// A workflow's parent (Workflow.NeedsJob) deleted while live: its
+	// dependants are resolved as a cancel would.
+	if _, err := tx.ExecContext(ctx, s.q(flowDeletedSQL), holder, nj.CreatedAt, s.channel); err != nil {
+		return 0, err
+	}
 	nj.Unique.Replaced = holder
 	id, ok, err = insert()
 	if err == nil && !ok {

@@ -187,9 +187,12 @@ FROM lq_jobs GROUP BY queue ORDER BY queue`
     finished_at = NULL, dead_reason = NULL WHERE id = ANY ($2) AND state = $3`
 
 	// deleteWithHistorySQL wraps a DELETE … RETURNING id of jobs (%s) so that
-	// their history goes with them; it answers how many jobs it deleted.
+	// their history goes with them, and their edges as workflows' children
+	// (lq_deps, one probe of its primary key each); it answers how many jobs
+	// it deleted.
 	deleteWithHistorySQL = `WITH d AS (%s),
-a AS (DELETE FROM lq_attempts WHERE job_id IN (SELECT id FROM d))
+a AS (DELETE FROM lq_attempts WHERE job_id IN (SELECT id FROM d)),
+e AS (DELETE FROM lq_deps WHERE child IN (SELECT id FROM d))
 SELECT count(*) FROM d`
 
 	liveHoldersSQL = `SELECT idem_key, id FROM lq_jobs WHERE idem_key = ANY ($1) AND state IN (0, 1)`

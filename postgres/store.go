@@ -555,7 +555,12 @@ func (s *pgStore) CompleteTx(ctx context.Context, apptx store.Tx, l store.Lease,
 		if err := s.checkTx(ctx, tx); err != nil {
 			return err
 		}
-		return s.completeTxFlow(ctx, tx, l, keepAt, flow)
+		if err := s.completeTxFlow(ctx, tx, l, keepAt, flow); err != nil || flow&store.FlowParent != 0 {
+			return err
+		}
+		// A dependant only when flowOf read it: see below.
+		_, err := tx.ExecContext(ctx, s.q(flowSucceededSQL), []int64{l.ID}, []int64{keepAt}, s.channel)
+		return missingTables(err)
 	}
 	var n int64
 	var db string
@@ -572,6 +577,12 @@ func (s *pgStore) CompleteTx(ctx context.Context, apptx store.Tx, l store.Lease,
 	}
 	if n != 1 {
 		return fmt.Errorf("litequeue: complete job %d: %w", l.ID, store.ErrLeaseLost)
+	}
+	// flowOf ran before the row was locked: an edge to this job committed
+	// since (Workflow.NeedsJob) is found now, after the lock (as
+	// completeTxFlow, at keepAt: 0 leaves the children's own due times).
+	if _, err := tx.ExecContext(ctx, s.q(flowSucceededSQL), []int64{l.ID}, []int64{keepAt}, s.channel); err != nil {
+		return missingTables(err)
 	}
 	return nil
 }
@@ -648,9 +659,7 @@ func (s *pgStore) Bury(ctx context.Context, bu store.Burial) error {
 		if bu.FollowUp != nil {
 			b.Queue(notifySQL, s.channel, f.Queue)
 		}
-		if bu.Flow&store.FlowParent != 0 {
-			b.Queue(s.q(flowBuriedSQL), bu.ID, bu.At, s.channel)
-		}
+		b.Queue(s.q(flowBuriedSQL), bu.ID, bu.At, s.channel)
 	}}
 	if err := s.fin.submit(o); err != nil {
 		return err
@@ -685,10 +694,8 @@ func (s *pgStore) buryThenFollow(ctx context.Context, bu store.Burial, setErr bo
 			if lost = a != 1; lost {
 				return nil
 			}
-			if bu.Flow&store.FlowParent != 0 {
-				if _, err := tx.ExecContext(ctx, s.q(flowBuriedSQL), bu.ID, bu.At, s.channel); err != nil {
-					return err
-				}
+			if _, err := tx.ExecContext(ctx, s.q(flowBuriedSQL), bu.ID, bu.At, s.channel); err != nil {
+				return err
 			}
 			ids, dups, err := s.insertEach(ctx, tx, []store.NewJob{*bu.FollowUp})
 			switch {

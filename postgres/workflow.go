@@ -32,8 +32,40 @@ SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::smallint[])`
 	flowDoneSQL = `SELECT lq_flow_done($1, $2, $3, $4, $5, $6)`
 	// flowBuriedSQL resolves the children of a job its batch's burial
 	// just made dead ($2 its finish time): nothing when the lease was lost.
+	// It runs for every burial, marked parent or not: a job given a child
+	// while it ran (Workflow.NeedsJob) has edges its delivery did not know
+	// of; one probe of lq_deps_parent tells.
 	flowBuriedSQL = `SELECT lq_resolve(id, 2::smallint, $2, 'workflow: parent job ' || id || ' died', $3)
-FROM lq_jobs WHERE id = $1 AND state = 3 AND finished_at = $2`
+FROM lq_jobs WHERE id = $1 AND state = 3 AND finished_at = $2 AND EXISTS (SELECT 1 FROM lq_deps WHERE parent = $1 AND done = 0)`
+	// requeueBlockedSQL finds a cancelled job of $1 that needs the success
+	// of a parent that died or was cancelled (its requeue is refused).
+	requeueBlockedSQL = `SELECT child, parent FROM lq_deps WHERE child = ANY ($1) AND done = 2 AND mode = 0 ORDER BY child, parent LIMIT 1`
+	// requeueWaitSQL makes the requeued jobs of $1 that have unfinished
+	// parents wait for them again.
+	requeueWaitSQL = `UPDATE lq_jobs j SET state = 5, waits = u.n
+FROM (SELECT child, count(*) AS n FROM lq_deps WHERE child = ANY ($1) AND done = 0 GROUP BY child) u
+WHERE j.id = u.child AND j.state = 0`
+	// flowDeletedSQL resolves, as a cancel would, the children of live job
+	// $1 just deleted at $2.
+	flowDeletedSQL = `SELECT lq_resolve($1::bigint, 2::smallint, $2::bigint, 'workflow: parent job ' || $1::bigint || ' was deleted', $3::text)
+WHERE EXISTS (SELECT 1 FROM lq_deps WHERE parent = $1::bigint AND done = 0)`
+	// flowSucceededSQL resolves the children of the jobs of $1 that the
+	// same batch just wrote as succeeded (at $2), found by one probe of
+	// lq_deps_parent each: jobs whose deliveries were not marked as parents
+	// but were given a child while they ran. A job whose lease was lost
+	// (still pending or running) is not one of them.
+	flowSucceededSQL = `SELECT lq_resolve(u.id, 1::smallint, u.at, '', $3)
+FROM unnest($1::bigint[], $2::bigint[]) AS u(id, at)
+WHERE EXISTS (SELECT 1 FROM lq_deps WHERE parent = u.id AND done = 0)
+  AND NOT EXISTS (SELECT 1 FROM lq_jobs j WHERE j.id = u.id AND j.state <> 2)
+ORDER BY u.id`
+	// lockParentsSQL locks the stored parents of $1, live or not, in id
+	// order: an outcome of theirs being written waits for this transaction,
+	// or this one for it.
+	lockParentsSQL = `SELECT id, state FROM lq_jobs WHERE id = ANY ($1) ORDER BY id FOR UPDATE`
+	// markParentsSQL marks the jobs of $1 as workflows' parents.
+	markParentsSQL = `UPDATE lq_jobs SET meta = coalesce(meta, '{}'::jsonb) || jsonb_build_object('flow', coalesce((meta ->> 'flow')::integer, 0) | 1)
+WHERE id = ANY ($1)`
 	// flowReviveSQL brings back the dependants of the requeued jobs of $1
 	// that their deaths cancelled.
 	flowReviveSQL = `SELECT lq_revive(id) FROM unnest($1::bigint[]) AS u(id)`
@@ -69,6 +101,9 @@ func (s *pgStore) InsertFlow(ctx context.Context, apptx store.Tx, jobs []store.N
 }
 
 func (s *pgStore) insertFlow(ctx context.Context, tx *sql.Tx, jobs []store.NewJob, edges []store.Edge) ([]int64, error) {
+	if err := s.lockStoredParents(ctx, tx, edges); err != nil {
+		return nil, err
+	}
 	ids, err := sqlkit.QueryAll(ctx, tx, flowIDsSQL, []any{quoteIdent(s.schema) + ".lq_jobs", len(jobs)}, sqlkit.ScanID)
 	if err != nil {
 		return nil, missingTables(err)
@@ -107,13 +142,61 @@ func (s *pgStore) insertFlow(ctx context.Context, tx *sql.Tx, jobs []store.NewJo
 	if len(edges) > 0 {
 		child, parent, mode := make([]int64, len(edges)), make([]int64, len(edges)), make([]int16, len(edges))
 		for i, e := range edges {
-			child[i], parent[i], mode[i] = ids[e.Child], ids[e.Parent], int16(e.Mode)
+			child[i], parent[i], mode[i] = ids[e.Child], e.Stored, int16(e.Mode)
+			if e.Stored == 0 {
+				parent[i] = ids[e.Parent]
+			}
 		}
 		if _, err := tx.ExecContext(ctx, s.q(insertEdgesSQL), child, parent, mode); err != nil {
 			return nil, fmt.Errorf("workflow edges: %w", err)
 		}
 	}
 	return ids, s.notifyTx(ctx, tx, queues)
+}
+
+// lockStoredParents locks the stored parents of edges (Edge.Stored), checks
+// that each is live and marks it as a parent, before anything else is
+// written: the row lock serialises the edge with the parent's outcome,
+// whose transaction then finds the edge (flowSucceededSQL, flowBuriedSQL,
+// flowCancelledSQL), or this one finds the parent finished.
+func (s *pgStore) lockStoredParents(ctx context.Context, tx *sql.Tx, edges []store.Edge) error {
+	var ids []int64
+	for _, e := range edges {
+		if e.Stored != 0 {
+			ids = append(ids, e.Stored)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	type row struct {
+		id int64
+		st store.State
+	}
+	rows, err := sqlkit.QueryAll(ctx, tx, s.q(lockParentsSQL), []any{ids}, func(r *sql.Rows, x *row) error {
+		return r.Scan(&x.id, &x.st)
+	})
+	if err != nil {
+		return missingTables(err)
+	}
+	states := make(map[int64]store.State, len(rows))
+	for _, r := range rows {
+		states[r.id] = r.st
+	}
+	for _, e := range edges {
+		if e.Stored == 0 {
+			continue
+		}
+		st, ok := states[e.Stored]
+		if !ok {
+			st = -1
+		}
+		if !store.LiveParent(st) {
+			return &store.ParentNotLiveError{Child: e.Child, ID: e.Stored, State: st}
+		}
+	}
+	_, err = tx.ExecContext(ctx, s.q(markParentsSQL), ids)
+	return err
 }
 
 // completeTxFlow is CompleteTx for a job with edges (flowOfSQL), on the

@@ -269,6 +269,17 @@ func (w *writer) sendOnce(ops []*op, cs []store.Completion) (results []error, co
 				return nil
 			})
 		}
+		// Jobs not marked as parents when claimed may have been given a
+		// child since (Workflow.NeedsJob): one probe for the batch.
+		var plainIDs, plainAt []int64
+		for _, c := range cs {
+			if c.Flow&store.FlowParent == 0 {
+				plainIDs, plainAt = append(plainIDs, c.ID), append(plainAt, c.At)
+			}
+		}
+		if len(plainIDs) > 0 {
+			b.Queue(s.q(flowSucceededSQL), plainIDs, plainAt, s.channel)
+		}
 	}
 
 	if s.asyncAll || asyncCommit(ops, cs) {

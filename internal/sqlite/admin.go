@@ -218,19 +218,33 @@ func (s *Store) requeueFrom(ctx context.Context, ids []int64, now int64, from st
 					return err
 				}
 			}
+			unmet := 0
+			if from == store.Cancelled {
+				// A workflow's dependant waits again for its parents that
+				// have not finished; one that a failed parent blocks stays.
+				if unmet, err = requeueWaits(ctx, tx, id); err != nil {
+					return err
+				}
+			}
 			if ok, err := execHolds(ctx, tx, requeueSQL, now, id, from); err != nil {
 				return err
 			} else if !ok {
 				return fmt.Errorf("litequeue: requeue job %d: %w", id, uniqueTwin(ctx, tx, id))
 			}
-			if err := moveCount(ctx, tx, countOf(queue, from, 0), countOf(queue, store.Pending, now), 1); err != nil {
-				return err
-			}
-			if from == store.Dead {
-				// A workflow's parent: its dependants its death cancelled wait again.
-				if err := reviveFlow(ctx, tx, id); err != nil {
+			to := countOf(queue, store.Pending, now)
+			if unmet > 0 {
+				if _, err := tx.ExecContext(ctx, `UPDATE lq_jobs SET state = 5, waits = ?2 WHERE id = ?1`, id, unmet); err != nil {
 					return err
 				}
+				to = countOf(queue, store.Waiting, 0)
+			}
+			if err := moveCount(ctx, tx, countOf(queue, from, 0), to, 1); err != nil {
+				return err
+			}
+			// A workflow's parent: the dependants its death (or cancel)
+			// cancelled wait again.
+			if err := reviveFlow(ctx, tx, id); err != nil {
+				return err
 			}
 			moved = append(moved, store.Moved{ID: id, Queue: queue, Kind: kind})
 		}

@@ -57,6 +57,9 @@ func (s *Store) Bulk(ctx context.Context, op store.BulkOp, q store.JobQuery, bef
 		case store.BulkCancel:
 			return cancelChunk(ctx, tx, list, q.Now, hook, &res)
 		}
+		if _, err := tx.ExecContext(ctx, bulkDeleteEdgesSQL, list); err != nil {
+			return err
+		}
 		res.Changed, err = execCounted(ctx, tx, bulkDeleteSQL, gone, list)
 		return err
 	})

@@ -190,6 +190,9 @@ func (s *Store) PurgeCancelled(ctx context.Context, before int64) (int, error) {
 	var n int
 	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
 		var err error
+		if _, err := tx.ExecContext(ctx, purgeCancelledEdgesSQL, before); err != nil {
+			return err
+		}
 		n, err = execCounted(ctx, tx, `DELETE FROM lq_jobs WHERE state = 4 AND finished_at < ? RETURNING queue, state, visible_at`, gone, before)
 		return err
 	})

@@ -29,11 +29,16 @@ func (s *Store) Expire(ctx context.Context, e store.Expiry) (int, error) {
 		return 0, store.ErrReadOnly
 	}
 	where, args := expiryWhere(e)
-	query := `DELETE FROM lq_jobs WHERE id IN (SELECT id FROM lq_jobs WHERE ` + where +
-		` AND finished_at < ? ORDER BY finished_at LIMIT ?) RETURNING queue, state, visible_at`
+	sel := `SELECT id FROM lq_jobs WHERE ` + where + ` AND finished_at < ? ORDER BY finished_at LIMIT ?`
+	query := `DELETE FROM lq_jobs WHERE id IN (` + sel + `) RETURNING queue, state, visible_at`
 	args = append(args, e.Before, e.Limit)
 	var n int
 	err := s.w.do(ctx, func(ctx context.Context, tx Execer) error {
+		// Their edges as workflows' children first, the same selection in
+		// the same write transaction (workflow.go).
+		if _, err := tx.ExecContext(ctx, `DELETE FROM lq_deps WHERE child IN (`+sel+`)`, args...); err != nil {
+			return err
+		}
 		var err error
 		n, err = execCounted(ctx, tx, query, gone, args...)
 		return err

@@ -739,6 +739,25 @@ func (s *Store) writeCompletions(ctx context.Context, tx Execer, cs []store.Comp
 			return nil, err
 		}
 	}
+	// A job not marked as a workflow's parent when claimed may have been
+	// given a child since (Workflow.NeedsJob): one probe of lq_deps for
+	// the whole batch finds it.
+	var plain []int64
+	for i, c := range cs {
+		if c.Flow&store.FlowParent == 0 && results[i] == nil {
+			plain = append(plain, c.ID)
+		}
+	}
+	if err := resolveFinished(ctx, tx, plain, 1, func(id int64) int64 {
+		for _, c := range cs {
+			if c.ID == id {
+				return c.At
+			}
+		}
+		return 0
+	}, ""); err != nil {
+		return nil, err
+	}
 	return results, nil
 }
 
@@ -957,6 +976,9 @@ func (s *Store) Bury(ctx context.Context, b store.Burial) error {
 			if err := resolveFlow(ctx, tx, b.ID, 2, nil, b.At, fmt.Sprintf("workflow: parent job %d died", b.ID)); err != nil {
 				return err
 			}
+		} else if err := resolveFinished(ctx, tx, []int64{b.ID}, 2, func(int64) int64 { return b.At }, "workflow: parent job %d died"); err != nil {
+			// A stored job given a child while this delivery ran.
+			return err
 		}
 		if b.FollowUp != nil {
 			id, err := insertOne(ctx, tx, b.FollowUp, nil)

@@ -61,6 +61,11 @@ func insertUnique(ctx context.Context, tx Execer, nj *store.NewJob, key any) (in
 		gone, holder); err != nil {
 		return 0, err
 	}
+	// A workflow's parent (Workflow.NeedsJob) deleted while live: its
+	// dependants are resolved as a cancel would.
+	if err := resolveFinished(ctx, tx, []int64{holder}, 2, func(int64) int64 { return nj.CreatedAt }, deletedParent); err != nil {
+		return 0, err
+	}
 	u.Replaced = holder
 	id, ok, err = insert()
 	if err == nil && !ok {

@@ -45,6 +45,9 @@ func (s *Store) InsertFlow(ctx context.Context, tx store.Tx, jobs []store.NewJob
 // insertFlow writes jobs and edges on tx: a job with parents waiting, the
 // others pending.
 func insertFlow(ctx context.Context, tx Execer, jobs []store.NewJob, edges []store.Edge) ([]int64, error) {
+	if err := markStoredParents(ctx, tx, edges); err != nil {
+		return nil, err
+	}
 	ids := make([]int64, len(jobs))
 	for i := range jobs {
 		nj := &jobs[i]
@@ -70,11 +73,48 @@ func insertFlow(ctx context.Context, tx Execer, jobs []store.NewJob, edges []sto
 		}
 	}
 	for _, e := range edges {
-		if _, err := tx.ExecContext(ctx, insertEdgeSQL, ids[e.Child], ids[e.Parent], int(e.Mode)); err != nil {
+		parent := e.Stored
+		if parent == 0 {
+			parent = ids[e.Parent]
+		}
+		if _, err := tx.ExecContext(ctx, insertEdgeSQL, ids[e.Child], parent, int(e.Mode)); err != nil {
 			return nil, fmt.Errorf("workflow edge %d -> %d: %w", e.Parent, e.Child, err)
 		}
 	}
 	return ids, nil
+}
+
+// markParentSQL marks stored job ?1 as a workflow's parent (MetaDoc.Flow
+// |= FlowParent).
+const markParentSQL = `UPDATE lq_jobs SET meta = json_set(coalesce(meta, '{}'), '$.flow', coalesce(meta ->> '$.flow', 0) | 1)
+WHERE id = ?1`
+
+// markStoredParents checks, on tx and before anything is written, that the
+// stored parents of edges are live, and marks them: the writer serialises
+// this with any outcome of theirs, whose transaction then finds the edge
+// (resolveFinished).
+func markStoredParents(ctx context.Context, tx Execer, edges []store.Edge) error {
+	var marks []int64
+	for _, e := range edges {
+		if e.Stored == 0 {
+			continue
+		}
+		st := -1
+		err := tx.QueryRowContext(ctx, `SELECT state FROM lq_jobs WHERE id = ?`, e.Stored).Scan(&st)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if err != nil || !store.LiveParent(store.State(st)) {
+			return &store.ParentNotLiveError{Child: e.Child, ID: e.Stored, State: store.State(st)}
+		}
+		marks = append(marks, e.Stored)
+	}
+	for _, id := range marks {
+		if _, err := tx.ExecContext(ctx, markParentSQL, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 const (
@@ -244,13 +284,41 @@ func flowOf(ctx context.Context, tx Execer, id int64) (int, error) {
 	return f, err
 }
 
+// deletedParent is the reason of a dependant cancelled by the deletion of
+// its live parent (a unique job replaced).
+const deletedParent = "workflow: parent job %d was deleted"
+
+// Deleting finished jobs deletes their edges as children (a parent's
+// edges were resolved at its outcome and go with its children): one probe
+// of lq_deps's primary key per job, run before the jobs' delete, with the
+// same selection.
+const (
+	bulkDeleteEdgesSQL     = `DELETE FROM lq_deps WHERE child IN (SELECT id FROM lq_jobs WHERE state IN (2, 3, 4) AND id IN (SELECT value FROM json_each(?)))`
+	purgeCancelledEdgesSQL = `DELETE FROM lq_deps WHERE child IN (SELECT id FROM lq_jobs WHERE state = 4 AND finished_at < ?)`
+)
+
 // resolveCancelled resolves, on tx, the children of the jobs of ids just
-// cancelled: one statement finds which of them have any.
+// cancelled.
 func resolveCancelled(ctx context.Context, tx Execer, ids []int64, now int64) error {
+	return resolveFinished(ctx, tx, ids, 2, func(int64) int64 { return now }, "workflow: parent job %d was cancelled")
+}
+
+// unresolvedParentsSQL is which jobs of the JSON id list ?1 have edges
+// not resolved yet: one probe of lq_deps_parent per id.
+const unresolvedParentsSQL = `SELECT DISTINCT parent FROM lq_deps WHERE parent IN (SELECT value FROM json_each(?1)) AND done = 0`
+
+// resolveFinished resolves, on tx, the children of the jobs of ids that
+// have just finished with outcome done (1 succeeded, 2 died or was
+// cancelled, with reason why, a format of the parent's id), each at
+// at(id): one statement finds which of them have unresolved edges. It is
+// what closes the race of an edge added to a stored job (Edge.Stored)
+// whose running delivery did not carry the FlowParent mark: the writer
+// serialises the edge's insert with this transaction, which sees it.
+func resolveFinished(ctx context.Context, tx Execer, ids []int64, done int8, at func(int64) int64, why string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT parent FROM lq_deps WHERE parent IN (SELECT value FROM json_each(?))`, idsJSON(ids))
+	rows, err := tx.QueryContext(ctx, unresolvedParentsSQL, idsJSON(ids))
 	if err != nil {
 		return err
 	}
@@ -270,7 +338,11 @@ func resolveCancelled(ctx context.Context, tx Execer, ids []int64, now int64) er
 	rows.Close()
 	slices.Sort(parents)
 	for _, p := range parents {
-		if err := resolveFlow(ctx, tx, p, 2, nil, now, fmt.Sprintf("workflow: parent job %d was cancelled", p)); err != nil {
+		reason := ""
+		if done != 1 {
+			reason = fmt.Sprintf(why, p)
+		}
+		if err := resolveFlow(ctx, tx, p, done, nil, at(p), reason); err != nil {
 			return err
 		}
 	}
@@ -428,4 +500,22 @@ func reviveFlow(ctx context.Context, tx Execer, parent int64) error {
 		}
 	}
 	return nil
+}
+
+// requeueWaits tells, on tx, how many parents cancelled job id must wait
+// for once requeued (its edges not finished): 0 for a job of no
+// workflow. A parent whose success it needs and that died or was cancelled
+// is a *store.ParentFailedError.
+func requeueWaits(ctx context.Context, tx Execer, id int64) (int, error) {
+	var unmet, blocked int
+	var parent sql.NullInt64
+	err := tx.QueryRowContext(ctx, `SELECT count(CASE WHEN done = 0 THEN 1 END), count(CASE WHEN done = 2 AND mode = 0 THEN 1 END),
+		min(CASE WHEN done = 2 AND mode = 0 THEN parent END) FROM lq_deps WHERE child = ?1`, id).Scan(&unmet, &blocked, &parent)
+	if err != nil {
+		return 0, err
+	}
+	if blocked > 0 {
+		return 0, &store.ParentFailedError{ID: id, Parent: parent.Int64}
+	}
+	return unmet, nil
 }

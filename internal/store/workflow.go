@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // Workflows: jobs that wait for other jobs. A job with parents is stored
 // Waiting, outside the claim index, with a count of its unmet parents; the
@@ -36,10 +39,42 @@ const (
 )
 
 // Edge is one dependency of a workflow being inserted: jobs[Child] waits for
-// jobs[Parent] (indexes into the jobs of InsertFlow).
+// jobs[Parent] (indexes into the jobs of InsertFlow), or, when Stored is not
+// 0, for the job already stored with that id (Parent is then unused).
 type Edge struct {
 	Child, Parent int
 	Mode          int8
+	Stored        int64
+}
+
+// ParentNotLiveError is InsertFlow's refusal of an edge to a stored job
+// that does not exist or has finished: State is its state, or -1 when no
+// row has that id. Nothing was written.
+type ParentNotLiveError struct {
+	Child int   // the index of the child in InsertFlow's jobs
+	ID    int64 // the stored parent
+	State State
+}
+
+func (e *ParentNotLiveError) Error() string {
+	return fmt.Sprintf("workflow node %d: stored parent job %d is not live (state %d)", e.Child, e.ID, e.State)
+}
+
+// ParentFailedError refuses the requeue of cancelled job ID, a workflow's
+// dependant that needs the success of Parent, which died or was cancelled.
+// Nothing was changed.
+type ParentFailedError struct {
+	ID, Parent int64
+}
+
+func (e *ParentFailedError) Error() string {
+	return fmt.Sprintf("job %d needs the success of job %d, which died or was cancelled", e.ID, e.Parent)
+}
+
+// LiveParent tells whether a stored job in state st may get a child: it
+// has not finished (pending, scheduled, retrying, running or waiting).
+func LiveParent(st State) bool {
+	return st == Pending || st == Running || st == Waiting
 }
 
 // ParentResult is what a child reads of one of its parents.
