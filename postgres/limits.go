@@ -19,23 +19,21 @@ import (
 
 // flowRunningSQL counts, by group, the running rows of queue $1 that a
 // limited claim started and whose lease has not lapsed at $2: a range of
-// lq_jobs_flow, which holds no other rows.
-const flowRunningSQL = `SELECT grp, count(*) FROM lq_jobs
+// lq_jobs_flow, which holds no other rows. It counts created_at, which the
+// index lacks, so that the scan reads the heap and marks the entries of
+// finished jobs dead (see priorityWalk).
+const flowRunningSQL = `SELECT grp, count(created_at) FROM lq_jobs
 	WHERE queue = $1 AND state = 1 AND flow IS NOT NULL AND visible_at > $2 GROUP BY grp`
 
 // flowNextFreeSQL is the earliest time after $2 when a limited claim of
 // queue $1 may take more: the earliest lease end of those rows, or the
 // earliest VisibleAt after $2 of the queue's live rows of the kinds $3 —
-// per priority (the walk of priorityWalk) and kind, one seek of
-// lq_jobs_kind_due.
-const flowNextFreeSQL = `SELECT least(
+// per priority (priorityWalk, whose seeks read the heap so that they mark
+// the entries of finished jobs dead instead of stepping over them on every
+// call) and kind, one seek of lq_jobs_kind_due.
+var flowNextFreeSQL = `SELECT least(
     (SELECT min(visible_at) FROM lq_jobs WHERE queue = $1 AND state = 1 AND flow IS NOT NULL AND visible_at > $2),
-    (` + `WITH RECURSIVE p(prio) AS (
-        (SELECT priority FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) ORDER BY priority LIMIT 1)
-        UNION ALL
-        SELECT n.priority FROM p CROSS JOIN LATERAL (
-            SELECT priority FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority > p.prio
-            ORDER BY priority LIMIT 1) n)
+    (` + priorityWalk("") + `
     SELECT min(d.visible_at) FROM p CROSS JOIN unnest($3::text[]) AS k(kind) CROSS JOIN LATERAL (
         SELECT visible_at FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority = p.prio AND kind = k.kind
           AND visible_at > $2 ORDER BY visible_at LIMIT 1) d))`

@@ -130,23 +130,16 @@ SELECT (SELECT count(*) FROM a), coalesce((SELECT id FROM f), 0)`
 	// scan over an array of the deleted ids: IN (SELECT …) plans as a
 	// nested loop that rebuilds a bitmap scan per deleted job, about a
 	// third of the statement's time for 100 jobs without history.
-	// Both notify channel $3 (completeKeepSQL: $4) with the queue of every
-	// job a limited claim started (flow set) among those they end, so
-	// that the other processes' limited claims take the freed slots at
-	// once instead of at their next poll.
 	completeDeleteSQL = `WITH d AS (
     DELETE FROM lq_jobs j USING unnest($1::bigint[], $2::bigint[]) AS c(id, lease)
-    WHERE j.id = c.id AND j.lease = c.lease AND j.state = 1 RETURNING j.id, j.queue, j.flow),
-a AS (DELETE FROM lq_attempts WHERE job_id = ANY (ARRAY(SELECT id FROM d))),
-n AS (SELECT pg_notify($3, q) FROM (SELECT DISTINCT queue AS q FROM d WHERE flow IS NOT NULL) x)
-SELECT id FROM d WHERE (SELECT count(*) FROM n) >= 0`
+    WHERE j.id = c.id AND j.lease = c.lease AND j.state = 1 RETURNING j.id),
+a AS (DELETE FROM lq_attempts WHERE job_id = ANY (ARRAY(SELECT id FROM d)))
+SELECT id FROM d`
 
-	completeKeepSQL = `WITH d AS (UPDATE lq_jobs j SET state = 2, lease = NULL, finished_at = c.at, visible_at = c.at
+	completeKeepSQL = `UPDATE lq_jobs j SET state = 2, lease = NULL, finished_at = c.at, visible_at = c.at
 FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS c(id, lease, at)
 WHERE j.id = c.id AND j.lease = c.lease AND j.state = 1
-RETURNING j.id, j.queue, j.flow),
-n AS (SELECT pg_notify($4, q) FROM (SELECT DISTINCT queue AS q FROM d WHERE flow IS NOT NULL) x)
-SELECT id FROM d WHERE (SELECT count(*) FROM n) >= 0`
+RETURNING j.id`
 
 	// completeTxDeleteSQL and completeTxKeepSQL change nothing unless the
 	// transaction is on the queue's database (the last parameter), and

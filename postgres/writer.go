@@ -246,10 +246,10 @@ func (w *writer) sendOnce(ops []*op, cs []store.Completion) (results []error, co
 			}
 		}
 		if len(delIDs) > 0 {
-			b.Queue(s.q(completeDeleteSQL), delIDs, delLeases, s.channel).Query(mark(delIdx, delIDs))
+			b.Queue(s.q(completeDeleteSQL), delIDs, delLeases).Query(mark(delIdx, delIDs))
 		}
 		if len(keepIDs) > 0 {
-			b.Queue(s.q(completeKeepSQL), keepIDs, keepLeases, keepAt, s.channel).Query(mark(keepIdx, keepIDs))
+			b.Queue(s.q(completeKeepSQL), keepIDs, keepLeases, keepAt).Query(mark(keepIdx, keepIDs))
 		}
 		for _, i := range flowIdx {
 			c := cs[i]
