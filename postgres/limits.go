@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"slices"
 	"time"
 
@@ -18,23 +19,21 @@ import (
 
 // flowRunningSQL counts, by group, the running rows of queue $1 that a
 // limited claim started and whose lease has not lapsed at $2: a range of
-// lq_jobs_flow, which holds no other rows.
-const flowRunningSQL = `SELECT grp, count(*) FROM lq_jobs
+// lq_jobs_flow, which holds no other rows. It counts created_at, which the
+// index lacks, so that the scan reads the heap and marks the entries of
+// finished jobs dead (see priorityWalk).
+const flowRunningSQL = `SELECT grp, count(created_at) FROM lq_jobs
 	WHERE queue = $1 AND state = 1 AND flow IS NOT NULL AND visible_at > $2 GROUP BY grp`
 
 // flowNextFreeSQL is the earliest time after $2 when a limited claim of
 // queue $1 may take more: the earliest lease end of those rows, or the
 // earliest VisibleAt after $2 of the queue's live rows of the kinds $3 —
-// per priority (the walk of priorityWalk) and kind, one seek of
-// lq_jobs_kind_due.
-const flowNextFreeSQL = `SELECT least(
+// per priority (priorityWalk, whose seeks read the heap so that they mark
+// the entries of finished jobs dead instead of stepping over them on every
+// call) and kind, one seek of lq_jobs_kind_due.
+var flowNextFreeSQL = `SELECT least(
     (SELECT min(visible_at) FROM lq_jobs WHERE queue = $1 AND state = 1 AND flow IS NOT NULL AND visible_at > $2),
-    (` + `WITH RECURSIVE p(prio) AS (
-        (SELECT priority FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) ORDER BY priority LIMIT 1)
-        UNION ALL
-        SELECT n.priority FROM p CROSS JOIN LATERAL (
-            SELECT priority FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority > p.prio
-            ORDER BY priority LIMIT 1) n)
+    (` + priorityWalk("") + `
     SELECT min(d.visible_at) FROM p CROSS JOIN unnest($3::text[]) AS k(kind) CROSS JOIN LATERAL (
         SELECT visible_at FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority = p.prio AND kind = k.kind
           AND visible_at > $2 ORDER BY visible_at LIMIT 1) d))`
@@ -162,6 +161,17 @@ func (s *pgStore) claimLimitedTx(ctx context.Context, tx *sql.Tx, q store.ClaimQ
 	if err != nil || paused {
 		return nil, err
 	}
+	if l.RateN == 0 && l.KeyRateN == 0 {
+		// Only claims are written: the transaction commits without
+		// waiting for its WAL flush, as a batch of unlimited claims does
+		// (asyncCommit). A claim a server crash loses leaves its jobs
+		// pending and their slots free, as if it never ran. A claim of a
+		// rate-limited queue waits for its flush: its stored starts are
+		// the window's record.
+		if _, err := tx.ExecContext(ctx, asyncCommitSQL); err != nil {
+			return nil, err
+		}
+	}
 	total, byGroup, err := s.flowRunning(ctx, tx, q.Queue, q.Now)
 	if err != nil {
 		return nil, err
@@ -197,8 +207,10 @@ func (s *pgStore) claimLimitedTx(ctx context.Context, tx *sql.Tx, q store.ClaimQ
 	for i := range cs {
 		ids[i], gs[i] = cs[i].ID, groups[cs[i].ID]
 	}
-	if _, err := tx.ExecContext(ctx, s.q(`UPDATE lq_jobs SET flow = 1 WHERE id = ANY ($1)`), ids); err != nil {
-		return nil, err
+	if !l.Grouped() { // claimByGroupTx marks the rows it claims itself
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE lq_jobs SET flow = 1 WHERE id = ANY ($1)`), ids); err != nil {
+			return nil, err
+		}
 	}
 	if l.RateN > 0 || l.KeyRateN > 0 {
 		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO lq_flow_starts (queue, grp, at, id)
@@ -284,14 +296,17 @@ func (s *pgStore) flowRunning(ctx context.Context, tx *sql.Tx, queue string, now
 	return total, byGroup, rows.Err()
 }
 
-// dueGroupSQL reads the due rows of one priority $2 and kind $3 of queue
-// $1 at $4, in claim order, with their groups, leaving out those of the
-// saturated groups $5 inside the server: a range of lq_jobs_kind_due that
-// the caller stops reading once it has what it takes.
+// dueGroupSQL reads a page of at most $8 due rows of one priority $2 and
+// kind $3 of queue $1 at $4, in claim order after the row ($6, $7)
+// (visible_at, id), with their groups, leaving out those of the saturated
+// groups $5 inside the server: a range of lq_jobs_kind_due (the row
+// comparison is its bound), read a page at a time until the claim has what
+// it takes.
 const dueGroupSQL = `SELECT id, grp, visible_at FROM lq_jobs
 	WHERE queue = $1 AND state IN (0, 1) AND priority = $2 AND kind = $3 AND visible_at <= $4
-	  AND (grp IS NULL OR grp <> ALL ($5))
-	ORDER BY visible_at, id`
+	  AND (visible_at, id) > ($6, $7)
+	  AND (grp IS NULL OR grp NOT IN (SELECT unnest($5::text[])))
+	ORDER BY visible_at, id LIMIT $8`
 
 // dueOrderedSQL is dueGroupSQL for ordered groups: a row of a group is
 // taken only when it is the group's first live row (lq_jobs_group_live),
@@ -300,9 +315,21 @@ const dueGroupSQL = `SELECT id, grp, visible_at FROM lq_jobs
 // ran, died or was cancelled.
 const dueOrderedSQL = `SELECT id, grp, visible_at FROM lq_jobs j
 	WHERE queue = $1 AND state IN (0, 1) AND priority = $2 AND kind = $3 AND visible_at <= $4
-	  AND (grp IS NULL OR (grp <> ALL ($5)
+	  AND (visible_at, id) > ($6, $7)
+	  AND (grp IS NULL OR (grp NOT IN (SELECT unnest($5::text[]))
 	    AND id = (SELECT min(h.id) FROM lq_jobs h WHERE h.queue = $1 AND h.grp = j.grp AND h.state IN (0, 1))))
-	ORDER BY visible_at, id`
+	ORDER BY visible_at, id LIMIT $8`
+
+// firstPrioritySQL is the most urgent priority of queue $1's live rows,
+// and nextPrioritySQL the next one after $2: each one seek of
+// lq_jobs_claim (a bound the planner can use: no "$2 IS NULL OR"). Each
+// reads created_at, which the index lacks, so that the seek visits the heap
+// and marks the entries of finished jobs dead (see priorityWalk): an
+// index-only min(priority) stepped over all of them again on every claim.
+const (
+	firstPrioritySQL = `SELECT priority, created_at FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) ORDER BY priority LIMIT 1`
+	nextPrioritySQL  = `SELECT priority, created_at FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority > $2 ORDER BY priority LIMIT 1`
+)
 
 // candidate is a due row a group-limited claim may take.
 type candidate struct {
@@ -324,12 +351,18 @@ func (s *pgStore) claimByGroupTx(ctx context.Context, tx *sql.Tx, q store.ClaimQ
 	prio := sql.NullInt64{}
 	for len(chosen) < q.N {
 		var next sql.NullInt64
-		if err := tx.QueryRowContext(ctx, s.q(`SELECT min(priority) FROM lq_jobs WHERE queue = $1 AND state IN (0, 1)
-			AND ($2::bigint IS NULL OR priority > $2)`), q.Queue, prio).Scan(&next); err != nil {
-			return nil, err
+		var created int64
+		var err error
+		if prio.Valid {
+			err = tx.QueryRowContext(ctx, s.q(nextPrioritySQL), q.Queue, prio.Int64).Scan(&next, &created)
+		} else {
+			err = tx.QueryRowContext(ctx, s.q(firstPrioritySQL), q.Queue).Scan(&next, &created)
 		}
-		if !next.Valid {
+		if errors.Is(err, sql.ErrNoRows) {
 			break
+		}
+		if err != nil {
+			return nil, err
 		}
 		prio = next
 		var all []candidate
@@ -366,7 +399,7 @@ func (s *pgStore) claimByGroupTx(ctx context.Context, tx *sql.Tx, q store.ClaimQ
 	// Rows a claim of a process that has not yet seen the limits took
 	// meanwhile are due no more and are left alone.
 	rows, err := tx.QueryContext(ctx, s.q(`UPDATE lq_jobs j
-SET state = 1, visible_at = $1, lease = $2, attempt = j.attempt + 1, attempted_at = $3, due_at = j.visible_at, process = $5,
+SET state = 1, visible_at = $1, lease = $2, attempt = j.attempt + 1, attempted_at = $3, due_at = j.visible_at, process = $5, flow = 1,
     last_error = CASE WHEN j.state = 1
         THEN 'lease expired: the worker of attempt ' || j.attempt || ' was lost' ELSE j.last_error END
 WHERE j.id = ANY ($4) AND j.state IN (0, 1) AND j.visible_at <= $3
@@ -390,30 +423,51 @@ func cmpInt(a, b int64) int {
 
 // groupCandidates reads up to n due rows of one priority and kind that the
 // group limit allows, given what runs and what this claim took already: a
-// range of lq_jobs_kind_due read until it has them.
+// range of lq_jobs_kind_due read in keyset pages of 2n+16 rows until it has
+// them or the range ends.
 func (s *pgStore) groupCandidates(ctx context.Context, tx *sql.Tx, query string, q store.ClaimQuery, prio int64, kind string, room store.Room, taken map[string]int, n int) ([]candidate, error) {
-	rows, err := tx.QueryContext(ctx, s.q(query), q.Queue, prio, kind, q.Now, room.Saturated())
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var out []candidate
 	mine := map[string]int{}
-	for len(out) < n && rows.Next() {
-		var c candidate
-		if err := rows.Scan(&c.id, &c.grp, &c.due); err != nil {
+	saturated := room.Saturated()
+	afterDue, afterID := int64(math.MinInt64), int64(math.MinInt64)
+	for len(out) < n {
+		page := 2*(n-len(out)) + 16
+		got, err := func() (int, error) {
+			rows, err := tx.QueryContext(ctx, s.q(query), q.Queue, prio, kind, q.Now, saturated, afterDue, afterID, page)
+			if err != nil {
+				return 0, err
+			}
+			defer rows.Close()
+			got := 0
+			for rows.Next() {
+				var c candidate
+				if err := rows.Scan(&c.id, &c.grp, &c.due); err != nil {
+					return 0, err
+				}
+				got++
+				afterDue, afterID = c.due, c.id
+				if len(out) == n {
+					continue
+				}
+				if c.grp.Valid {
+					g := c.grp.String
+					if room.Of(g)-taken[g]-mine[g] <= 0 {
+						continue
+					}
+					mine[g]++
+				}
+				out = append(out, c)
+			}
+			return got, rows.Err()
+		}()
+		if err != nil {
 			return nil, err
 		}
-		if c.grp.Valid {
-			g := c.grp.String
-			if room.Of(g)-taken[g]-mine[g] <= 0 {
-				continue
-			}
-			mine[g]++
+		if got < page {
+			break
 		}
-		out = append(out, c)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // insertThenClaim is InsertClaim for a limited queue: the job is inserted,

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -11,7 +12,10 @@ import (
 // plan for the parameters and the generic plan, that a limited claim's
 // count of what runs and the next free slot read the counted running rows
 // only (lq_jobs_flow), beside 20,000 due pending rows of the queue and
-// 2,000 running rows no limited claim started.
+// 2,000 running rows no limited claim started; that the priority seeks read
+// a row each; and that a page of a group-limited claim's due rows (plain
+// and ordered) reads about the page, the saturated groups' rows left out
+// inside the server (hashed), with no scan of the table.
 func TestFlowPlansReadOnlyCountedRows(t *testing.T) {
 	s, _, _ := newTestStore(t)
 	ctx := context.Background()
@@ -40,6 +44,32 @@ SELECT 'q', 'a', 0, 100000 + i, i, i, '\x7b7d', 1, 1, 'g' || i FROM generate_ser
 			rows, seq := rowsRead(plan)
 			require.False(t, seq, "%s (generic plan: %v) scans lq_jobs", c.name, generic)
 			require.LessOrEqual(t, rows, 10.0, "%s (generic plan: %v) reads %v rows of lq_jobs", c.name, generic, rows)
+			t.Logf("%s (generic plan: %v): %v rows of lq_jobs read", c.name, generic, rows)
+		}
+	}
+	// Pages of 50 due rows with 10 of the 100 groups saturated: the page
+	// and the rows of the saturated groups met on the way (about a tenth
+	// more), after a keyset bound in the middle of the range too.
+	saturated := []string{"g0", "g1", "g2", "g3", "g4", "g5", "g6", "g7", "g8", "g9"}
+	minKey := int64(math.MinInt64)
+	for _, c := range []struct {
+		name  string
+		query string
+		args  []any
+		most  float64
+	}{
+		{"first priority", firstPrioritySQL, []any{"q"}, 2},
+		{"next priority", nextPrioritySQL, []any{"q", int64(0)}, 2},
+		{"due page", dueGroupSQL, []any{"q", int64(0), "a", int64(50000), saturated, minKey, minKey, 50}, 60},
+		{"due page after a row", dueGroupSQL, []any{"q", int64(0), "a", int64(50000), saturated, int64(10000), int64(0), 50}, 60},
+		// and one seek of lq_jobs_group_live per row kept (its group's first live row)
+		{"ordered due page", dueOrderedSQL, []any{"q", int64(0), "a", int64(50000), saturated, minKey, minKey, 50}, 120},
+	} {
+		for _, generic := range []bool{false, true} {
+			plan := explainAnalyze(t, s.db, generic, s.q(c.query), c.args...)
+			rows, seq := rowsRead(plan)
+			require.False(t, seq, "%s (generic plan: %v) scans lq_jobs", c.name, generic)
+			require.LessOrEqual(t, rows, c.most, "%s (generic plan: %v) reads %v rows of lq_jobs", c.name, generic, rows)
 			t.Logf("%s (generic plan: %v): %v rows of lq_jobs read", c.name, generic, rows)
 		}
 	}

@@ -72,11 +72,11 @@ func (s *pgStore) Progress(ctx context.Context, id int64) (store.JobProgress, er
 }
 
 const (
-	// insertOneSQL inserts one job unless a unique index refuses it (a live
+	// insertOneSQL inserts one job, with its group if any, unless a unique index refuses it (a live
 	// holder of its idempotency key, or a row blocking its uniqueness key):
 	// then it inserts nothing and answers no row.
-	insertOneSQL = `INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload, idem_key, unique_key, unique_states, meta)
-VALUES ($1, $2, $3, $4, $4, $5, $6, NULLIF($7, ''), $8, $9, NULLIF($10, '')::jsonb)
+	insertOneSQL = `INSERT INTO lq_jobs (queue, kind, priority, visible_at, run_at, created_at, payload, idem_key, unique_key, unique_states, meta, grp)
+VALUES ($1, $2, $3, $4, $4, $5, $6, NULLIF($7, ''), $8, $9, NULLIF($10, '')::jsonb, NULLIF($11, ''))
 ON CONFLICT DO NOTHING
 RETURNING id`
 	uniqueHolderSQL = `SELECT id, state, kind FROM lq_jobs
@@ -101,11 +101,6 @@ func (s *pgStore) insertEach(ctx context.Context, tx *sql.Tx, jobs []store.NewJo
 		default:
 			ids[i] = id
 			queues[jobs[i].Queue] = true
-			if jobs[i].Group != "" {
-				if _, err := tx.ExecContext(ctx, s.q(`UPDATE lq_jobs SET grp = $2 WHERE id = $1`), id, jobs[i].Group); err != nil {
-					return nil, nil, err
-				}
-			}
 		}
 	}
 	if err := s.notifyTx(ctx, tx, queues); err != nil {
@@ -132,7 +127,7 @@ func (s *pgStore) insertOne(ctx context.Context, tx *sql.Tx, nj *store.NewJob) (
 	insert := func() (int64, bool, error) {
 		var id int64
 		err := tx.QueryRowContext(ctx, s.q(insertOneSQL), nj.Queue, nj.Kind, int64(nj.Priority), nj.VisibleAt, nj.CreatedAt,
-			payload, nj.Key, ukey, ustates, nj.Meta).Scan(&id)
+			payload, nj.Key, ukey, ustates, nj.Meta, nj.Group).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return 0, false, nil
 		}

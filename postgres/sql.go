@@ -71,22 +71,6 @@ SELECT ins.id FROM ins CROSS JOIN LATERAL (SELECT pg_notify($7, $1)) n`
 
 	holderSQL = `SELECT id FROM lq_jobs WHERE idem_key = $1 AND state IN (0, 1)`
 
-	// nextDueSQL walks the distinct priorities of a queue's live rows (one
-	// index seek each) and takes, per priority and handled kind, the first
-	// row of its range of lq_jobs_kind_due: rows of other kinds are never
-	// read.
-	nextDueSQL = `WITH RECURSIVE p(prio) AS (
-    SELECT min(priority) FROM lq_jobs WHERE queue = $1 AND state IN (0, 1)
-    UNION ALL
-    SELECT (SELECT min(priority) FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority > p.prio)
-    FROM p WHERE p.prio IS NOT NULL
-)
-SELECT min(d.visible_at) FROM p CROSS JOIN unnest($2::text[]) AS k(kind) CROSS JOIN LATERAL (
-    SELECT visible_at FROM lq_jobs
-    WHERE queue = $1 AND state IN (0, 1) AND priority = p.prio AND kind = k.kind
-    ORDER BY visible_at LIMIT 1) d
-WHERE NOT EXISTS (SELECT 1 FROM lq_queues WHERE queue = $1 AND paused_at IS NOT NULL)`
-
 	extendSQL = `UPDATE lq_jobs j SET visible_at = $1
 FROM unnest($2::bigint[], $3::bigint[]) AS c(id, lease)
 WHERE j.id = c.id AND j.lease = c.lease AND j.state = 1
@@ -216,6 +200,20 @@ func priorityWalk(bound string) string {
 
 // The statements built on priorityWalk.
 var (
+	// nextDueSQL walks the distinct priorities of a queue's live rows
+	// (priorityWalk: one seek each, which reads the heap, so that the
+	// entries of finished jobs are marked dead rather than stepped over
+	// by every call; a limited queue's dispatcher calls it after each claim
+	// the limits held back) and takes, per priority and handled kind, the
+	// first row of its range of lq_jobs_kind_due: rows of other kinds are
+	// never read.
+	nextDueSQL = priorityWalk("") + `
+SELECT min(d.visible_at) FROM p CROSS JOIN unnest($2::text[]) AS k(kind) CROSS JOIN LATERAL (
+    SELECT visible_at FROM lq_jobs
+    WHERE queue = $1 AND state IN (0, 1) AND priority = p.prio AND kind = k.kind
+    ORDER BY visible_at LIMIT 1) d
+WHERE NOT EXISTS (SELECT 1 FROM lq_queues WHERE queue = $1 AND paused_at IS NOT NULL)`
+
 	// insertClaimNewSQL inserts a job without a key, due now ($4 <= now $9),
 	// into queue $1 at priority $3, and claims it in the same statement —
 	// lease $8 until $7, its first attempt, by process $12 — but only when nothing could

@@ -61,6 +61,8 @@ type Result struct {
 	// because OnEvent's goroutine fell behind; the end was then found by
 	// reading the table, which costs up to 5 ms more than the event.
 	EventsDropped uint64 `json:"events_dropped,omitempty"`
+	// Limits is scenario L's figures (limits.go).
+	Limits *LimitsResult `json:"limits,omitempty"`
 	// WriteBytes is what the process wrote to the device from the start
 	// of the timed part through Close (its final checkpoint included), and
 	// WriteBytesPerJob that over the jobs enqueued (A, B, E), drained (C)

@@ -56,7 +56,8 @@ func main() {
 	var c config
 	var pragmas string
 	var backlog int
-	flag.StringVar(&c.scenario, "scenario", "A", "A (enqueue one by one) | B (batch enqueue) | C (drain) | D (latency) | E (concurrent enqueue) | idle (wake-ups of a started, idle queue for -idle) | soak (steady load for -duration) | W (workflow dependant start latency) | fanin (one child of -n parents)")
+	var lc limitsConfig
+	flag.StringVar(&c.scenario, "scenario", "A", "A (enqueue one by one) | B (batch enqueue) | C (drain) | D (latency) | E (concurrent enqueue) | idle (wake-ups of a started, idle queue for -idle) | soak (steady load for -duration) | W (workflow dependant start latency) | fanin (one child of -n parents) | L (drains with and without a per-key limit, see limits.go)")
 	flag.IntVar(&c.n, "n", 20000, "jobs for A/B/C/E; samples for D (default 200 when -scenario D and -n unset)")
 	flag.IntVar(&c.workers, "workers", 10, "worker concurrency (QueueConfig.Concurrency) for C and D")
 	flag.IntVar(&c.producers, "producers", 16, "E: concurrent producer goroutines")
@@ -83,6 +84,9 @@ func main() {
 	flag.IntVar(&c.prefill, "prefill", 0, "growth: add this many jobs by direct SQL before the scenario, and report the Open and a Stats of the filled store (see -prefill-as)")
 	flag.StringVar(&c.prefillAs, "prefill-as", "unhandled", "growth: what -prefill adds: unhandled (due, of a kind no handler takes, in the served queue) | pending (due, in a queue no worker serves) | scheduled (a year ahead) | dead | completed")
 	flag.DurationVar(&c.idle, "idle", 10*time.Second, "idle: how long the started, idle queue is watched")
+	flag.IntVar(&lc.keys, "keys", 1000, "L: groups the jobs are spread over, round-robin")
+	flag.IntVar(&lc.keyConcurrency, "key-concurrency", 1, "L: QueueLimits.KeyConcurrency of the limited drains")
+	flag.IntVar(&lc.rounds, "rounds", 3, "L: rounds of one limited and one unlimited drain each, in alternating order")
 	dEnqueuer := flag.String("d-enqueuer", "", "internal: be the enqueuing process of -scenario D -cross-process on this file")
 	soakDur := flag.Duration("duration", 30*time.Minute, "soak: how long to run")
 	soakEvery := flag.Duration("report", time.Minute, "soak: print one JSON line per this interval")
@@ -199,7 +203,14 @@ func main() {
 		c.setupChunk = max(1, min(10000, 4<<20/len(pb)))
 	}
 
-	err := run(res, &c)
+	var err error
+	if c.scenario == "L" {
+		err = runLimits(res, &c, lc)
+		res.Settings = map[string]any{"store": c.store, "concurrency": c.workers,
+			"options": "defaults (Durability Full) except Queues[default].Concurrency = -workers and, for the limited drains, Limits.KeyConcurrency = -key-concurrency"}
+	} else {
+		err = run(res, &c)
+	}
 	if c.memProfile != "" {
 		writeHeapProfile(c.memProfile)
 	}

@@ -87,9 +87,11 @@ func (r Room) Of(g string) int {
 // Saturated lists the groups with no room left, sorted.
 func (r Room) Saturated() []string {
 	out := []string{}
+	seen := map[string]bool{}
 	for _, m := range []map[string]int{r.running, r.starts} {
 		for g := range m {
-			if r.Of(g) <= 0 && !slices.Contains(out, g) {
+			if !seen[g] && r.Of(g) <= 0 {
+				seen[g] = true
 				out = append(out, g)
 			}
 		}
