@@ -77,6 +77,9 @@ func (q *Queue) Job(ctx context.Context, id int64) (JobInfo, error) {
 	info := jobInfo(j, now)
 	info.Attempts = attemptRecords(as)
 	info.Process = j.Process
+	if err := q.fillWait(ctx, &info, j.Attempt, now); err != nil {
+		return JobInfo{}, wrapf("litequeue: why job %d waits: %w", id, err)
+	}
 	if err := q.progressOf(ctx, &info); err != nil && !errors.Is(err, ErrNotFound) {
 		return JobInfo{}, wrapf("litequeue: %w", err)
 	}
