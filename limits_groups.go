@@ -108,3 +108,47 @@ func (q *Queue) Groups(ctx context.Context, queue string, opts GroupsOptions) (G
 	}
 	return page, nil
 }
+
+// LimitsUsage is what a queue's limits count now, across every process.
+type LimitsUsage struct {
+	// Running counts the queue's jobs that a limited claim started and
+	// whose lease has not lapsed (what QueueLimits.Concurrency bounds).
+	Running int `json:"running"`
+	// Starts counts the starts in the current window of QueueLimits.Rate
+	// (0 without a Rate); RateFreesAt is when that window lets one more
+	// start, zero when none started in it.
+	Starts      int       `json:"starts"`
+	RateFreesAt time.Time `json:"rate_frees_at,omitzero"`
+}
+
+// LimitsUsage reads what queue's limits count at the Clock's now: three
+// small reads, whatever the number of jobs. A queue without limits counts
+// nothing (its claims mark no job).
+func (q *Queue) LimitsUsage(ctx context.Context, queue string) (LimitsUsage, error) {
+	if !storableText(queue) {
+		return LimitsUsage{}, nil
+	}
+	f, err := q.store.WaitFacts(ctx, queue, 0, unixNanos(q.clock))
+	if err != nil {
+		return LimitsUsage{}, wrapf("litequeue: usage of the limits of queue %q: %w", queue, err)
+	}
+	u := LimitsUsage{Running: f.Running, Starts: f.Starts}
+	if f.FirstStart != 0 {
+		u.RateFreesAt = time.Unix(0, f.FirstStart+f.Limits.RatePer)
+	}
+	return u, nil
+}
+
+// Holds says which queue-wide limit of l holds every ready job of the
+// queue at this usage: WaitConcurrency when Concurrency jobs run,
+// WaitRate when the Rate's window is used up, "" when neither (a group's
+// limits may still hold some).
+func (u LimitsUsage) Holds(l QueueLimits) WaitKind {
+	switch {
+	case l.Concurrency > 0 && u.Running >= l.Concurrency:
+		return WaitConcurrency
+	case l.Rate.N > 0 && u.Starts >= l.Rate.N:
+		return WaitRate
+	}
+	return ""
+}
