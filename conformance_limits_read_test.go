@@ -86,6 +86,13 @@ func testFlowWaitConcurrency(t *testing.T, b conformanceBackend) {
 	_, why = waitOf(t, h.Q, wids[child])
 	require.Equal(t, &litequeue.WaitReason{Kind: litequeue.WaitParents}, why)
 
+	page, err := h.Q.Groups(ctx, "flow", litequeue.GroupsOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Groups, 1)
+	require.Equal(t, litequeue.GroupInfo{Group: "a", Running: 1, Pending: 1, OldestPending: page.Groups[0].OldestPending}, page.Groups[0],
+		"a1 runs, a2 is pending; no head on a queue that is not ordered")
+	require.False(t, page.Groups[0].OldestPending.IsZero())
+
 	require.NoError(t, h.Q.Pause(ctx, "flow"))
 	_, why = waitOf(t, h.Q, a2)
 	require.Equal(t, &litequeue.WaitReason{Kind: litequeue.WaitPaused}, why)

@@ -46,7 +46,8 @@ type GroupInfo struct {
 	// running (started by a limited claim, lease not lapsed).
 	Running int `json:"running"`
 	// Pending counts its pending jobs, at most GroupPendingCap;
-	// PendingMore is set when it has more.
+	// PendingMore is set when it has more. In a queue without limits
+	// (whose claims mark nothing) it counts the group's running jobs too.
 	Pending     int  `json:"pending"`
 	PendingMore bool `json:"pending_more,omitempty"`
 	// OldestPending is when its oldest pending job was enqueued; zero if

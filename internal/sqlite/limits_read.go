@@ -39,12 +39,16 @@ const (
 	// one seek of lq_jobs_group_live.
 	nextGroupSQL = `SELECT grp FROM lq_jobs
 		WHERE queue = ?1 AND state IN (0, 1) AND grp IS NOT NULL AND grp > ?2 ORDER BY grp LIMIT 1`
-	// groupPendingSQL counts the pending rows of group ?2 of queue ?1, at
-	// most ?3, and reads the CreatedAt of the first: a range of
-	// lq_jobs_group_live.
-	groupPendingSQL = `SELECT count(*), coalesce((SELECT created_at FROM lq_jobs
+	// groupLiveSQL counts the live rows of group ?2 of queue ?1, at most
+	// ?3, from lq_jobs_group_live alone (no row is read), with the
+	// CreatedAt of the group's first pending row.
+	groupLiveSQL = `SELECT count(*), coalesce((SELECT created_at FROM lq_jobs
 			WHERE queue = ?1 AND grp = ?2 AND state IN (0, 1) AND grp IS NOT NULL AND state = 0 ORDER BY id LIMIT 1), 0)
-		FROM (SELECT 1 FROM lq_jobs WHERE queue = ?1 AND grp = ?2 AND state IN (0, 1) AND grp IS NOT NULL AND state = 0 LIMIT ?3)`
+		FROM (SELECT 1 FROM lq_jobs WHERE queue = ?1 AND grp = ?2 AND state IN (0, 1) AND grp IS NOT NULL LIMIT ?3)`
+	// groupMarkedSQL counts the running rows of group ?2 of queue ?1 that a
+	// limited claim started, lapsed or not: a range of lq_jobs_flow.
+	groupMarkedSQL = `SELECT count(*) FROM lq_jobs INDEXED BY lq_jobs_flow
+		WHERE queue = ?1 AND grp = ?2 AND state = 1 AND flow IS NOT NULL`
 )
 
 // WaitFacts implements store.LimitsReader.
@@ -123,9 +127,14 @@ func (s *Store) Groups(ctx context.Context, queue, after string, limit int, now 
 		if err := tx.QueryRowContext(ctx, countedGroupSQL, queue, now, g).Scan(&r.Running); err != nil {
 			return nil, err
 		}
-		if err := tx.QueryRowContext(ctx, groupPendingSQL, queue, g, store.GroupCountCap+1).Scan(&r.Pending, &r.OldestPending); err != nil {
+		var live, marked int
+		if err := tx.QueryRowContext(ctx, groupLiveSQL, queue, g, store.GroupCountCap+1).Scan(&live, &r.OldestPending); err != nil {
 			return nil, err
 		}
+		if err := tx.QueryRowContext(ctx, groupMarkedSQL, queue, g).Scan(&marked); err != nil {
+			return nil, err
+		}
+		r.Pending = max(live-marked, 0)
 		if r.Head, err = groupHead(ctx, tx, queue, g); err != nil {
 			return nil, err
 		}
