@@ -71,3 +71,24 @@ func TestNextTreatsJobsHeldByALimitAsNotBusy(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, []int{0, 1, 2}, order)
 }
+
+// Advance runs what a rate allows within the span, no more.
+func TestAdvanceStopsAtTheRateWindowsInItsSpan(t *testing.T) {
+	k := litequeuetest.New(t, &litequeue.Options{Queues: []litequeue.QueueConfig{
+		{Name: "webhooks", Limits: litequeue.QueueLimits{Rate: litequeue.Rate{N: 2, Per: time.Second}}},
+	}})
+	litequeue.Register(k.Queue, func(ctx context.Context, d *litequeue.Delivery[Webhook]) error { return nil })
+	ctx := context.Background()
+	for i := range 5 {
+		_, err := k.Queue.Enqueue(ctx, Webhook{Order: i}, nil)
+		require.NoError(t, err)
+	}
+	res, err := k.Advance(ctx, 1500*time.Millisecond)
+	require.NoError(t, err)
+	require.Equal(t, 4, res.Succeeded, "two at 0s, two at 1s")
+	require.Equal(t, 1500*time.Millisecond, res.Elapsed)
+	res, err = k.Drain(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Succeeded)
+	require.Equal(t, 500*time.Millisecond, res.Elapsed, "the last at 2s")
+}
