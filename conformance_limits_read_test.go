@@ -196,6 +196,18 @@ func testFlowGroups(t *testing.T, b conformanceBackend) {
 		{Group: "c", Pending: 2, OldestPending: Start, Head: heads["c"], HeadState: litequeue.StateReady},
 	}, groupsUTC(page))
 	require.Equal(t, "2", page.Groups[0].PendingText())
+	js, err := h.Q.Jobs(ctx, litequeue.JobFilter{Group: "a", Order: litequeue.OrderNextDue})
+	require.NoError(t, err)
+	var ids []int64
+	for _, j := range js {
+		ids = append(ids, j.ID)
+		require.Empty(t, j.Group, "listings leave Group empty")
+	}
+	require.Len(t, ids, 3, "JobFilter.Group lists a group's jobs")
+	require.Equal(t, heads["a"], ids[0])
+	js, err = h.Q.Jobs(ctx, litequeue.JobFilter{Queue: "other", Group: "a"})
+	require.NoError(t, err)
+	require.Empty(t, js)
 	page, err = h.Q.Groups(ctx, "nosuch", litequeue.GroupsOptions{})
 	require.NoError(t, err)
 	require.Empty(t, page.Groups)

@@ -26,6 +26,7 @@ const (
 type JobFilter struct {
 	Queue  string
 	Kind   string
+	Group  string  // jobs of this group (EnqueueOptions.Group) only
 	States []State // any of these; empty means every state
 	Order  Order   // default OrderNewest
 	Limit  int     // at most this many; 0 or negative means no limit (all)
@@ -37,7 +38,7 @@ type JobFilter struct {
 // holds NUL or invalid UTF-8) selects nothing, on every backend.
 func (q *Queue) Jobs(ctx context.Context, f JobFilter) ([]JobInfo, error) {
 	now := unixNanos(q.clock)
-	sf := store.JobFilter{Queue: f.Queue, Kind: f.Kind, Limit: f.Limit, Offset: f.Offset, Now: now}
+	sf := store.JobFilter{Queue: f.Queue, Kind: f.Kind, Group: f.Group, Limit: f.Limit, Offset: f.Offset, Now: now}
 	for _, st := range f.States {
 		if _, err := ParseState(string(st)); err != nil {
 			return nil, err
@@ -52,7 +53,7 @@ func (q *Queue) Jobs(ctx context.Context, f JobFilter) ([]JobInfo, error) {
 	default:
 		return nil, fmt.Errorf("litequeue: unknown order %q; use %q or %q", f.Order, OrderNewest, OrderNextDue)
 	}
-	if !storableText(f.Queue) || !storableText(f.Kind) {
+	if !storableText(f.Queue) || !storableText(f.Kind) || !storableText(f.Group) {
 		return []JobInfo{}, nil // no stored name holds NUL or invalid UTF-8
 	}
 	rows, err := q.store.Jobs(ctx, sf)
