@@ -34,7 +34,7 @@ const (
 	nextGroupSQL = `SELECT grp FROM lq_jobs
 		WHERE queue = $1 AND state IN (0, 1) AND grp IS NOT NULL AND grp > $2 ORDER BY grp LIMIT 1`
 	// groupLiveSQL counts the live rows of group $2 of queue $1, at most
-	// $3, from lq_jobs_group_live alone (no row is read), with the
+	// $3, a range of lq_jobs_group_live, with the
 	// CreatedAt of the group's first pending row.
 	groupLiveSQL = `SELECT count(*), coalesce((SELECT created_at FROM lq_jobs
 			WHERE queue = $1 AND grp = $2 AND state IN (0, 1) AND grp IS NOT NULL AND state = 0 ORDER BY id LIMIT 1), 0)

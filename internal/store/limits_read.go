@@ -42,8 +42,8 @@ type GroupHead struct {
 type GroupRow struct {
 	Group string
 	// Running counts the group's rows that a limited claim started and
-	// whose lease has not lapsed at now. Pending counts its live rows (read
-	// from the index alone, at most GroupCountCap+1: more means at least
+	// whose lease has not lapsed at now. Pending counts its live rows (a range
+	// of the group's index, at most GroupCountCap+1: more means at least
 	// that many) less those a limited claim started: in a queue without
 	// limits, whose claims mark nothing, it counts running rows too.
 	Running, Pending int
