@@ -38,7 +38,7 @@ const (
 	// CreatedAt of the group's first pending row.
 	groupLiveSQL = `SELECT count(*), coalesce((SELECT created_at FROM lq_jobs
 			WHERE queue = $1 AND grp = $2 AND state IN (0, 1) AND grp IS NOT NULL AND state = 0 ORDER BY id LIMIT 1), 0)
-		FROM (SELECT 1 FROM lq_jobs WHERE queue = $1 AND grp = $2 AND state IN (0, 1) AND grp IS NOT NULL LIMIT $3) p`
+		FROM (SELECT 1 FROM lq_jobs WHERE queue = $1 AND grp = $2 AND state IN (0, 1) AND grp IS NOT NULL ORDER BY id LIMIT $3) p`
 	// groupMarkedSQL counts the running rows of group $2 of queue $1 that a
 	// limited claim started, lapsed or not: a range of lq_jobs_flow.
 	groupMarkedSQL = `SELECT count(*) FROM lq_jobs WHERE queue = $1 AND grp = $2 AND state = 1 AND flow IS NOT NULL`
