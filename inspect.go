@@ -26,6 +26,7 @@ const (
 type JobFilter struct {
 	Queue  string
 	Kind   string
+	Group  string  // jobs of this group (EnqueueOptions.Group) only
 	States []State // any of these; empty means every state
 	Order  Order   // default OrderNewest
 	Limit  int     // at most this many; 0 or negative means no limit (all)
@@ -42,7 +43,7 @@ type JobFilter struct {
 // holds NUL or invalid UTF-8) selects nothing, on every backend.
 func (q *Queue) Jobs(ctx context.Context, f JobFilter) ([]JobInfo, error) {
 	now := unixNanos(q.clock)
-	sf := store.JobFilter{Queue: f.Queue, Kind: f.Kind, Limit: f.Limit, Offset: f.Offset, Now: now}
+	sf := store.JobFilter{Queue: f.Queue, Kind: f.Kind, Group: f.Group, Limit: f.Limit, Offset: f.Offset, Now: now}
 	for _, st := range f.States {
 		if _, err := ParseState(string(st)); err != nil {
 			return nil, err
@@ -60,7 +61,7 @@ func (q *Queue) Jobs(ctx context.Context, f JobFilter) ([]JobInfo, error) {
 	if err := parseCursor(f.After, f.Order, &sf); err != nil {
 		return nil, err
 	}
-	if !storableText(f.Queue) || !storableText(f.Kind) {
+	if !storableText(f.Queue) || !storableText(f.Kind) || !storableText(f.Group) {
 		return []JobInfo{}, nil // no stored name holds NUL or invalid UTF-8
 	}
 	rows, err := q.store.Jobs(ctx, sf)
@@ -85,6 +86,9 @@ func (q *Queue) Job(ctx context.Context, id int64) (JobInfo, error) {
 	info := jobInfo(j, now)
 	info.Attempts = attemptRecords(as)
 	info.Process = j.Process
+	if err := q.fillWait(ctx, &info, j.Attempt, now); err != nil {
+		return JobInfo{}, wrapf("litequeue: why job %d waits: %w", id, err)
+	}
 	if err := q.progressOf(ctx, &info); err != nil && !errors.Is(err, ErrNotFound) {
 		return JobInfo{}, wrapf("litequeue: %w", err)
 	}

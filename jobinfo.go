@@ -51,6 +51,13 @@ type JobInfo struct {
 	// took the job last: for a running job, the process that holds it. 0
 	// when never claimed. Filled by Job only.
 	Process int64 `json:"process,omitempty"`
+	// Group is the job's group for the per-group limits (EnqueueOptions.Group);
+	// "" for none. Filled by Job only.
+	Group string `json:"group,omitempty"`
+	// Wait says why a ready, scheduled or waiting job is not claimable
+	// now (limits_wait.go); nil for a job that is claimable, running or
+	// finished. Filled by Job only.
+	Wait *WaitReason `json:"wait,omitempty"`
 }
 
 // AttemptRecord is one failed attempt in a job's history. In JSON, Delay is

@@ -27,7 +27,7 @@ func (kitLink) Open(name string, opts *Options, f kitlink.Faults) (*Queue, error
 	if err != nil {
 		return nil, err
 	}
-	return withFaults(o, st, f), nil
+	return withLimits(withFaults(o, st, f))
 }
 
 // New makes the queue as New does on the application's db, over the store
@@ -37,7 +37,7 @@ func (kitLink) New(db *sql.DB, opts *Options, f kitlink.Faults) (*Queue, error) 
 	if err != nil {
 		return nil, err
 	}
-	return withFaults(o, st, f), nil
+	return withLimits(withFaults(o, st, f))
 }
 
 // withFaults makes the queue on st with f's hooks.
@@ -133,6 +133,19 @@ func (q *Queue) load(ctx context.Context) (kitlink.Load, error) {
 	l := kitlink.Load{Busy: sl.Busy, Unhandled: sl.Unhandled, HasNext: sl.HasNext, Unwritten: q.unwrittenCount()}
 	if sl.HasNext {
 		l.Next = time.Unix(0, sl.Next)
+	}
+	if l.Busy == 0 {
+		return l, nil
+	}
+	// Ready jobs held by their queue's limits are not busy: they wait for
+	// a slot or a rate window, which the Clock frees (limits_held.go).
+	held, free, ok, err := q.heldByLimits(ctx, handled, unixNanos(q.clock))
+	if err != nil {
+		return kitlink.Load{}, wrapf("litequeue: reading the jobs held by limits: %w", err)
+	}
+	l.Busy -= held
+	if ok && (!l.HasNext || free.Before(l.Next)) {
+		l.Next, l.HasNext = free, true
 	}
 	return l, nil
 }

@@ -22,7 +22,7 @@ import (
 // method added to either interface fails this test until it is put in one
 // of the two lists.
 var (
-	storeReads = []string{"Close", "Count", "DeadBefore", "FinishedCounts", "FlowGraph", "LimitsNextFree", "Flush", "History", "Holds", "Job", "Jobs",
+	storeReads = []string{"Close", "Count", "DeadBefore", "FinishedCounts", "FlowGraph", "LimitsNextFree", "WaitFacts", "Groups", "Flush", "History", "Holds", "Job", "Jobs",
 		"LatestDead", "Limits", "LoadOf", "NextDue", "OldestCompleted", "OldestFinished", "ParentResults", "Paused", "Processes", "Progress", "ScheduleHistory",
 		"Schedules", "Search", "Stats", "Summaries", "Watch", "WhichCancelled"}
 	storeWrites = []string{"AddHistory", "Beat", "Bulk", "Bury", "Cancel", "Claim", "Complete", "CompleteTx",

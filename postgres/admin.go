@@ -21,6 +21,9 @@ func (s *pgStore) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, err
 	if f.Kind != "" {
 		where = append(where, "kind = "+a.add(f.Kind))
 	}
+	if f.Group != "" {
+		where = append(where, "grp = "+a.add(f.Group))
+	}
 	if len(f.States) > 0 {
 		var ors []string
 		for _, st := range f.States {

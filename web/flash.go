@@ -36,6 +36,7 @@ var flashes = map[string]flash{
 	"group-deleted":      {format: "Deleted %d dead letters, with their history.", n: true},
 	"queue-paused":       {format: "Queue %q paused: no process starts its jobs until it is resumed; handlers already running finish, and new jobs wait.", name: true},
 	"queue-resumed":      {format: "Queue %q resumed: its jobs run again.", name: true},
+	"limits-set":         {format: "Limits of queue %q stored: every process honours them from its next claim.", name: true},
 	"schedule-paused":    {format: "Schedule %q paused: it enqueues nothing until resumed (the runs that pass meanwhile are not made up).", name: true},
 	"schedule-resumed":   {format: "Schedule %q resumed from its next run.", name: true},
 	"schedule-triggered": {format: "Schedule %[2]q triggered: enqueued job %[1]d.", job: true, link: true, name: true},

@@ -115,6 +115,7 @@ type queueData struct {
 	Config litequeue.QueueConfig
 	Policy string     // the retry policy in words
 	Plan   url.Values // the query of the retry plan page for the policy
+	Flow   flowData   // limits and groups (limits.go)
 }
 
 // queue shows one queue (the query's "name"): its counts, whether it is
@@ -147,6 +148,10 @@ func (s *server) queue(w http.ResponseWriter, r *http.Request) {
 	}
 	if d.Config.VisibilityTimeout <= 0 {
 		d.Config.VisibilityTimeout = litequeue.DefaultVisibilityTimeout
+	}
+	if d.Flow, err = s.flowOf(r.Context(), name, r.URL.Query().Get("after")); err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
 	}
 	d.Policy = describePolicy(d.Config.Retry)
 	if b, err := json.Marshal(d.Config.Retry); err == nil {

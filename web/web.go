@@ -201,6 +201,7 @@ func (s *server) routes() {
 	m.HandleFunc("POST /bulk", s.action(s.bulk))
 	m.HandleFunc("POST /dead/{action}", s.action(s.requeueGroup))
 	m.HandleFunc("POST /queues/{action}", s.action(s.queueAction))
+	m.HandleFunc("POST /limits", s.action(s.setLimits))
 	m.HandleFunc("POST /schedules/{action}", s.action(s.scheduleAction))
 	s.mux = m
 }

@@ -29,6 +29,8 @@ var commands = []command{
 	{"schedules", "list recurring jobs; pause, resume or trigger one", (*app).schedules},
 	{"workflow", "a workflow as a text graph: each job's state and why a waiting one waits; cancel all of it", (*app).workflow},
 	{"processes", "list the processes working the queues: host, pid, heartbeat, alive or dead", (*app).processes},
+	{"limits", "show or set a queue's flow-control limits (concurrency, per group, ordered, rates)", (*app).limits},
+	{"groups", "a queue's groups: running, pending, oldest and the job heading an ordered group", (*app).groups},
 	serveCommand,
 }
 

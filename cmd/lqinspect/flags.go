@@ -22,8 +22,9 @@ var allCommandNames []string
 // A command's own flag set still checks them.
 var (
 	valueFlags = map[string]bool{"now": true, "busy-timeout": true, "queue": true, "kind": true, "state": true,
-		"order": true, "limit": true, "offset": true, "older-than": true, "policy": true, "policy-file": true, "interval": true, "from": true, "runs": true, "tag": true}
-	boolFlags = map[string]bool{"json": true, "watch": true, "all": true, "dead": true, "completed": true, "cancelled": true, "yes": true, "create": true, "dry-run": true, "cancel-all": true}
+		"order": true, "limit": true, "offset": true, "older-than": true, "policy": true, "policy-file": true, "interval": true, "from": true, "runs": true, "tag": true,
+		"concurrency": true, "key-concurrency": true, "rate": true, "key-rate": true, "after": true}
+	boolFlags = map[string]bool{"json": true, "watch": true, "all": true, "dead": true, "completed": true, "cancelled": true, "yes": true, "create": true, "dry-run": true, "cancel-all": true, "ordered": true, "clear": true}
 )
 
 // flagSet is a subcommand's flags with the ones most commands share.

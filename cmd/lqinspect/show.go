@@ -57,6 +57,12 @@ func showJob(w io.Writer, j litequeue.JobInfo, now time.Time) error {
 	field("attempt", strconv.Itoa(j.Attempt))
 	field("priority", strconv.Itoa(j.Priority))
 	field("key", orNone(j.Key))
+	if j.Group != "" {
+		field("group", j.Group)
+	}
+	if j.Wait != nil {
+		field("waits", j.Wait.String())
+	}
 	field("created", whenTime(j.CreatedAt, now))
 	field("run at", whenTime(j.RunAt, now))
 	switch j.State {

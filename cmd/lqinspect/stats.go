@@ -27,7 +27,8 @@ running (leased), dead (dead letters), completed (retained) and cancelled
 (and, when any workflow job waits for its parents, waiting),
 how long the oldest ready job has waited, when the next scheduled job is
 due, and "paused" for a queue paused with "lqinspect pause" (listed even
-with no jobs). --queue shows only that queue's row; a queue no job, schedule
+with no jobs), and, when any queue has flow-control limits, each queue's
+limits ("lqinspect limits"). --queue shows only that queue's row; a queue no job, schedule
 or pause names is an error naming the queues there are.
 
 With --watch it refreshes every --interval until interrupted: on a terminal
@@ -79,7 +80,11 @@ says so on stderr.`)
 		case fs.json:
 			return writeList(a.stdout, stats)
 		}
-		return statsTable(a.stdout, stats, f.now())
+		ls, err := f.q.Limits(a.ctx)
+		if err != nil {
+			return err
+		}
+		return statsTable(a.stdout, stats, ls, f.now())
 	}
 	if !*watch {
 		return render()
@@ -157,7 +162,7 @@ func queueRow(ctx context.Context, q *litequeue.Queue, stats []litequeue.QueueSt
 	return nil, unknownQueueError(queue, names)
 }
 
-func statsTable(w io.Writer, stats []litequeue.QueueStats, now time.Time) error {
+func statsTable(w io.Writer, stats []litequeue.QueueStats, ls map[string]litequeue.QueueLimits, now time.Time) error {
 	rows := make([][]string, len(stats))
 	for i, s := range stats {
 		oldest := none
@@ -181,6 +186,17 @@ func statsTable(w io.Writer, stats []litequeue.QueueStats, now time.Time) error 
 		header = append(header[:1], append([]string{"WAITING"}, header[1:]...)...)
 		for i, s := range stats {
 			rows[i] = append(rows[i][:1], append([]string{strconv.Itoa(s.Waiting)}, rows[i][1:]...)...)
+		}
+	}
+	// Flow-control limits (limits.go): a column when any queue has some.
+	if len(ls) > 0 {
+		header = append(header, "LIMITS")
+		for i, s := range stats {
+			text := none
+			if l, ok := ls[s.Queue]; ok {
+				text = limitsText(l)
+			}
+			rows[i] = append(rows[i], text)
 		}
 	}
 	return table(w, "no jobs", header, rows)

@@ -64,6 +64,13 @@ func (s *Store) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, error
 		where = append(where, "kind = :kind")
 		args = append(args, sql.Named("kind", f.Kind))
 	}
+	if f.Group != "" {
+		if s.noFlow {
+			return nil, nil // no groups before flowVersion
+		}
+		where = append(where, "grp = :grp")
+		args = append(args, sql.Named("grp", f.Group))
+	}
 	if len(f.States) > 0 {
 		var ors []string
 		for _, st := range f.States {

@@ -66,6 +66,9 @@ func (s *Store) SetLimits(ctx context.Context, queue string, l store.Limits) (st
 
 // Limits implements store.Limiter.
 func (s *Store) Limits(ctx context.Context) (map[string]store.Limits, error) {
+	if s.noFlow {
+		return map[string]store.Limits{}, nil // no limits before flowVersion
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT queue, `+limitsCols+` FROM lq_queues
 		WHERE concurrency <> 0 OR key_concurrency <> 0 OR ordered <> 0 OR rate_n <> 0 OR key_rate_n <> 0`)
 	if err != nil {

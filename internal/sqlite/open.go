@@ -317,6 +317,7 @@ func Open(name string, o Options) (*Store, error) {
 		s := newStore(o, rdb, nil, true, nil)
 		s.noMeta = version < metaVersion
 		s.noProcs = version < procsVersion
+		s.noFlow = version < flowVersion
 		return s, nil
 	}
 	wdb, err := sql.Open("sqlite", dsn(name, &o, false))

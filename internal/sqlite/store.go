@@ -31,6 +31,9 @@ type Store struct {
 	// noProcs: a file opened read-only at a schema older than
 	// procsVersion, without lq_processes or the process columns.
 	noProcs bool
+	// noFlow: a file opened read-only at a schema older than
+	// flowVersion, without limits, groups or lq_flow_starts.
+	noFlow bool
 
 	closeOnce sync.Once
 	closeErr  error

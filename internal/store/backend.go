@@ -35,6 +35,7 @@ type Backend interface {
 	Schedules
 	Flows
 	Limiter
+	LimitsReader
 	Processes
 	// Close stops the store's goroutines after writing what is queued. It
 	// closes the database only if the store opened it.

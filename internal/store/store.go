@@ -212,6 +212,7 @@ const (
 type JobFilter struct {
 	Queue  string
 	Kind   string
+	Group  string // the job's group (limits.go); "" for any
 	States []ListState
 	Order  Order
 	Limit  int

@@ -124,6 +124,11 @@ func (r *Recorder) ObserveQueue(q *litequeue.Queue) (metric.Registration, error)
 	lastRun := gauge("schedule.last_run", "The occurrence of the schedule's last enqueued job, in Unix seconds; absent before the first.", "s")
 	schedPaused := gauge("schedule.paused", "1 while the schedule is paused, 0 otherwise.", "1")
 	missed := counter("schedule.missed", "Occurrences of the schedule skipped because no process ran it at their time.", "{occurrence}")
+	limitGauges := map[string]metric.Float64ObservableGauge{}
+	for _, g := range limitValues {
+		limitGauges[g.name] = gauge("queue.limit."+g.name, g.desc, g.unit)
+	}
+	held := gauge("queue.held_jobs", "Ready jobs of the queue that a queue-wide flow-control limit holds now, by reason (concurrency, rate); jobs held by a group's limit are not counted.", "{job}")
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("litequeue/metrics/otel: %w", err)
 	}
@@ -144,6 +149,37 @@ func (r *Recorder) ObserveQueue(q *litequeue.Queue) (metric.Registration, error)
 		schedules, err := q.Schedules(ctx)
 		if err != nil {
 			return err
+		}
+		limits, err := q.Limits(ctx)
+		if err != nil {
+			return err
+		}
+		for name, l := range limits {
+			attrs := metric.WithAttributes(attribute.String("queue", name))
+			for _, g := range limitValues {
+				o.ObserveFloat64(limitGauges[g.name], g.value(l), attrs)
+			}
+			var holds litequeue.WaitKind
+			if l.Concurrency > 0 || l.Rate.N > 0 {
+				u, err := q.LimitsUsage(ctx, name)
+				if err != nil {
+					return err
+				}
+				holds = u.Holds(l)
+			}
+			ready := 0
+			for _, s := range sums {
+				if s.Queue == name {
+					ready = s.Ready
+				}
+			}
+			for _, reason := range []litequeue.WaitKind{litequeue.WaitConcurrency, litequeue.WaitRate} {
+				n := 0
+				if holds == reason {
+					n = ready
+				}
+				o.ObserveFloat64(held, float64(n), metric.WithAttributes(attribute.String("queue", name), attribute.String("reason", string(reason))))
+			}
 		}
 		for _, s := range sums {
 			for state, n := range map[litequeue.State]int{litequeue.StateReady: s.Ready, litequeue.StateScheduled: s.Scheduled,
@@ -179,7 +215,7 @@ func (r *Recorder) ObserveQueue(q *litequeue.Queue) (metric.Registration, error)
 			o.ObserveInt64(missed, s.MissedCount, attrs)
 		}
 		return nil
-	}, jobs, oldest, paused, dropped, nextRun, lastRun, schedPaused, missed)
+	}, append([]metric.Observable{jobs, oldest, paused, dropped, nextRun, lastRun, schedPaused, missed, held}, observables(limitGauges)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("litequeue/metrics/otel: %w", err)
 	}
@@ -188,3 +224,39 @@ func (r *Recorder) ObserveQueue(q *litequeue.Queue) (metric.Registration, error)
 
 // unixSeconds is t in Unix seconds, with its fraction.
 func unixSeconds(t time.Time) float64 { return float64(t.Unix()) + float64(t.Nanosecond())/1e9 }
+
+// limitValues are the gauges of a queue's configured limits; 0 is no
+// limit.
+var limitValues = []struct {
+	name, desc, unit string
+	value            func(litequeue.QueueLimits) float64
+}{
+	{"concurrency", "The most jobs of the queue running at once across every process (QueueLimits.Concurrency); 0 for no limit.", "{job}",
+		func(l litequeue.QueueLimits) float64 { return float64(l.Concurrency) }},
+	{"key_concurrency", "The most jobs of one group running at once (QueueLimits.KeyConcurrency); 0 for no limit.", "{job}",
+		func(l litequeue.QueueLimits) float64 { return float64(l.KeyConcurrency) }},
+	{"ordered", "1 when each group's jobs run one at a time in enqueue order (QueueLimits.Ordered), 0 otherwise.", "1",
+		func(l litequeue.QueueLimits) float64 {
+			if l.Ordered {
+				return 1
+			}
+			return 0
+		}},
+	{"rate.starts", "The most starts of the queue's jobs per rate period (QueueLimits.Rate.N); 0 for no limit.", "{start}",
+		func(l litequeue.QueueLimits) float64 { return float64(l.Rate.N) }},
+	{"rate.period", "The window of QueueLimits.Rate; 0 for no limit.", "s",
+		func(l litequeue.QueueLimits) float64 { return l.Rate.Per.Seconds() }},
+	{"key_rate.starts", "The most starts of one group's jobs per key rate period (QueueLimits.KeyRate.N); 0 for no limit.", "{start}",
+		func(l litequeue.QueueLimits) float64 { return float64(l.KeyRate.N) }},
+	{"key_rate.period", "The window of QueueLimits.KeyRate; 0 for no limit.", "s",
+		func(l litequeue.QueueLimits) float64 { return l.KeyRate.Per.Seconds() }},
+}
+
+// observables lists gs in the order of limitValues.
+func observables(gs map[string]metric.Float64ObservableGauge) []metric.Observable {
+	out := make([]metric.Observable, 0, len(gs))
+	for _, g := range limitValues {
+		out = append(out, gs[g.name])
+	}
+	return out
+}

@@ -115,6 +115,8 @@ func exposition(t *testing.T, open func(*litequeue.Options) (*litequeue.Queue, e
 	_, err = q.Cancel(ctx, cancelled)
 	require.NoError(t, err)
 	require.NoError(t, q.Pause(ctx, "reports"))
+	require.NoError(t, q.SetLimits(ctx, "reports", litequeue.QueueLimits{Concurrency: 4, Ordered: true,
+		KeyRate: litequeue.Rate{N: 10, Per: time.Minute}}))
 	_, err = q.RegisterSchedule(ctx, litequeue.Schedule{Name: "nightly", Cron: "30 2 * * *", TimeZone: "Europe/Berlin", Job: Job{}})
 	require.NoError(t, err)
 	_, err = q.RegisterSchedule(ctx, litequeue.Schedule{Name: "hourly", Cron: "@hourly", Job: Job{}})
@@ -144,6 +146,14 @@ func exposition(t *testing.T, open func(*litequeue.Options) (*litequeue.Queue, e
 		"litequeue_schedule_paused":                     dto.MetricType_GAUGE,
 		"litequeue_schedule_missed_total":               dto.MetricType_COUNTER,
 		"litequeue_scrape_ok":                           dto.MetricType_GAUGE,
+		"litequeue_queue_limit_concurrency":             dto.MetricType_GAUGE,
+		"litequeue_queue_limit_key_concurrency":         dto.MetricType_GAUGE,
+		"litequeue_queue_limit_ordered":                 dto.MetricType_GAUGE,
+		"litequeue_queue_limit_rate_starts":             dto.MetricType_GAUGE,
+		"litequeue_queue_limit_rate_period_seconds":     dto.MetricType_GAUGE,
+		"litequeue_queue_limit_key_rate_starts":         dto.MetricType_GAUGE,
+		"litequeue_queue_limit_key_rate_period_seconds": dto.MetricType_GAUGE,
+		"litequeue_queue_held_jobs":                     dto.MetricType_GAUGE,
 	}
 	for n, typ := range want {
 		f, ok := families[n]

@@ -62,6 +62,10 @@ type Collector struct {
 		nextRun, lastRun, paused, missed *prometheus.Desc
 	}
 	up *prometheus.Desc
+	// limit: the configured flow-control limits (litequeue.QueueLimits)
+	// by name; held the ready jobs a queue-wide limit holds.
+	limit map[string]*prometheus.Desc
+	held  *prometheus.Desc
 
 	mu sync.Mutex
 	q  *litequeue.Queue
@@ -104,6 +108,12 @@ func NewCollector(opts *Options) *Collector {
 		up: prometheus.NewDesc(ns+"_scrape_ok", "1 when the last read of the queue for this scrape succeeded, 0 when it failed.", nil, nil),
 	}
 	sl := []string{"schedule", "queue", "kind"}
+	c.limit = map[string]*prometheus.Desc{}
+	for _, l := range limitGauges {
+		c.limit[l.name] = prometheus.NewDesc(ns+"_queue_limit_"+l.name, l.help, []string{"queue"}, nil)
+	}
+	c.held = prometheus.NewDesc(ns+"_queue_held_jobs", "Ready jobs of the queue that a queue-wide flow-control limit holds now, by reason: concurrency (QueueLimits.Concurrency jobs run) or rate (QueueLimits.Rate is used up). Jobs held by a group's limit are not counted.",
+		[]string{"queue", "reason"}, nil)
 	c.schedule.nextRun = prometheus.NewDesc(ns+"_schedule_next_run_timestamp_seconds", "When the schedule enqueues its next occurrence, in Unix seconds; absent while it is paused.", sl, nil)
 	c.schedule.lastRun = prometheus.NewDesc(ns+"_schedule_last_run_timestamp_seconds", "The occurrence of the schedule's last enqueued job, in Unix seconds; absent before the first.", sl, nil)
 	c.schedule.paused = prometheus.NewDesc(ns+"_schedule_paused", "1 while the schedule is paused, 0 otherwise.", sl, nil)
@@ -161,6 +171,10 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.schedule.paused
 	ch <- c.schedule.missed
 	ch <- c.up
+	for _, d := range c.limit {
+		ch <- d
+	}
+	ch <- c.held
 }
 
 // Collect implements prometheus.Collector: the event metrics, then the
@@ -191,6 +205,16 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if err == nil {
 		schedules, err = q.Schedules(ctx)
 	}
+	var limits map[string]litequeue.QueueLimits
+	if err == nil {
+		limits, err = q.Limits(ctx)
+	}
+	usage := map[string]litequeue.LimitsUsage{}
+	for name, l := range limits {
+		if err == nil && (l.Concurrency > 0 || l.Rate.N > 0) {
+			usage[name], err = q.LimitsUsage(ctx, name)
+		}
+	}
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
 		return
@@ -215,6 +239,25 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for name := range paused { // with jobs or not
 		ch <- prometheus.MustNewConstMetric(c.paused, prometheus.GaugeValue, 1, name)
+	}
+	for name, l := range limits {
+		for _, g := range limitGauges {
+			ch <- prometheus.MustNewConstMetric(c.limit[g.name], prometheus.GaugeValue, g.value(l), name)
+		}
+		ready := 0
+		for _, s := range sums {
+			if s.Queue == name {
+				ready = s.Ready
+			}
+		}
+		holds := usage[name].Holds(l)
+		for _, reason := range []litequeue.WaitKind{litequeue.WaitConcurrency, litequeue.WaitRate} {
+			n := 0
+			if holds == reason {
+				n = ready
+			}
+			ch <- prometheus.MustNewConstMetric(c.held, prometheus.GaugeValue, float64(n), name, string(reason))
+		}
 	}
 	for _, s := range schedules {
 		labels := []string{s.Name, s.Queue, s.Kind}
@@ -245,4 +288,26 @@ func (c *Collector) Handler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+}
+
+// limitGauges are the gauges of a queue's configured limits; 0 is no
+// limit.
+var limitGauges = []struct {
+	name, help string
+	value      func(litequeue.QueueLimits) float64
+}{
+	{"concurrency", "The most jobs of the queue running at once across every process (QueueLimits.Concurrency); 0 for no limit.",
+		func(l litequeue.QueueLimits) float64 { return float64(l.Concurrency) }},
+	{"key_concurrency", "The most jobs of one group running at once (QueueLimits.KeyConcurrency); 0 for no limit.",
+		func(l litequeue.QueueLimits) float64 { return float64(l.KeyConcurrency) }},
+	{"ordered", "1 when each group's jobs run one at a time in enqueue order (QueueLimits.Ordered), 0 otherwise.",
+		func(l litequeue.QueueLimits) float64 { return boolValue(l.Ordered) }},
+	{"rate_starts", "The most starts of the queue's jobs per rate_period_seconds (QueueLimits.Rate.N); 0 for no limit.",
+		func(l litequeue.QueueLimits) float64 { return float64(l.Rate.N) }},
+	{"rate_period_seconds", "The window of QueueLimits.Rate; 0 for no limit.",
+		func(l litequeue.QueueLimits) float64 { return l.Rate.Per.Seconds() }},
+	{"key_rate_starts", "The most starts of one group's jobs per key_rate_period_seconds (QueueLimits.KeyRate.N); 0 for no limit.",
+		func(l litequeue.QueueLimits) float64 { return float64(l.KeyRate.N) }},
+	{"key_rate_period_seconds", "The window of QueueLimits.KeyRate; 0 for no limit.",
+		func(l litequeue.QueueLimits) float64 { return l.KeyRate.Per.Seconds() }},
 }
