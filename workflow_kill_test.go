@@ -102,6 +102,13 @@ func TestWorkflowKillHelper(t *testing.T) {
 				if ctx.Err() != nil {
 					return err
 				}
+				// A lease that lapsed under load (300 ms here) lets another
+				// process run the job meanwhile; its success deletes the
+				// job's edges under this read. That is the at-least-once
+				// delivery, not a violation: the job completed once.
+				if info, jerr := q.Job(ctx, d.ID); jerr == nil && info.State == litequeue.StateCompleted {
+					return err
+				}
 				fmt.Fprintf(logf, "VIOLATION job %d could not read the output of parent %d: %v\n", d.ID, p.ID, err)
 			} else if out.W != d.Job.W {
 				fmt.Fprintf(logf, "VIOLATION job %d read the output %+v of parent %d\n", d.ID, out, p.ID)
