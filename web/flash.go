@@ -29,6 +29,7 @@ var flashes = map[string]flash{
 	"job-run-now":        {format: "Job %d is due now: a worker of its queue starts it as soon as one is free.", job: true},
 	"job-retried":        {format: "Job %d requeued: it is ready to run again, from its first attempt.", job: true},
 	"job-deleted":        {format: "Job %d deleted.", job: true},
+	"workflow-cancelled": {format: "Workflow of job %d: %d jobs cancelled.", job: true, n: true},
 	"bulk-requeue":       {format: "Requeue: %d jobs.", n: true},
 	"bulk-cancel":        {format: "Cancel: %d jobs.", n: true},
 	"bulk-delete":        {format: "Delete: %d jobs.", n: true},

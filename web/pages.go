@@ -332,7 +332,10 @@ type jobData struct {
 	Job      litequeue.JobInfo
 	Timeline template.HTML
 	Workflow template.HTML // the job's workflow as a graph (workflow.go); "" for a job of none
-	Watch    bool          // stream the job's progress: live refresh is on and the job is not finished
+	// WorkflowLive counts the workflow's live jobs (what its Cancel
+	// workflow button would cancel).
+	WorkflowLive int
+	Watch        bool // stream the job's progress: live refresh is on and the job is not finished
 }
 
 func (s *server) job(w http.ResponseWriter, r *http.Request) {
@@ -355,8 +358,14 @@ func (s *server) job(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
+	live := 0
+	for _, n := range nodes {
+		if !isFinished(n.State) && n.State != "" {
+			live++
+		}
+	}
 	s.render(w, r, http.StatusOK, "job", &page{Title: fmt.Sprintf("Job %d", id), Nav: "jobs", Data: jobData{Job: j, Timeline: timeline(j),
-		Workflow: workflowGraph(rootOf(r), id, nodes), Watch: s.opts.RefreshInterval > 0 && !isFinished(j.State)}})
+		Workflow: workflowGraph(rootOf(r), id, nodes), WorkflowLive: live, Watch: s.opts.RefreshInterval > 0 && !isFinished(j.State)}})
 }
 
 type deadData struct {
@@ -423,8 +432,13 @@ func (s *server) jobAction(w http.ResponseWriter, r *http.Request) {
 	case "delete":
 		_, err = s.q.DeleteJobs(ctx, litequeue.JobQuery{IDs: []int64{id}})
 		code, back = "job-deleted", rootOf(r)+"/jobs"
+	case "cancel-workflow":
+		var n int
+		n, err = s.q.CancelWorkflow(ctx, id)
+		s.finishAction(w, r, err, back, flashValues("workflow-cancelled", id, n, ""), "job_id", id)
+		return
 	default:
-		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no action %q; use run, requeue, retry, cancel or delete", a))
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no action %q; use run, requeue, retry, cancel, cancel-workflow or delete", a))
 		return
 	}
 	s.finishAction(w, r, err, back, flashValues(code, id, 0, ""), "job_id", id)
@@ -433,7 +447,7 @@ func (s *server) jobAction(w http.ResponseWriter, r *http.Request) {
 // jobConfirm is what the confirmation of one job's action says: the
 // question, what it does, the button, and the link that keeps the job.
 type jobConfirm struct {
-	State                        litequeue.State // the state the action asks a confirmation in
+	State                        litequeue.State // the state the action asks a confirmation in; "" for every state
 	Question, Effect, Verb, Keep string
 }
 
@@ -446,6 +460,9 @@ var jobConfirmations = map[string]jobConfirm{
 	"delete": {State: litequeue.StateDead, Question: "Delete dead letter %d?",
 		Effect: "The job and its attempts' history are deleted for good: it can no longer be inspected or requeued.",
 		Verb:   "Delete", Keep: "Keep it"},
+	"cancel-workflow": {Question: "Cancel the workflow of job %d?",
+		Effect: "Every live job of the workflow (ready, scheduled, waiting or running) is cancelled now, running handlers stopped; finished jobs stay as they are. Each cancelled job stays listed and can be retried from its page.",
+		Verb:   "Cancel the workflow", Keep: "Keep it running"},
 }
 
 type jobConfirmData struct {
@@ -468,7 +485,7 @@ func (s *server) confirmJobAction(w http.ResponseWriter, r *http.Request, action
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return true
 	}
-	if j.State != c.State {
+	if c.State != "" && j.State != c.State {
 		return false
 	}
 	c.Question = fmt.Sprintf(c.Question, id)

@@ -57,3 +57,52 @@ func TestWorkflowGraphInABrowser(t *testing.T) {
 	step(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", srv.URL, lone)), chromedp.WaitVisible(chromedp.CSS("h1")))
 	require.Equal(t, 0, run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg.workflow").length`)))
 }
+
+// The job page of a workflow with live jobs has a Cancel workflow button
+// that asks first; confirmed, it cancels every live job of the workflow
+// and no other job, and the page then offers it no more.
+func TestCancelWorkflowInABrowserAsksFirst(t *testing.T) {
+	ctx := browser(t)
+	f := openFixture(t, nil)
+	bg := context.Background()
+	var w litequeue.Workflow
+	a := w.Add(WfStep{Name: "a"}, nil)
+	b := w.Add(WfStep{Name: "b"}, nil)
+	c := w.Add(WfStep{Name: "c"}, nil)
+	w.Needs(b, a)
+	w.After(c, a)
+	ids, err := f.q.EnqueueWorkflow(bg, &w)
+	require.NoError(t, err)
+	lone, err := f.q.Enqueue(bg, WfStep{Name: "lone"}, nil)
+	require.NoError(t, err)
+	srv := serve(t, web.Handler(f.q, nil))
+	text := func(sel string) string { return run(t, ctx, chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector(%q).textContent`, sel))) }
+	button := `div.actions button[title^="Cancels the workflow"]`
+
+	u := fmt.Sprintf("%s/jobs/%d", srv.URL, ids[b])
+	step(t, ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("svg.workflow")))
+	require.Equal(t, "Cancels the workflow's 3 live jobs; asks first", run(t, ctx, chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector(%q).title`, button))))
+	clickAndLoad(t, ctx, button)
+	require.Equal(t, fmt.Sprintf("Cancel the workflow of job %d?", ids[b]), text("h1"))
+	clickAndLoad(t, ctx, `form.confirm a.button-link`)
+	require.Equal(t, u, run(t, ctx, chromedp.Evaluate[string](`location.href`)), "keep it: back to the job")
+	for _, id := range ids {
+		j, err := f.q.Job(bg, id)
+		require.NoError(t, err)
+		require.NotEqual(t, litequeue.StateCancelled, j.State, "nothing cancelled before the confirmation")
+	}
+
+	clickAndLoad(t, ctx, button)
+	clickAndLoad(t, ctx, `form.confirm button[type=submit]`)
+	require.Contains(t, text("p.flash"), fmt.Sprintf("Workflow of job %d: 3 jobs cancelled.", ids[b]))
+	for _, id := range ids {
+		j, err := f.q.Job(bg, id)
+		require.NoError(t, err)
+		require.Equal(t, litequeue.StateCancelled, j.State, "job %d", id)
+	}
+	j, err := f.q.Job(bg, lone)
+	require.NoError(t, err)
+	require.Equal(t, litequeue.StateReady, j.State, "a job of no workflow is not touched")
+	step(t, ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("svg.workflow")))
+	require.Equal(t, 0, run(t, ctx, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, button))), "nothing live: no button")
+}

@@ -41,21 +41,10 @@ the workflow (their dependants that need them are cancelled with them).`)
 	}
 	if *cancelAll {
 		return a.mutation(fs, path, "cancelled", "job", func(ctx context.Context, f *file) (int, error) {
-			nodes, err := read(ctx, f)
-			if err != nil {
-				return 0, err
+			n, err := f.q.CancelWorkflow(ctx, ids[0])
+			if errors.Is(err, litequeue.ErrNotFound) {
+				return 0, fmt.Errorf("no job with id %d in %s: no job had that id, or it was deleted", ids[0], f.name())
 			}
-			var live []int64
-			for _, n := range nodes {
-				switch n.State {
-				case litequeue.StateReady, litequeue.StateScheduled, litequeue.StateRunning, litequeue.StateWaiting:
-					live = append(live, n.ID)
-				}
-			}
-			if len(live) == 0 {
-				return 0, nil
-			}
-			n, err := f.q.Cancel(ctx, live...)
 			if err != nil {
 				return 0, fmt.Errorf("%w; nothing was cancelled", err)
 			}
