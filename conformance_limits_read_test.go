@@ -205,6 +205,15 @@ func testFlowGroups(t *testing.T, b conformanceBackend) {
 	}
 	require.Len(t, ids, 3, "JobFilter.Group lists a group's jobs")
 	require.Equal(t, heads["a"], ids[0])
+	// The paged live next-due listing keeps to the group too.
+	js, err = h.Q.Jobs(ctx, litequeue.JobFilter{Queue: "ordered", Group: "a", Order: litequeue.OrderNextDue, Limit: 10,
+		States: []litequeue.State{litequeue.StateReady, litequeue.StateScheduled, litequeue.StateRunning}})
+	require.NoError(t, err)
+	var live []int64
+	for _, j := range js {
+		live = append(live, j.ID)
+	}
+	require.Equal(t, ids, live, "a next-due page of live jobs lists the group's only")
 	js, err = h.Q.Jobs(ctx, litequeue.JobFilter{Queue: "other", Group: "a"})
 	require.NoError(t, err)
 	require.Empty(t, js)

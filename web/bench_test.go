@@ -18,7 +18,8 @@ import (
 // listing in every state) on a file
 // of 1,000,000 jobs: 600,000 scheduled, 100,000 ready, 100,000 running,
 // 100,000 completed and 100,000 dead (with varied errors), in three queues
-// (one paused), with 20 schedules.
+// (one paused), with 20 schedules; half the jobs are in 40 groups and the
+// 25 oldest others in a group "rare".
 // Building the file takes a few seconds before the timings start.
 func BenchmarkPagesOnAMillionJobs(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "million.db")
@@ -43,7 +44,7 @@ func BenchmarkPagesOnAMillionJobs(b *testing.B) {
 	}
 	now := time.Now().UnixNano()
 	_, err = db.Exec(`WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000)
-		INSERT INTO lq_jobs (queue, kind, state, priority, visible_at, attempt, payload, lease, created_at, run_at, finished_at, last_error)
+		INSERT INTO lq_jobs (queue, kind, state, priority, visible_at, attempt, payload, lease, created_at, run_at, finished_at, last_error, grp)
 		SELECT CASE x % 3 WHEN 0 THEN 'default' WHEN 1 THEN 'media' ELSE 'mail' END,
 			CASE x % 4 WHEN 0 THEN 'send_email' WHEN 1 THEN 'resize' WHEN 2 THEN 'import' ELSE 'sync' END,
 			CASE WHEN x % 10 < 6 THEN 0 WHEN x % 10 = 6 THEN 0 WHEN x % 10 = 7 THEN 1 WHEN x % 10 = 8 THEN 2 ELSE 3 END,
@@ -54,7 +55,8 @@ func BenchmarkPagesOnAMillionJobs(b *testing.B) {
 			CASE WHEN x % 10 = 7 THEN x END,
 			?1 - x, ?1 - x,
 			CASE WHEN x % 10 >= 8 THEN ?1 - x END,
-			CASE WHEN x % 10 = 9 THEN CASE x % 3 WHEN 0 THEN 'timeout after ' || (x % 997) || 'ms' WHEN 1 THEN 'smtp ' || (x % 500) || ' refused' ELSE 'bad row ' || x END END
+			CASE WHEN x % 10 = 9 THEN CASE x % 3 WHEN 0 THEN 'timeout after ' || (x % 997) || 'ms' WHEN 1 THEN 'smtp ' || (x % 500) || ' refused' ELSE 'bad row ' || x END END,
+			CASE WHEN x % 2 = 0 THEN 'g' || (x % 40) WHEN x <= 50 THEN 'rare' END
 		FROM c`, now)
 	if err != nil {
 		b.Fatal(err)
@@ -91,6 +93,11 @@ func BenchmarkPagesOnAMillionJobs(b *testing.B) {
 		{"queue", "/queue?name=media"},
 		{"dead_group_jobs", "/jobs?group=smtp+%3Cn%3E+refused&queue=media"},
 		{"dead_group_jobs_no_match", "/jobs?group=no+such+group"},
+		{"job_group_jobs", "/jobs?jobgroup=g8&queue=media"},
+		{"job_group_jobs_ready", "/jobs?jobgroup=g8&state=ready"},
+		{"job_group_jobs_page_deep", "/jobs?jobgroup=g8&before=300000"},
+		{"job_group_jobs_oldest_only", "/jobs?jobgroup=rare"},
+		{"job_group_jobs_no_match", "/jobs?jobgroup=no+such+group&queue=media"},
 		{"schedules", "/schedules"},
 		{"schedule", "/schedules/schedule-07"},
 		{"processes", "/processes"},

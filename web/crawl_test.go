@@ -61,6 +61,15 @@ func fillForCrawl(t *testing.T, f *fixture) {
 		if !st.due {
 			visible = now + 3600e9 + int64(i)
 		}
+		// Jobs of two groups (all states: a group's list shows every one),
+		// one with a name that needs escaping, and jobs of none.
+		var grp any
+		switch i % 4 {
+		case 0:
+			grp = "acme & co/?#"
+		case 1:
+			grp = "zeta"
+		}
 		var lease, finished, lastErr any
 		attempt := 0
 		switch st.name {
@@ -71,9 +80,9 @@ func fillForCrawl(t *testing.T, f *fixture) {
 		case "dead":
 			finished, attempt, lastErr = now-int64(i), 1, fmt.Sprintf("smtp %d refused", i%5)
 		}
-		_, err := tx.Exec(`INSERT INTO lq_jobs (queue, kind, state, priority, visible_at, attempt, payload, lease, created_at, run_at, finished_at, last_error)
-			VALUES (?, ?, ?, 0, ?, ?, CAST(? AS BLOB), ?, ?, ?, ?, ?)`,
-			queue, kind, st.state, visible, attempt, fmt.Sprintf(`{"n":%d,"tag":"crawl-%d"}`, i, i%3), lease, now-int64(total-i)*1e9, now, finished, lastErr)
+		_, err := tx.Exec(`INSERT INTO lq_jobs (queue, kind, state, priority, visible_at, attempt, payload, lease, created_at, run_at, finished_at, last_error, grp)
+			VALUES (?, ?, ?, 0, ?, ?, CAST(? AS BLOB), ?, ?, ?, ?, ?, ?)`,
+			queue, kind, st.state, visible, attempt, fmt.Sprintf(`{"n":%d,"tag":"crawl-%d"}`, i, i%3), lease, now-int64(total-i)*1e9, now, finished, lastErr, grp)
 		require.NoError(t, err)
 	}
 	// The rows went in behind the store's back: count them as its
@@ -93,6 +102,7 @@ var (
 	stateSel  = regexp.MustCompile(`<option selected>(\w+)</option>`)
 	searchRE  = regexp.MustCompile(`<input name="q" type="search" value="([^"]*)"`)
 	groupRE   = regexp.MustCompile(`<input type="hidden" name="group" value="([^"]*)">`)
+	jobGrpRE  = regexp.MustCompile(`<input type="hidden" name="jobgroup" value="([^"]*)">`)
 	postForms = regexp.MustCompile(`(?s)<form method="post" action="([^"]*)"[^>]*>(.*?)</form>`)
 	hiddenRE  = regexp.MustCompile(`<input type="hidden" name="([^"]*)" value="([^"]*)">`)
 )
@@ -147,6 +157,9 @@ func jobsFilterOf(body string) url.Values {
 	if m := groupRE.FindStringSubmatch(body); m != nil {
 		v.Set("group", html.UnescapeString(m[1]))
 	}
+	if m := jobGrpRE.FindStringSubmatch(body); m != nil {
+		v.Set("jobgroup", html.UnescapeString(m[1]))
+	}
 	return v
 }
 
@@ -195,13 +208,34 @@ func TestEveryLinkLandsWhereItSays(t *testing.T) {
 		if s := v.Get("state"); s != "" {
 			jq.States = []litequeue.State{litequeue.State(s)}
 		}
+		// A job group: the jobs of the filter whose grp, read from the
+		// file, is the group.
+		inGroup := func(int64) bool { return true }
+		if g := v.Get("jobgroup"); g != "" {
+			db, err := sql.Open("sqlite", f.path)
+			require.NoError(t, err)
+			defer db.Close()
+			rows, err := db.Query(`SELECT id FROM lq_jobs WHERE grp = ?`, g)
+			require.NoError(t, err)
+			members := map[int64]bool{}
+			for rows.Next() {
+				var id int64
+				require.NoError(t, rows.Scan(&id))
+				members[id] = true
+			}
+			require.NoError(t, rows.Err())
+			require.NotEmpty(t, members, "group %q", g)
+			inGroup = func(id int64) bool { return members[id] }
+		}
 		var ids []int64
 		p := litequeue.PageRequest{Limit: 1000}
 		for {
 			pg, err := f.q.ListJobs(ctx, jq, p)
 			require.NoError(t, err)
 			for _, j := range pg.Jobs {
-				ids = append(ids, j.ID)
+				if inGroup(j.ID) {
+					ids = append(ids, j.ID)
+				}
 			}
 			if pg.Next == 0 {
 				return ids
@@ -271,7 +305,7 @@ func TestEveryLinkLandsWhereItSays(t *testing.T) {
 			}
 			checkConfirmCancel(t, d, action, form, url.Values{"queue": form["queue"], "kind": form["kind"]}, "/dead")
 		}
-		if pu, _ := url.Parse(u); (strings.HasPrefix(u, "/jobs?") || u == "/jobs") && !pu.Query().Has("group") {
+		if pu, _ := url.Parse(u); (strings.HasPrefix(u, "/jobs?") || u == "/jobs") && !pu.Query().Has("group") && !pu.Query().Has("jobgroup") {
 			filter := without(pu.Query(), "before")
 			form := url.Values{"csrf": {csrfOf(t, p.body)}, "action": {"delete"}, "scope": {"filter"}}
 			for k, vs := range filter {
@@ -314,6 +348,11 @@ func TestEveryLinkLandsWhereItSays(t *testing.T) {
 	}
 	require.Contains(t, chains, url.Values{"queue": {"invoices"}, "state": {"completed"}}.Encode(), "the overview links each state of each queue")
 	require.GreaterOrEqual(t, len(chains), 15)
+	for _, q := range []string{"invoices", "mail"} {
+		for _, g := range []string{"acme & co/?#", "zeta"} {
+			require.Contains(t, chains, url.Values{"queue": {q}, "jobgroup": {g}}.Encode(), "the queue page links each group's jobs")
+		}
+	}
 	t.Logf("%d pages, %d links, %d filters walked to their end", len(pages), links, len(chains))
 }
 
@@ -361,6 +400,14 @@ func checkLink(t *testing.T, p crawlPage, l crawlLink, counts map[string]int) {
 			require.Equal(t, here.Get("queue"), q.Get("queue"), "%s: the group's link keeps the queue filter", p.url)
 			require.Equal(t, here.Get("kind"), q.Get("kind"), "%s: the group's link keeps the kind filter", p.url)
 		}
+	case l.text == "Remove the group filter":
+		require.Equal(t, "/jobs", l.href.Path, "%s", p.url)
+		require.Equal(t, without(here, "jobgroup", "before"), q, "%s: the same list without its job group", p.url)
+	case l.href.Path == "/jobs" && q.Has("jobgroup"):
+		require.Equal(t, "/queue", pu.Path, "%s: %q: only the queue page links a job group", p.url, l.text)
+		require.Equal(t, []string{"jobgroup", "queue"}, keys(q), "%s: %q", p.url, l.text)
+		require.Equal(t, here.Get("name"), q.Get("queue"), "%s: a group's jobs of this queue", p.url)
+		require.Equal(t, q.Get("jobgroup"), l.text, "%s: a group's link says which group", p.url)
 	case l.href.Path == "/jobs" && numErr == nil:
 		require.Subset(t, []string{"queue", "state"}, keys(q), "%s: %q", p.url, l.text)
 		if old, ok := counts[q.Encode()]; ok {

@@ -42,7 +42,7 @@ func TestQueuePageSetsLimitsAndShowsGroupsAndWhyAJobWaits(t *testing.T) {
 	require.Contains(t, page, "3 jobs at once across every process (0 running now)")
 	require.Contains(t, page, "10 starts per 1m")
 	require.Contains(t, page, `name="rate_per" size="6" value="1m0s"`, "the form shows the stored limits")
-	require.Contains(t, page, "<td><code>acme</code></td><td>0</td><td>2</td>")
+	require.Contains(t, page, `<td><a href="/jobs?jobgroup=acme&amp;queue=default"><code>acme</code></a></td><td>0</td><td>2</td>`)
 	require.Contains(t, page, `<a href="/jobs/`+strconv.FormatInt(ids[0], 10)+`">job `+strconv.FormatInt(ids[0], 10)+`</a> ready`)
 	require.Less(t, strings.Index(page, "<code>acme</code>"), strings.Index(page, "<code>zeta</code>"), "groups by name")
 

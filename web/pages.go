@@ -296,6 +296,9 @@ type jobsData struct {
 	Filter jobFilter
 	Page   litequeue.JobPage
 	Older  url.Values // the query of the next (older) page; nil on the last
+	// NoGroup is the query of the same list without its job group (the
+	// link that removes that filter); nil without one.
+	NoGroup url.Values
 }
 
 func (s *server) jobs(w http.ResponseWriter, r *http.Request) {
@@ -311,9 +314,12 @@ func (s *server) jobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var pg litequeue.JobPage
-	if f.Group != "" {
+	switch {
+	case f.JobGroup != "":
+		pg, err = s.groupJobs(r.Context(), f, before)
+	case f.Group != "":
 		pg, err = s.q.ListDeadGroup(r.Context(), f.Group, f.query(), litequeue.PageRequest{Before: before, Limit: s.opts.PageSize})
-	} else {
+	default:
 		pg, err = s.q.ListJobs(r.Context(), f.query(), litequeue.PageRequest{Before: before, Limit: s.opts.PageSize})
 	}
 	if err != nil {
@@ -321,6 +327,10 @@ func (s *server) jobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := jobsData{Filter: f, Page: pg}
+	if f.JobGroup != "" {
+		d.NoGroup = f.Values()
+		d.NoGroup.Del("jobgroup")
+	}
 	if pg.Next != 0 {
 		d.Older = f.Values()
 		d.Older.Set("before", strconv.FormatInt(pg.Next, 10))

@@ -27,22 +27,35 @@ const (
 // jobFilter is the filter of the jobs page, as in its query string. Group,
 // when set, is a dead-letter group's key (litequeue.DeadGroup.Key): the
 // page lists that group's dead letters (see Queue.ListDeadGroup), and
-// State and Text do not apply.
+// State and Text do not apply. JobGroup, when set, is a job group
+// (litequeue.EnqueueOptions.Group, the groups of the queue page): the page
+// lists that group's jobs (litequeue.JobFilter.Group), and Text, Tag and
+// Group do not apply.
 type jobFilter struct {
 	Queue, Kind, State, Text string
 	Group                    string
 	Tag                      string // a tag the jobs carry (litequeue.JobQuery.Tags)
+	JobGroup                 string
 }
 
 // filterFrom reads the filter of the query (or form) v: "queue", "kind"
 // (trimmed of surrounding spaces; at most maxFilterName bytes each),
 // "state" (one of litequeue.States), "q" (at most maxFilterText bytes) and
 // "group" (at most maxFilterGroup bytes; with it, state must be empty or
-// dead and q empty) and "tag" (trimmed; at most maxFilterName bytes; a
-// string no tag can be selects nothing).
+// dead and q empty), "tag" (trimmed; at most maxFilterName bytes; a
+// string no tag can be selects nothing) and "jobgroup" (as it is, not
+// trimmed: a group is any string; at most maxFilterGroup bytes; with it,
+// q, tag and group must be empty).
 func filterFrom(v url.Values) (jobFilter, error) {
 	f := jobFilter{Queue: strings.TrimSpace(v.Get("queue")), Kind: strings.TrimSpace(v.Get("kind")),
-		State: v.Get("state"), Text: v.Get("q"), Group: v.Get("group"), Tag: strings.TrimSpace(v.Get("tag"))}
+		State: v.Get("state"), Text: v.Get("q"), Group: v.Get("group"), Tag: strings.TrimSpace(v.Get("tag")),
+		JobGroup: v.Get("jobgroup")}
+	if len(f.JobGroup) > maxFilterGroup {
+		return jobFilter{}, fmt.Errorf("the job group filter is %d bytes long; at most %d are taken", len(f.JobGroup), maxFilterGroup)
+	}
+	if f.JobGroup != "" && (f.Text != "" || f.Tag != "" || f.Group != "") {
+		return jobFilter{}, errors.New("a job group's jobs are listed by queue, kind and state only: drop q, tag and group, or clear the job group")
+	}
 	if len(f.Group) > maxFilterGroup {
 		return jobFilter{}, fmt.Errorf("the group filter is %d bytes long; at most %d are taken (open the group from the dead letters page)", len(f.Group), maxFilterGroup)
 	}
@@ -90,7 +103,7 @@ func (f jobFilter) query() litequeue.JobQuery {
 // Values is the filter as query parameters, without the empty ones.
 func (f jobFilter) Values() url.Values {
 	v := url.Values{}
-	for k, s := range map[string]string{"queue": f.Queue, "kind": f.Kind, "state": f.State, "q": f.Text, "group": f.Group, "tag": f.Tag} {
+	for k, s := range map[string]string{"queue": f.Queue, "kind": f.Kind, "state": f.State, "q": f.Text, "group": f.Group, "tag": f.Tag, "jobgroup": f.JobGroup} {
 		if s != "" {
 			v.Set(k, s)
 		}
@@ -168,6 +181,9 @@ func bulkFrom(v url.Values) (bulkRequest, error) {
 	case "filter":
 		if f.Group != "" {
 			return bulkRequest{}, errors.New("a dead-letter group is acted on from the dead letters page (Requeue group, Delete group); here, select its jobs")
+		}
+		if f.JobGroup != "" {
+			return bulkRequest{}, errors.New("a job group's jobs are acted on by selecting them; everything matching the filter would reach past the group")
 		}
 	default:
 		return bulkRequest{}, fmt.Errorf("scope %q: use selected or filter", b.Scope)

@@ -109,6 +109,9 @@ func TestPagingDeadLettersAndSearchOnPostgreSQL(t *testing.T) {
 	items := make([]litequeue.BatchItem, 120)
 	for i := range items {
 		items[i] = litequeue.BatchItem{Job: Resize{Image: fmt.Sprintf("%d.png", i)}, Options: &litequeue.EnqueueOptions{Delay: time.Hour}}
+		if i%2 == 0 {
+			items[i].Options.Group = "even"
+		}
 	}
 	ids, err := lq.q.EnqueueBatch(ctx, items)
 	require.NoError(t, err)
@@ -123,6 +126,23 @@ func TestPagingDeadLettersAndSearchOnPostgreSQL(t *testing.T) {
 	body = d.open(next.String())
 	require.Contains(t, body, `href="/jobs/`+itoa(ids[69])+`"`, "the next page starts below the cursor")
 	require.NotContains(t, body, `href="/jobs/`+itoa(ids[70])+`"`)
+
+	// A job group's list, linked from the queue page, pages within the
+	// group: 60 jobs, 50 a page.
+	require.Contains(t, d.open("/queue?name=media"), `<a href="/jobs?jobgroup=even&amp;queue=media"><code>even</code></a>`)
+	body = d.open("/jobs?jobgroup=even&queue=media")
+	require.Contains(t, body, `href="/jobs/`+itoa(ids[118])+`"`)
+	require.NotContains(t, body, `href="/jobs/`+itoa(ids[119])+`"`, "a job of no group")
+	older = regexp.MustCompile(`href="([^"]*)">Older →`).FindStringSubmatch(body)
+	require.NotNil(t, older)
+	next, err = url.Parse(html.UnescapeString(older[1]))
+	require.NoError(t, err)
+	require.Equal(t, url.Values{"queue": {"media"}, "jobgroup": {"even"}, "before": {itoa(ids[20])}}, next.Query())
+	body = d.open(next.String())
+	require.Equal(t, 10, strings.Count(body, `<td class="n"><a href="/jobs/`), "the group's last 10 jobs")
+	require.Contains(t, body, `href="/jobs/`+itoa(ids[0])+`"`)
+	require.NotContains(t, body, `href="/jobs/`+itoa(ids[19])+`"`)
+	require.NotContains(t, body, "Older →")
 
 	body = d.open("/dead")
 	require.Contains(t, body, `<code class="key">smtp &lt;n&gt; refused</code>`)

@@ -17,6 +17,7 @@ const lastErrorWidth = 40
 // listFlags are the selection and paging flags of jobs and dead.
 type listFlags struct {
 	queue, kind, order string
+	group              string // jobs of this group (EnqueueOptions.Group) only
 	limit, offset      int
 	after              string
 	tags               string // comma-separated; jobs only
@@ -25,6 +26,7 @@ type listFlags struct {
 func (l *listFlags) add(fs *flagSet) {
 	fs.StringVar(&l.queue, "queue", "", "only jobs of this queue")
 	fs.StringVar(&l.kind, "kind", "", "only jobs of this kind")
+	fs.StringVar(&l.group, "group", "", "only jobs of this group (EnqueueOptions.Group; lqinspect groups lists a queue's)")
 	fs.StringVar(&l.order, "order", string(litequeue.OrderNewest), `"newest" (highest id first) or "next-due" (earliest due first; without --state, live jobs only)`)
 	fs.IntVar(&l.limit, "limit", defaultListLimit, "show at most this many (0: all, read page by page); when more match, stderr names the --after of the next page")
 	fs.StringVar(&l.after, "after", "", "start after this cursor (the one stderr names after a page)")
@@ -34,7 +36,10 @@ func (l *listFlags) add(fs *flagSet) {
 // filter checks the flags and returns the library's filter (its Limit
 // unset: listPages pages).
 func (l *listFlags) filter() (litequeue.JobFilter, error) {
-	f := litequeue.JobFilter{Queue: l.queue, Kind: l.kind, Offset: l.offset, After: l.after}
+	f := litequeue.JobFilter{Queue: l.queue, Kind: l.kind, Group: l.group, Offset: l.offset, After: l.after}
+	if l.group != "" && l.tags != "" {
+		return f, usagef("--group and --tag do not combine: list by one of them")
+	}
 	switch o := litequeue.Order(l.order); o {
 	case litequeue.OrderNewest, litequeue.OrderNextDue:
 		f.Order = o

@@ -111,3 +111,39 @@ func TestGroupsAndShowSayWhyAnOrderedGroupWaits(t *testing.T) {
 	r = lq(t, "", "show", path, strconv.FormatInt(ids[0], 10))
 	require.NotContains(t, r.stdout, "waits:", "the head of its group is claimable")
 }
+
+func TestJobsGroupListsThatGroupsJobsWithTheOtherFiltersAndPaging(t *testing.T) {
+	path, ids := groupedFile(t)
+	idsOf := func(args ...string) []int64 {
+		t.Helper()
+		var got []litequeue.JobInfo
+		decode(t, &got, append([]string{"jobs", path}, args...)...)
+		out := []int64{}
+		for _, j := range got {
+			out = append(out, j.ID)
+		}
+		return out
+	}
+	require.Equal(t, []int64{ids[2], ids[0]}, idsOf("--group", "a"))
+	require.Equal(t, []int64{ids[1]}, idsOf("--group", "b", "--state", "ready", "--queue", "default"))
+	require.Equal(t, []int64{}, idsOf("--group", "a", "--state", "dead"))
+	require.Equal(t, []int64{}, idsOf("--group", "nosuch"))
+	require.Equal(t, []int64{ids[0], ids[2]}, idsOf("--group", "a", "--order", "next-due"))
+
+	// A page of one names the cursor of the next, which keeps to the group.
+	r := lq(t, "", "jobs", path, "--group", "a", "--limit", "1")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Regexp(t, `\n`+strconv.FormatInt(ids[2], 10)+`\s+default\s`, r.stdout)
+	require.NotContains(t, r.stdout, "\n"+strconv.FormatInt(ids[1], 10)+" ")
+	after := strconv.FormatInt(ids[2], 10)
+	require.Contains(t, r.stderr, "more match: --after "+after+" for the next page")
+	require.Equal(t, []int64{ids[0]}, idsOf("--group", "a", "--after", after))
+
+	var dead []litequeue.JobInfo
+	decode(t, &dead, "dead", path, "--group", "a")
+	require.Empty(t, dead)
+
+	r = lq(t, "", "jobs", path, "--group", "a", "--tag", "x")
+	require.Equal(t, exitUsage, r.code, r.stdout)
+	require.Contains(t, r.stderr, "--group and --tag do not combine")
+}
