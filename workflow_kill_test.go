@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -114,7 +115,7 @@ func TestWorkflowKillHelper(t *testing.T) {
 				fmt.Fprintf(logf, "VIOLATION job %d read the output %+v of parent %d\n", d.ID, out, p.ID)
 			}
 		}
-		fmt.Fprintf(logf, "start %d %d\n", d.ID, len(ps))
+		fmt.Fprintf(logf, "start %d %d %d\n", d.ID, len(ps), os.Getpid())
 		time.Sleep(time.Duration(rng.IntN(20000)) * time.Microsecond) // real work takes time (the kills must land while work runs); a kill may land here
 		return d.SetOutput(d.Job)
 	})
@@ -184,11 +185,19 @@ func runWorkflowKills(t *testing.T, addr string) {
 		}
 	}()
 	began := time.Now()
+	// Each kill lands on a process that has started work: it waits (bounded)
+	// until the process's first start line, then a random moment more. A
+	// process killed before it claimed anything (a race-built child takes
+	// longer to start than the pause between kills) proves nothing.
+	tail := &startTail{path: logPath, pids: map[int]bool{}}
 	for k := range kills {
+		i := k % len(procs)
+		for deadline := time.Now().Add(10 * time.Second); !tail.started(procs[i].Process.Pid) && time.Now().Before(deadline); {
+			time.Sleep(2 * time.Millisecond) // a bounded real-time wait for the process's first start
+		}
 		// A bounded real-time wait: the workers run in real time, and the
 		// kill must land at a random moment of their work.
 		time.Sleep(time.Duration(5+rng.IntN(60)) * time.Millisecond)
-		i := k % len(procs)
 		require.NoError(t, procs[i].Process.Signal(syscall.SIGKILL))
 		_, _ = procs[i].Process.Wait()
 		procs[i] = start()
@@ -239,6 +248,42 @@ func runWorkflowKills(t *testing.T, addr string) {
 	require.NoError(t, sc.Err())
 	require.GreaterOrEqual(t, starts, total)
 	t.Logf("%d workflows, %d nodes, %d starts (%d repeated after kills)", workflows, total, starts, starts-total)
+}
+
+// startTail reads the kill test's log as it grows and keeps the pids that
+// have written a start line.
+type startTail struct {
+	path string
+	off  int64
+	part string
+	pids map[int]bool
+}
+
+// started reports whether process pid has logged a start so far.
+func (s *startTail) started(pid int) bool {
+	if s.pids[pid] {
+		return true
+	}
+	f, err := os.Open(s.path)
+	if err != nil {
+		return false // no start logged yet
+	}
+	defer f.Close()
+	if _, err := f.Seek(s.off, 0); err != nil {
+		return false
+	}
+	b, _ := io.ReadAll(f)
+	s.off += int64(len(b))
+	text := s.part + string(b)
+	lines := strings.Split(text, "\n")
+	s.part = lines[len(lines)-1] // a line still being written
+	for _, line := range lines[:len(lines)-1] {
+		var id, n, p int
+		if _, err := fmt.Sscanf(line, "start %d %d %d", &id, &n, &p); err == nil {
+			s.pids[p] = true
+		}
+	}
+	return s.pids[pid]
 }
 
 func TestWorkflowKillsSQLite(t *testing.T) {

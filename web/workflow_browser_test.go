@@ -76,7 +76,9 @@ func TestCancelWorkflowInABrowserAsksFirst(t *testing.T) {
 	lone, err := f.q.Enqueue(bg, WfStep{Name: "lone"}, nil)
 	require.NoError(t, err)
 	srv := serve(t, web.Handler(f.q, nil))
-	text := func(sel string) string { return run(t, ctx, chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector(%q).textContent`, sel))) }
+	text := func(sel string) string {
+		return run(t, ctx, chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector(%q).textContent`, sel)))
+	}
 	button := `div.actions button[title^="Cancels the workflow"]`
 
 	u := fmt.Sprintf("%s/jobs/%d", srv.URL, ids[b])
