@@ -331,6 +331,21 @@ const (
 	nextPrioritySQL  = `SELECT priority, created_at FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority > $2 ORDER BY priority LIMIT 1`
 )
 
+// claimChosenSQL claims the rows $4 a group-limited claim chose, leaving
+// alone those a claim of a process that has not yet seen the limits took
+// meanwhile (due no more), and marks them as started by a limited claim
+// (flow): one seek of the primary key per id. Its test of state and due
+// time is wrapped in IS TRUE so that no index can serve it: bare, with
+// statistics taken while the queue held few live rows, the planner ANDed
+// the ids with a scan of every live row's entry in lq_jobs_kind_due for
+// "visible_at <= $3", on every claim.
+const claimChosenSQL = `UPDATE lq_jobs j
+SET state = 1, visible_at = $1, lease = $2, attempt = j.attempt + 1, attempted_at = $3, due_at = j.visible_at, process = $5, flow = 1,
+    last_error = CASE WHEN j.state = 1
+        THEN 'lease expired: the worker of attempt ' || j.attempt || ' was lost' ELSE j.last_error END
+WHERE j.id = ANY ($4) AND (j.state IN (0, 1) AND j.visible_at <= $3) IS TRUE
+RETURNING j.id, j.kind, j.attempt, j.priority, j.payload, j.idem_key, j.created_at, j.last_error, j.due_at, j.meta::text`
+
 // candidate is a due row a group-limited claim may take.
 type candidate struct {
 	id, due int64
@@ -396,14 +411,7 @@ func (s *pgStore) claimByGroupTx(ctx context.Context, tx *sql.Tx, q store.ClaimQ
 	if len(chosen) == 0 {
 		return nil, nil
 	}
-	// Rows a claim of a process that has not yet seen the limits took
-	// meanwhile are due no more and are left alone.
-	rows, err := tx.QueryContext(ctx, s.q(`UPDATE lq_jobs j
-SET state = 1, visible_at = $1, lease = $2, attempt = j.attempt + 1, attempted_at = $3, due_at = j.visible_at, process = $5, flow = 1,
-    last_error = CASE WHEN j.state = 1
-        THEN 'lease expired: the worker of attempt ' || j.attempt || ' was lost' ELSE j.last_error END
-WHERE j.id = ANY ($4) AND j.state IN (0, 1) AND j.visible_at <= $3
-RETURNING j.id, j.kind, j.attempt, j.priority, j.payload, j.idem_key, j.created_at, j.last_error, j.due_at, j.meta::text`),
+	rows, err := tx.QueryContext(ctx, s.q(claimChosenSQL),
 		q.Until, q.Lease, q.Now, chosen, q.Process)
 	if err != nil {
 		return nil, err
