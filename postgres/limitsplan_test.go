@@ -59,8 +59,7 @@ SELECT 'q', 'a', 0, 100000 + i, i, i, '\x7b7d', 1, 1, 'g' || i FROM generate_ser
 		args  []any
 		most  float64
 	}{
-		{"first priority", firstPrioritySQL, []any{"q"}, 2},
-		{"next priority", nextPrioritySQL, []any{"q", int64(0)}, 2},
+		{"priorities", flowPrioritiesSQL, []any{"q"}, 2},
 		{"due page", dueGroupSQL, []any{"q", int64(0), "a", int64(50000), saturated, minKey, minKey, 50}, 60},
 		{"due page after a row", dueGroupSQL, []any{"q", int64(0), "a", int64(50000), saturated, int64(10000), int64(0), 50}, 60},
 		// and one seek of lq_jobs_group_live per row kept (its group's first live row)
