@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -71,6 +72,12 @@ func sqlLiteral(a any) string {
 			q[i] = quote(s)
 		}
 		return "ARRAY[" + strings.Join(q, ", ") + "]::text[]"
+	case []int64:
+		q := make([]string, len(v))
+		for i, n := range v {
+			q[i] = strconv.FormatInt(n, 10)
+		}
+		return "ARRAY[" + strings.Join(q, ", ") + "]::bigint[]"
 	default:
 		return fmt.Sprint(v)
 	}

@@ -320,16 +320,28 @@ const dueOrderedSQL = `SELECT id, grp, visible_at FROM lq_jobs j
 	    AND id = (SELECT min(h.id) FROM lq_jobs h WHERE h.queue = $1 AND h.grp = j.grp AND h.state IN (0, 1))))
 	ORDER BY visible_at, id LIMIT $8`
 
-// firstPrioritySQL is the most urgent priority of queue $1's live rows,
-// and nextPrioritySQL the next one after $2: each one seek of
-// lq_jobs_claim (a bound the planner can use: no "$2 IS NULL OR"). Each
-// reads created_at, which the index lacks, so that the seek visits the heap
-// and marks the entries of finished jobs dead (see priorityWalk): an
-// index-only min(priority) stepped over all of them again on every claim.
-const (
-	firstPrioritySQL = `SELECT priority, created_at FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) ORDER BY priority LIMIT 1`
-	nextPrioritySQL  = `SELECT priority, created_at FROM lq_jobs WHERE queue = $1 AND state IN (0, 1) AND priority > $2 ORDER BY priority LIMIT 1`
-)
+// flowPrioritiesSQL is the distinct priorities of queue $1's live rows,
+// most urgent first: priorityWalk, one seek of lq_jobs_kind_due each, read
+// in one round trip at the start of a group-limited claim (a seek per
+// priority as the claim went on cost a round trip more per claim, the one
+// that found no further priority).
+var flowPrioritiesSQL = priorityWalk("") + `
+SELECT prio FROM p`
+
+// claimChosenSQL claims the rows $4 a group-limited claim chose, leaving
+// alone those a claim of a process that has not yet seen the limits took
+// meanwhile (due no more), and marks them as started by a limited claim
+// (flow): one seek of the primary key per id. Its test of state and due
+// time is wrapped in IS TRUE so that no index can serve it: bare, with
+// statistics taken while the queue held few live rows, the planner ANDed
+// the ids with a scan of every live row's entry in lq_jobs_kind_due for
+// "visible_at <= $3", on every claim.
+const claimChosenSQL = `UPDATE lq_jobs j
+SET state = 1, visible_at = $1, lease = $2, attempt = j.attempt + 1, attempted_at = $3, due_at = j.visible_at, process = $5, flow = 1,
+    last_error = CASE WHEN j.state = 1
+        THEN 'lease expired: the worker of attempt ' || j.attempt || ' was lost' ELSE j.last_error END
+WHERE j.id = ANY ($4) AND (j.state IN (0, 1) AND j.visible_at <= $3) IS TRUE
+RETURNING j.id, j.kind, j.attempt, j.priority, j.payload, j.idem_key, j.created_at, j.last_error, j.due_at, j.meta::text`
 
 // candidate is a due row a group-limited claim may take.
 type candidate struct {
@@ -348,26 +360,17 @@ func (s *pgStore) claimByGroupTx(ctx context.Context, tx *sql.Tx, q store.ClaimQ
 	}
 	var chosen []int64
 	taken := map[string]int{}
-	prio := sql.NullInt64{}
-	for len(chosen) < q.N {
-		var next sql.NullInt64
-		var created int64
-		var err error
-		if prio.Valid {
-			err = tx.QueryRowContext(ctx, s.q(nextPrioritySQL), q.Queue, prio.Int64).Scan(&next, &created)
-		} else {
-			err = tx.QueryRowContext(ctx, s.q(firstPrioritySQL), q.Queue).Scan(&next, &created)
-		}
-		if errors.Is(err, sql.ErrNoRows) {
+	prios, err := s.flowPriorities(ctx, tx, q.Queue)
+	if err != nil {
+		return nil, err
+	}
+	for _, prio := range prios {
+		if len(chosen) == q.N {
 			break
 		}
-		if err != nil {
-			return nil, err
-		}
-		prio = next
 		var all []candidate
 		for _, kind := range q.Kinds {
-			cands, err := s.groupCandidates(ctx, tx, query, q, prio.Int64, kind, room, taken, q.N-len(chosen))
+			cands, err := s.groupCandidates(ctx, tx, query, q, prio, kind, room, taken, q.N-len(chosen))
 			if err != nil {
 				return nil, err
 			}
@@ -396,19 +399,30 @@ func (s *pgStore) claimByGroupTx(ctx context.Context, tx *sql.Tx, q store.ClaimQ
 	if len(chosen) == 0 {
 		return nil, nil
 	}
-	// Rows a claim of a process that has not yet seen the limits took
-	// meanwhile are due no more and are left alone.
-	rows, err := tx.QueryContext(ctx, s.q(`UPDATE lq_jobs j
-SET state = 1, visible_at = $1, lease = $2, attempt = j.attempt + 1, attempted_at = $3, due_at = j.visible_at, process = $5, flow = 1,
-    last_error = CASE WHEN j.state = 1
-        THEN 'lease expired: the worker of attempt ' || j.attempt || ' was lost' ELSE j.last_error END
-WHERE j.id = ANY ($4) AND j.state IN (0, 1) AND j.visible_at <= $3
-RETURNING j.id, j.kind, j.attempt, j.priority, j.payload, j.idem_key, j.created_at, j.last_error, j.due_at, j.meta::text`),
+	rows, err := tx.QueryContext(ctx, s.q(claimChosenSQL),
 		q.Until, q.Lease, q.Now, chosen, q.Process)
 	if err != nil {
 		return nil, err
 	}
 	return scanClaimed(rows)
+}
+
+// flowPriorities reads flowPrioritiesSQL for queue.
+func (s *pgStore) flowPriorities(ctx context.Context, tx *sql.Tx, queue string) ([]int64, error) {
+	rows, err := tx.QueryContext(ctx, s.q(flowPrioritiesSQL), queue)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var p int64
+		if err := rows.Scan(&p); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
 }
 
 func cmpInt(a, b int64) int {
