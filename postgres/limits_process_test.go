@@ -191,21 +191,25 @@ func TestFlowLimitsHoldAcrossThreeProcessesWithAKill(t *testing.T) {
 		}
 		procs = append(procs, cmd)
 	}
-	// Kill the first worker once it has started a tenth of the jobs.
+	// Kill the first worker once it has started a tenth of the jobs, or
+	// once the three together started half of them: under load the first
+	// worker may be starved by the other two, and the kill must still come
+	// while there is work left.
 	deadline := time.Now().Add(procWait)
+	var first, all int
 	for {
-		var n int
-		if err := db.QueryRow(`SELECT count(*) FROM lqt_flow WHERE pid = $1`, procs[0].Process.Pid).Scan(&n); err != nil {
+		if err := db.QueryRow(`SELECT count(*) FILTER (WHERE pid = $1), count(*) FROM lqt_flow`, procs[0].Process.Pid).Scan(&first, &all); err != nil {
 			t.Fatal(err)
 		}
-		if n >= jobs/10 {
+		if first >= jobs/10 || all >= jobs/2 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the first worker did not start a tenth of the jobs in time")
+			t.Fatalf("the workers started %d attempts (the first %d) of %d jobs in %s", all, first, jobs, procWait)
 		}
 		time.Sleep(5 * time.Millisecond) // a bounded real-time wait
 	}
+	t.Logf("killing the first worker after it started %d attempts, the three %d (of %d jobs)", first, all, jobs)
 	procs[0].Process.Signal(syscall.SIGKILL)
 	procs[0].Wait()
 	killedAt := time.Now().UnixNano()
