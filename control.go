@@ -56,6 +56,17 @@ func (q *Queue) Resume(ctx context.Context, queue string) error {
 	if err := validName("queue", queue); err != nil {
 		return wrapf("litequeue: resume: %w", err)
 	}
+	// The local pool must not start anything before EventResumed: while
+	// paused it re-reads the pause at every wake-up, and the store's
+	// resume wakes it (its notification) before this emits the event.
+	p := q.localPool(queue)
+	if p != nil {
+		p.resuming.Add(1)
+		defer func() {
+			p.resuming.Add(-1)
+			p.signal()
+		}()
+	}
 	changed, err := q.store.Resume(ctx, queue)
 	if err != nil {
 		return wrapf("litequeue: resume queue %q: %w", queue, err)
@@ -63,9 +74,8 @@ func (q *Queue) Resume(ctx context.Context, queue string) error {
 	if changed { // before the pool starts anything: events keep their order
 		q.emit(Event{Type: EventResumed, Queue: queue})
 	}
-	if p := q.localPool(queue); p != nil {
+	if p != nil {
 		p.paused.Store(false)
-		p.signal()
 	}
 	return nil
 }

@@ -251,8 +251,11 @@ func (p *pool) holdForControl() bool {
 		if paused, err := p.q.store.Paused(ctx); err != nil {
 			p.q.log.Error("litequeue: reading paused queues", LogQueue, p.cfg.Name, LogError, err.Error())
 		} else {
-			_, ok := paused[p.cfg.Name]
-			p.paused.Store(ok)
+			// A Resume of this process in flight unpauses the pool
+			// itself, after its event (control.go).
+			if _, ok := paused[p.cfg.Name]; ok || p.resuming.Load() == 0 {
+				p.paused.Store(ok)
+			}
 		}
 	}
 	if recheck {

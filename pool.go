@@ -118,6 +118,7 @@ type pool struct {
 
 	paused    atomic.Bool  // the queue is paused: claim nothing, start nothing (see dispatch.go)
 	recheck   atomic.Bool  // another process wrote: re-read the pause, look for cancelled jobs
+	resuming  atomic.Int32 // Resumes of this process in flight: a re-read of the pause does not unpause (control.go)
 	limited   atomic.Bool  // the queue has stored limits: claim through them (limits.go)
 	claimedAt atomic.Int64 // the Clock's time of the last claim (limits.go)
 }
