@@ -463,12 +463,8 @@ func (s *pgStore) groupCandidates(ctx context.Context, tx *sql.Tx, query string,
 				if len(out) == n {
 					continue
 				}
-				if c.grp.Valid {
-					g := c.grp.String
-					if room.Of(g)-taken[g]-mine[g] <= 0 {
-						continue
-					}
-					mine[g]++
+				if c.grp.Valid && !room.Take(c.grp.String, taken, mine) {
+					continue
 				}
 				out = append(out, c)
 			}

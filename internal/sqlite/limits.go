@@ -397,12 +397,8 @@ func groupCandidates(ctx context.Context, tx Execer, query string, q store.Claim
 		if err := rows.Scan(&c.id, &c.grp, &c.due); err != nil {
 			return nil, err
 		}
-		if c.grp.Valid {
-			g := c.grp.String
-			if room.Of(g)-taken[g]-mine[g] <= 0 {
-				continue
-			}
-			mine[g]++
+		if c.grp.Valid && !room.Take(c.grp.String, taken, mine) {
+			continue
 		}
 		out = append(out, c)
 	}

@@ -84,6 +84,17 @@ func (r Room) Of(g string) int {
 	return room
 }
 
+// Take reports whether group g has room for one more job beside taken
+// (what the claim holds already) and mine (what it chose so far), and
+// counts that job in mine when it has.
+func (r Room) Take(g string, taken, mine map[string]int) bool {
+	if r.Of(g)-taken[g]-mine[g] <= 0 {
+		return false
+	}
+	mine[g]++
+	return true
+}
+
 // Saturated lists the groups with no room left, sorted.
 func (r Room) Saturated() []string {
 	out := []string{}
